@@ -1,0 +1,19 @@
+//! Pipeline configuration: the YAML file a user writes, parsed strictly and validated.
+//!
+//! # Layout
+//! - [`model`]: the file's shape (Data Prepper's), with every field documented.
+//! - [`load`]: text → [`Config`], collecting every error.
+//! - [`location`]: which line each key is on, for errors found after parsing.
+//! - [`error`]: [`ConfigError`]s that name the key path and line, and suggest the fix.
+//! - [`units`]: durations (`250ms`) and sizes (`10mb`).
+
+pub mod error;
+pub mod load;
+pub mod location;
+pub mod model;
+pub mod units;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use load::{parse, Context};
+pub use model::*;
+pub use units::ByteSize;

@@ -1,0 +1,443 @@
+//! Text → [`Config`]: YAML syntax, then each pipeline field on its own (so one bad field does
+//! not hide the next), then the rules that span fields and pipelines. Every error is collected;
+//! the caller gets all of them at once, sorted by line.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_yaml::{Mapping, Value};
+
+use crate::error::{closest, ConfigError, ConfigErrors};
+use crate::location::{join, LocationIndex};
+use crate::model::*;
+use crate::units;
+
+/// What validation may check beyond the file itself.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Context<'a> {
+    /// The deserializer plugins that exist. `None` skips the check.
+    pub deserializers: Option<&'a [String]>,
+}
+
+/// Parses and validates a pipeline file. `file` is only used in messages.
+pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, ConfigErrors> {
+    let mut errors = Errors { index: LocationIndex::new(text), list: Vec::new() };
+    let config = parse_inner(text, &mut errors, context);
+    if errors.list.is_empty() {
+        if let Some(config) = config {
+            return Ok(config);
+        }
+    }
+    let mut list = errors.list;
+    list.sort_by_key(|e| e.position.map(|p| (p.line, p.column)));
+    Err(ConfigErrors { file: file.to_owned(), errors: list })
+}
+
+struct Errors {
+    index: LocationIndex,
+    list: Vec<ConfigError>,
+}
+
+impl Errors {
+    /// An error about the key at `path` (its position is looked up).
+    fn at(&mut self, path: &str, message: impl Into<String>) {
+        let position = self.index.find(path);
+        self.list.push(ConfigError { position, path: path.to_owned(), message: message.into() });
+    }
+}
+
+fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<Config> {
+    let root: Value = match serde_yaml::from_str(text) {
+        Ok(root) => root,
+        Err(e) => {
+            let position = e.location().map(|l| crate::location::Position {
+                line: l.line(),
+                column: l.column(),
+            });
+            let message = e.to_string();
+            let message = match message.find(" at line ") {
+                Some(cut) => message[..cut].to_owned(),
+                None => message,
+            };
+            errors.list.push(ConfigError {
+                position,
+                path: String::new(),
+                message: format!("invalid YAML: {message}"),
+            });
+            return None;
+        }
+    };
+    let root = match root {
+        Value::Mapping(root) if !root.is_empty() => root,
+        Value::Null | Value::Mapping(_) => {
+            errors.at("", "the file defines no pipelines; start with a pipeline name, e.g. `log-pipeline:`");
+            return None;
+        }
+        _ => {
+            errors.at("", "the file must be a map of pipeline names to pipelines, e.g. `log-pipeline: {source: ..., sink: ...}`");
+            return None;
+        }
+    };
+
+    let mut pipelines = Vec::new();
+    for (name, body) in root {
+        let Some(name) = name.as_str().map(str::to_owned) else {
+            errors.at("", format!("pipeline names must be text, got `{}`", render(&name)));
+            continue;
+        };
+        if PIPELINE_FIELDS.contains(&name.as_str()) {
+            errors.at(
+                &name,
+                format!(
+                    "`{name}` is a field of a pipeline, not a pipeline; indent it under a pipeline name \
+                     (e.g. `log-pipeline:`)"
+                ),
+            );
+            continue;
+        }
+        match body {
+            Value::Mapping(body) => {
+                if let Some(p) = parse_pipeline(&name, body, errors) {
+                    pipelines.push(p);
+                }
+            }
+            _ => errors.at(
+                &name,
+                format!("pipeline `{name}` must be a map with `source`, `buffer`, `processor` and `sink`"),
+            ),
+        }
+    }
+    validate(&pipelines, errors, context);
+    Some(Config { pipelines })
+}
+
+fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipeline> {
+    let before = errors.list.len();
+    let mut workers = default_workers();
+    let mut delay = default_delay();
+    let mut source = None;
+    let mut buffer = Buffer::default();
+    let mut processor = Vec::new();
+    let mut sink = Vec::new();
+    let mut dlq_path = None;
+
+    for (key, value) in body {
+        let Some(key) = key.as_str() else {
+            errors.at(name, format!("keys of pipeline `{name}` must be text, got `{}`", render(&key)));
+            continue;
+        };
+        let path = join(name, key);
+        match key {
+            "workers" => set(&mut workers, field(value, &path, Kind::Field, errors)),
+            "delay" => set(&mut delay, field::<DelayValue>(value, &path, Kind::Field, errors).map(|d| d.0)),
+            "source" => source = component(value, &path, Kind::Source, errors),
+            "buffer" => set(&mut buffer, component(value, &path, Kind::Buffer, errors)),
+            "processor" => set(&mut processor, components(value, &path, Kind::Processor, errors)),
+            "sink" => set(&mut sink, components(value, &path, Kind::Sink, errors)),
+            "dlq_path" => dlq_path = field(value, &path, Kind::Field, errors),
+            other => errors.at(&path, unknown_field(other, name, PIPELINE_FIELDS)),
+        }
+    }
+
+    let Some(source) = source else {
+        if errors.list.len() == before {
+            errors.at(
+                name,
+                format!("pipeline `{name}` has no `source`; add one, e.g. `source: {{http: {{port: 2021}}}}`"),
+            );
+        }
+        return None;
+    };
+    if sink.is_empty() && errors.list.len() == before {
+        errors.at(name, format!("pipeline `{name}` has no sink; add one, e.g. `sink: [{{stdout: {{}}}}]`"));
+    }
+    (errors.list.len() == before).then(|| Pipeline {
+        name: name.to_owned(),
+        workers,
+        delay,
+        source,
+        buffer,
+        processor,
+        sink,
+        dlq_path,
+    })
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
+    }
+}
+
+#[derive(Deserialize)]
+struct DelayValue(#[serde(deserialize_with = "units::duration")] Duration);
+
+/// What sort of thing a key names, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Field,
+    Source,
+    Buffer,
+    Processor,
+    Sink,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Field => "field",
+            Kind::Source => "source",
+            Kind::Buffer => "buffer",
+            Kind::Processor => "processor",
+            Kind::Sink => "sink",
+        }
+    }
+}
+
+/// A list of components (`processor`, `sink`): each item on its own.
+fn components<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: &mut Errors) -> Option<Vec<T>> {
+    match value {
+        Value::Null => Some(Vec::new()),
+        Value::Sequence(items) => {
+            let before = errors.list.len();
+            let parsed: Vec<T> = items
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, item)| component(item, &format!("{path}[{i}]"), kind, errors))
+                .collect();
+            (errors.list.len() == before).then_some(parsed)
+        }
+        other => {
+            errors.at(
+                path,
+                format!(
+                    "`{path}` must be a list, e.g. `{}: [{{{}: {{}}}}]`, got {}",
+                    kind.noun(),
+                    if kind == Kind::Sink { "stdout" } else { "name" },
+                    describe(&other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// One component: a map with exactly one key, the plugin name, whose value is its settings.
+/// `stdout` and `stdout:` (no settings) mean `stdout: {}`.
+fn component<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: &mut Errors) -> Option<T> {
+    let value = match value {
+        Value::String(name) => tagged(&name, Value::Null),
+        Value::Mapping(m) if m.len() == 1 => {
+            let Some((Value::String(name), settings)) = m.into_iter().next() else {
+                errors.at(path, format!("`{path}` must name a {} plugin, e.g. `{}`", kind.noun(), example(kind)));
+                return None;
+            };
+            tagged(&name, settings)
+        }
+        Value::Mapping(m) if m.is_empty() => {
+            errors.at(path, format!("`{path}` is empty; name the {} plugin, e.g. `{}`", kind.noun(), example(kind)));
+            return None;
+        }
+        Value::Mapping(m) => {
+            let names: Vec<String> = m.keys().map(|k| format!("`{}`", render(k))).collect();
+            errors.at(
+                path,
+                format!(
+                    "`{path}` names {} {} plugins ({}); give one plugin per {}",
+                    names.len(),
+                    kind.noun(),
+                    names.join(", "),
+                    if matches!(kind, Kind::Sink | Kind::Processor) { "list item" } else { "pipeline" }
+                ),
+            );
+            return None;
+        }
+        other => {
+            errors.at(path, format!("`{path}` must name a {} plugin, e.g. `{}`, got {}", kind.noun(), example(kind), describe(&other)));
+            return None;
+        }
+    };
+    field(value, path, kind, errors)
+}
+
+/// serde_yaml reads an enum from a `Value` only in its `!variant` tagged form, so the one-key
+/// map `{file: {path: x}}` becomes `!file {path: x}`. No settings means `{}`.
+fn tagged(name: &str, settings: Value) -> Value {
+    let settings = if settings.is_null() { Value::Mapping(Mapping::new()) } else { settings };
+    Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
+        tag: serde_yaml::value::Tag::new(name),
+        value: settings,
+    }))
+}
+
+fn example(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Source => "http: {port: 2021}",
+        Kind::Buffer => "bounded_blocking: {buffer_size: 12800}",
+        Kind::Sink => "stdout: {}",
+        Kind::Processor | Kind::Field => "name: {}",
+    }
+}
+
+/// Deserializes `value`, turning a serde error into a [`ConfigError`] with the full key path.
+fn field<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: &mut Errors) -> Option<T> {
+    match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let mut full = path.to_owned();
+            for segment in e.path().iter() {
+                match segment {
+                    serde_path_to_error::Segment::Seq { index } => full.push_str(&format!("[{index}]")),
+                    serde_path_to_error::Segment::Map { key } => full = join(&full, key),
+                    serde_path_to_error::Segment::Enum { variant } => full = join(&full, variant),
+                    serde_path_to_error::Segment::Unknown => {}
+                }
+            }
+            let (at, message) = explain(&full, kind, &e.into_inner().to_string());
+            errors.at(&at, message);
+            None
+        }
+    }
+}
+
+/// Rewrites serde's message into ours: the key path, the plugin kind, a suggestion.
+/// Returns the path to point at and the message.
+fn explain(path: &str, kind: Kind, serde_message: &str) -> (String, String) {
+    let (name, expected) = quoted_and_expected(serde_message);
+    if let (Some(wrong), true) = (&name, serde_message.starts_with("unknown field")) {
+        let fields: Vec<&str> = expected.iter().map(String::as_str).collect();
+        // serde_path_to_error puts the unknown key itself at the end of the path.
+        let parent = path.strip_suffix(&format!(".{wrong}")).unwrap_or(path);
+        return (join(parent, wrong), unknown_field(wrong, parent, &fields));
+    }
+    if let (Some(wrong), true) = (&name, serde_message.starts_with("unknown variant")) {
+        let noun = kind.noun();
+        let known: Vec<&str> = expected.iter().map(String::as_str).collect();
+        let message = if known.is_empty() {
+            format!("unknown {noun} `{wrong}` in `{path}`: sluice has no {noun}s yet; remove it, e.g. `{noun}: []`")
+        } else if let Some(best) = closest(wrong, known.iter().copied()) {
+            format!("unknown {noun} `{wrong}` in `{path}`, did you mean `{best}`?")
+        } else {
+            format!("unknown {noun} `{wrong}` in `{path}`; the {noun}s are {}", list(&known))
+        };
+        return (join(path, wrong), message);
+    }
+    if let (Some(missing), true) = (&name, serde_message.starts_with("missing field")) {
+        return (path.to_owned(), format!("missing field `{missing}` in `{path}`"));
+    }
+    let mut message = serde_message.to_owned();
+    for (rust, plain) in [
+        ("expected usize", "expected a whole number"),
+        ("expected u64", "expected a whole number"),
+        ("expected u16", "expected a port number (1-65535)"),
+        ("expected a string", "expected text"),
+    ] {
+        message = message.replace(rust, plain);
+    }
+    (path.to_owned(), format!("invalid value for `{path}`: {message}"))
+}
+
+fn unknown_field(wrong: &str, parent: &str, fields: &[&str]) -> String {
+    match closest(wrong, fields.iter().copied()) {
+        Some(best) => format!("unknown field `{wrong}` in `{parent}`, did you mean `{best}`?"),
+        None if fields.is_empty() => format!("unknown field `{wrong}` in `{parent}`, which takes no fields"),
+        None => format!("unknown field `{wrong}` in `{parent}`; the fields are {}", list(fields)),
+    }
+}
+
+fn list(names: &[&str]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// From "unknown field `x`, expected one of `a`, `b`": (`x`, [`a`, `b`]).
+fn quoted_and_expected(message: &str) -> (Option<String>, Vec<String>) {
+    let mut quoted = message.split('`').skip(1).step_by(2).map(str::to_owned);
+    let first = quoted.next();
+    (first, quoted.collect())
+}
+
+fn render(value: &Value) -> String {
+    serde_yaml::to_string(value).map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "nothing".to_owned(),
+        Value::Bool(b) => format!("`{b}`"),
+        Value::Number(n) => format!("`{n}`"),
+        Value::String(s) => format!("`{s}`"),
+        Value::Sequence(_) => "a list".to_owned(),
+        Value::Mapping(_) => "a map".to_owned(),
+        Value::Tagged(_) => "a tagged value".to_owned(),
+    }
+}
+
+/// Rules that span fields and pipelines.
+fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
+    let mut ports: HashMap<u16, &str> = HashMap::new();
+    for p in pipelines {
+        let name = p.name.as_str();
+        if p.workers == 0 {
+            errors.at(&join(name, "workers"), format!("`{name}.workers` must be at least 1"));
+        }
+        match &p.buffer {
+            Buffer::BoundedBlocking(b) => {
+                let path = join(name, "buffer.bounded_blocking");
+                if b.buffer_size == 0 {
+                    errors.at(&join(&path, "buffer_size"), format!("`{path}.buffer_size` must be at least 1"));
+                }
+                if b.batch_size == 0 {
+                    errors.at(&join(&path, "batch_size"), format!("`{path}.batch_size` must be at least 1"));
+                } else if b.batch_size > b.buffer_size && b.buffer_size > 0 {
+                    errors.at(
+                        &join(&path, "batch_size"),
+                        format!(
+                            "`{path}.batch_size` ({}) is larger than `buffer_size` ({}); a batch cannot be larger than the buffer",
+                            b.batch_size, b.buffer_size
+                        ),
+                    );
+                }
+            }
+        }
+        match &p.source {
+            Source::Http(http) => {
+                let path = join(name, "source.http");
+                if let Some(other) = ports.insert(http.port, name) {
+                    errors.at(
+                        &join(&path, "port"),
+                        format!(
+                            "`{path}.port` {} is already used by pipeline `{other}`; give each http source its own port",
+                            http.port
+                        ),
+                    );
+                }
+                if !http.path.starts_with('/') {
+                    errors.at(&join(&path, "path"), format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"));
+                }
+                check_deserializer(&http.deserializer, &join(&path, "deserializer"), errors, context);
+            }
+        }
+    }
+}
+
+fn check_deserializer(d: &DeserializerConfig, path: &str, errors: &mut Errors, context: Context<'_>) {
+    if d.timeout.is_zero() {
+        errors.at(&join(path, "timeout"), format!("`{path}.timeout` must be more than zero"));
+    }
+    if d.max_memory.bytes() < 1 << 20 {
+        errors.at(&join(path, "max_memory"), format!("`{path}.max_memory` must be at least `1mb`"));
+    }
+    let Some(known) = context.deserializers else { return };
+    if known.iter().any(|k| *k == d.name) {
+        return;
+    }
+    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    let hint = match closest(&d.name, names.iter().copied()) {
+        Some(best) => format!(", did you mean `{best}`?"),
+        None if names.is_empty() => "; no deserializer plugins are loaded (see `sluice plugins list`)".to_owned(),
+        None => format!("; the loaded deserializers are {}", list(&names)),
+    };
+    errors.at(path, format!("unknown deserializer `{}` in `{path}`{hint}", d.name));
+}

@@ -1,0 +1,130 @@
+//! Durations and sizes as people write them: `250ms`, `30s`, `10mb`, `64MiB`.
+//!
+//! A bare integer is milliseconds for a duration (as Data Prepper's `delay: 3000`) and bytes for
+//! a size, so configs written for Data Prepper keep working.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+/// Deserializes a [`Duration`] from a humantime string or integer milliseconds.
+pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = Duration;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a duration such as `250ms`, `30s` or `1m`, or integer milliseconds")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            Ok(Duration::from_millis(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            u64::try_from(v)
+                .map(Duration::from_millis)
+                .map_err(|_| E::custom(format!("a duration cannot be negative, got {v}")))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+            if let Ok(ms) = v.trim().parse::<u64>() {
+                return Ok(Duration::from_millis(ms));
+            }
+            humantime::parse_duration(v.trim()).map_err(|e| {
+                E::custom(format!("invalid duration `{v}` ({e}); write e.g. `250ms`, `30s`, `1m`"))
+            })
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// A size in bytes, written `10mb`, `1MiB`, `512kb` or as a plain number of bytes. `kb`/`mb`/`gb`
+/// are powers of 1024, as in Data Prepper's `max_request_length: 10mb`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    pub const fn mib(n: u64) -> Self {
+        Self(n * 1024 * 1024)
+    }
+
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+
+    fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let number: u64 = number
+            .parse()
+            .map_err(|_| format!("invalid size `{text}`; write e.g. `512kb`, `10mb`, `1gb`"))?;
+        let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            _ => return Err(format!("invalid size unit in `{text}`; use b, kb, mb or gb")),
+        };
+        number
+            .checked_mul(factor)
+            .map(Self)
+            .ok_or_else(|| format!("size `{text}` is too large"))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            b if b >= 1 << 20 && b % (1 << 20) == 0 => write!(f, "{}mb", b >> 20),
+            b if b >= 1 << 10 && b % (1 << 10) == 0 => write!(f, "{}kb", b >> 10),
+            b => write!(f, "{b}b"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size such as `512kb` or `10mb`, or a number of bytes")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v)
+                    .map(ByteSize)
+                    .map_err(|_| E::custom(format!("a size cannot be negative, got {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                ByteSize::parse(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(ByteSize::parse("10mb"), Ok(ByteSize::mib(10)));
+        assert_eq!(ByteSize::parse("64MiB"), Ok(ByteSize::mib(64)));
+        assert_eq!(ByteSize::parse("512"), Ok(ByteSize(512)));
+        assert!(ByteSize::parse("ten").is_err());
+        assert!(ByteSize::parse("1tb").is_err());
+        assert_eq!(ByteSize::mib(10).to_string(), "10mb");
+    }
+
+    #[test]
+    fn durations() {
+        let d = |s: &str| duration(serde_yaml::Deserializer::from_str(s));
+        assert_eq!(d("3000").unwrap(), Duration::from_secs(3));
+        assert_eq!(d("250ms").unwrap(), Duration::from_millis(250));
+        assert!(d("soon").unwrap_err().to_string().contains("invalid duration `soon`"));
+    }
+}
