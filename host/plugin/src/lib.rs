@@ -1,1 +1,25 @@
-//! placeholder
+//! The WebAssembly plugin host: loads deserializer components that implement
+//! `wit/deserializer.wit`, sandboxes them, and calls them once per batch.
+//!
+//! # Layout
+//! - `bindings`: the one `bindgen!` for the WIT world.
+//! - [`engine`]: the process-wide engine and linker, the epoch ticker, loading and compiling
+//!   components (cached on disk by sha256 and engine hash), type-checking them at load.
+//! - [`decoder`]: one sandboxed instance per worker, the per-call deadline and memory cap, and
+//!   the trap policy (fresh instance, one retry, then isolate the record that traps).
+//! - [`error`]: [`PluginError`], naming the plugin and its file.
+//!
+//! Data flow: `PluginHost::load_*` → [`Plugin`] (shared, immutable) → [`Decoder::new`] per
+//! worker → [`Decoder::decode`] per batch → one [`Decoded`] per record.
+
+mod bindings;
+pub mod decoder;
+pub mod engine;
+pub mod error;
+#[doc(hidden)]
+pub mod testing;
+
+pub use bindings::RawRecord;
+pub use decoder::{Decoded, Decoder, DecoderStats, Limits};
+pub use engine::{Plugin, PluginHost};
+pub use error::PluginError;

@@ -1,0 +1,244 @@
+//! Calling a plugin: one instance per [`Decoder`], one call per batch, and the trap policy.
+//!
+//! A trap (panic, out-of-bounds access, deadline, memory cap) or a reply of the wrong length
+//! poisons the instance: it is dropped and a fresh one is built from the pre-instantiated
+//! handle. The batch is retried once; if it fails again it is split in halves, recursively, to
+//! find the records that fail on their own. Those come back as [`Decoded::Trapped`]; every
+//! other record gets its real outcome. Nothing here panics or returns an error because of what
+//! a plugin did.
+
+use std::time::Duration;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime_wasi::WasiCtxBuilder;
+
+use crate::bindings::exports::sluice::plugin::raw_byte_handler;
+use crate::bindings::{OptionEntry, Outcome, RawRecord};
+use crate::engine::{HostState, Plugin, EPOCH_TICK};
+use crate::error::PluginError;
+
+/// The sandbox limits of one instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The most linear memory the instance may grow to, in bytes.
+    pub max_memory: usize,
+    /// The longest one call may run (wall clock).
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_memory: 64 << 20, timeout: Duration::from_secs(1) }
+    }
+}
+
+/// What became of one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded {
+    /// The events the plugin parsed (JSON object text, not yet checked by the host).
+    Events(Vec<String>),
+    /// The plugin said the record is malformed, and why.
+    Malformed(String),
+    /// The plugin trapped on this record alone (after a retry on a fresh instance).
+    Trapped(String),
+}
+
+/// How many sub-batch calls one batch may spend isolating trapping records. A plugin that
+/// traps on every record would otherwise cost about two calls (and deadlines) per record; past
+/// the budget the remaining records are dead-lettered unisolated.
+const ISOLATION_BUDGET: usize = 64;
+
+/// Counters of one decoder, for metrics and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderStats {
+    /// Calls into the plugin (batches and sub-batches).
+    pub calls: u64,
+    /// Calls that trapped or replied with the wrong length.
+    pub faults: u64,
+    /// Of those, calls stopped at the deadline.
+    pub deadline_hits: u64,
+    /// Instances created, the first included.
+    pub instances: u64,
+}
+
+struct Instance {
+    store: Store<HostState>,
+    handler: raw_byte_handler::Guest,
+}
+
+/// A plugin instance plus the policy around it. Not shared: each worker owns one.
+pub struct Decoder {
+    plugin: Plugin,
+    options: Vec<OptionEntry>,
+    limits: Limits,
+    instance: Option<Instance>,
+    stats: DecoderStats,
+}
+
+impl Decoder {
+    /// Instantiates `plugin` and calls its `configure` export with `options`. Fails when the
+    /// plugin refuses the options (or takes none and some were given), or cannot start.
+    pub fn new(plugin: Plugin, options: Vec<(String, String)>, limits: Limits) -> Result<Self, PluginError> {
+        if !options.is_empty() && plugin.inner.configure.is_none() {
+            let keys = options.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+            return Err(PluginError::NotConfigurable { name: plugin.name().to_owned(), keys });
+        }
+        let options = options.into_iter().map(|(key, value)| OptionEntry { key, value }).collect();
+        let mut decoder = Self { plugin, options, limits, instance: None, stats: DecoderStats::default() };
+        let instance = decoder.instantiate()?;
+        decoder.instance = Some(instance);
+        Ok(decoder)
+    }
+
+    /// The plugin this decoder runs.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    /// Counters since this decoder was made.
+    pub fn stats(&self) -> DecoderStats {
+        self.stats
+    }
+
+    /// Deserializes `batch`: exactly one [`Decoded`] per record, in order.
+    pub fn decode(&mut self, batch: &[RawRecord]) -> Vec<Decoded> {
+        if batch.is_empty() {
+            return Vec::new();
+        }
+        let first = match self.call(batch) {
+            Ok(outcomes) => return convert(outcomes),
+            Err(reason) => reason,
+        };
+        tracing::warn!(plugin = self.plugin.name(), records = batch.len(), reason = %first, "plugin faulted; retrying the batch on a fresh instance");
+        match self.call(batch) {
+            Ok(outcomes) => convert(outcomes),
+            Err(reason) => {
+                let mut budget = ISOLATION_BUDGET;
+                let mut out = Vec::with_capacity(batch.len());
+                self.isolate(batch, reason, &mut budget, &mut out);
+                out
+            }
+        }
+    }
+
+    /// `batch` faulted with `reason`: find the records that fault alone.
+    fn isolate(&mut self, batch: &[RawRecord], reason: String, budget: &mut usize, out: &mut Vec<Decoded>) {
+        if batch.len() == 1 {
+            tracing::warn!(plugin = self.plugin.name(), origin = %batch[0].origin, %reason, "plugin faults on this record; dead-lettering it");
+            out.push(Decoded::Trapped(reason));
+            return;
+        }
+        let (left, right) = batch.split_at(batch.len() / 2);
+        for half in [left, right] {
+            if *budget == 0 {
+                let why = format!("{reason} (isolation budget spent; not retried alone)");
+                out.extend(half.iter().map(|_| Decoded::Trapped(why.clone())));
+                continue;
+            }
+            *budget -= 1;
+            match self.call(half) {
+                Ok(outcomes) => out.extend(convert(outcomes)),
+                Err(reason) => self.isolate(half, reason, budget, out),
+            }
+        }
+    }
+
+    /// One call on the current instance (built if there is none). A fault drops the instance
+    /// and returns the reason.
+    fn call(&mut self, batch: &[RawRecord]) -> Result<Vec<Outcome>, String> {
+        let mut instance = match self.instance.take() {
+            Some(instance) => instance,
+            None => self.instantiate().map_err(|e| e.to_string())?,
+        };
+        self.stats.calls += 1;
+        instance.store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
+        match instance.handler.call_deserialize_batch(&mut instance.store, batch) {
+            Ok(outcomes) if outcomes.len() == batch.len() => {
+                self.instance = Some(instance);
+                Ok(outcomes)
+            }
+            Ok(outcomes) => {
+                self.stats.faults += 1;
+                Err(format!(
+                    "plugin fault: `deserialize-batch` returned {} outcomes for {} records",
+                    outcomes.len(),
+                    batch.len()
+                ))
+            }
+            Err(e) => {
+                self.stats.faults += 1;
+                let reason = describe_trap(&e, self.limits);
+                if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+                    self.stats.deadline_hits += 1;
+                }
+                Err(reason)
+            }
+        }
+    }
+
+    fn instantiate(&mut self) -> Result<Instance, PluginError> {
+        let inner = &self.plugin.inner;
+        let name = || inner.name.clone();
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.limits.max_memory)
+            // A failed memory.grow becomes a trap, not -1: a guest allocator would abort anyway,
+            // and a trap carries the reason.
+            .trap_on_grow_failure(true)
+            .build();
+        // Deny everything: no preopened dirs, env, args or network; stdio discarded.
+        let state = HostState { wasi: WasiCtxBuilder::new().build(), table: ResourceTable::new(), limits };
+        let mut store = Store::new(&inner.engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
+        self.stats.instances += 1;
+        let fail = |e: wasmtime::Error| PluginError::Instantiate { name: name(), reason: describe_trap(&e, self.limits) };
+        let instance = inner.pre.instantiate(&mut store).map_err(fail)?;
+        let handler = inner.handler.load(&mut store, &instance).map_err(fail)?;
+        if let Some(configure) = &inner.configure {
+            let configure = configure.load(&mut store, &instance).map_err(fail)?;
+            store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
+            match configure.call_configure(&mut store, &self.options) {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => return Err(PluginError::Configure { name: name(), message }),
+                Err(e) => return Err(fail(e)),
+            }
+        }
+        Ok(Instance { store, handler })
+    }
+}
+
+/// Epoch ticks for `timeout`, rounded up, plus one for the tick already under way.
+fn deadline_ticks(timeout: Duration) -> u64 {
+    let tick = EPOCH_TICK.as_nanos();
+    (timeout.as_nanos().div_ceil(tick) as u64).max(1) + 1
+}
+
+fn convert(outcomes: Vec<Outcome>) -> Vec<Decoded> {
+    outcomes
+        .into_iter()
+        .map(|o| match o {
+            Outcome::Events(events) => Decoded::Events(events),
+            Outcome::Malformed(reason) => Decoded::Malformed(reason),
+        })
+        .collect()
+}
+
+/// A short, operator-facing reason for a trap.
+fn describe_trap(e: &wasmtime::Error, limits: Limits) -> String {
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => format!("exceeded the deadline of {:?} per call", limits.timeout),
+        Some(Trap::StackOverflow) => "stack overflow".to_owned(),
+        Some(Trap::UnreachableCodeReached) => "wasm `unreachable` executed (a Rust plugin panics this way)".to_owned(),
+        Some(trap) => trap.to_string(),
+        None => {
+            let text = format!("{e:#}");
+            if text.contains("forcing trap when growing memory") {
+                format!("exceeded the memory limit of {} MiB", limits.max_memory >> 20)
+            } else {
+                text.lines().next().unwrap_or("unknown fault").to_owned()
+            }
+        }
+    }
+}

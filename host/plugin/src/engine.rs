@@ -1,0 +1,269 @@
+//! The engine, the linker, and loading components: each file is compiled once per process,
+//! with the compiled artefact cached on disk, and type-checked against the world at load time.
+
+use std::hash::Hasher;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
+use wasmtime::{Config, Engine, StoreLimits};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::bindings::exports::sluice::plugin::{configure, raw_byte_handler};
+use crate::error::PluginError;
+
+/// How often the epoch advances; deadlines are counted in these ticks.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// What a store holds: the (empty) WASI context and the memory limits.
+pub(crate) struct HostState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limits: StoreLimits,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// One engine and linker for the process, and where compiled components are cached.
+pub struct PluginHost {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache_dir: Option<PathBuf>,
+    compatibility: String,
+}
+
+impl PluginHost {
+    /// Creates the engine, links WASI p2 (each store gets a context that grants nothing), and
+    /// starts the epoch ticker. `cache_dir` holds compiled components; `None` compiles every time.
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, PluginError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        start_ticker(&engine);
+        let mut hasher = Sha256Hasher(Sha256::new());
+        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        let compatibility = hex::encode(&hasher.0.finalize()[..8]);
+        Ok(Self { engine, linker, cache_dir, compatibility })
+    }
+
+    /// Loads the component at `path`; its name is the file stem.
+    pub fn load_file(&self, path: &Path) -> Result<Plugin, PluginError> {
+        let bytes = std::fs::read(path)
+            .map_err(|source| PluginError::Read { path: path.to_owned(), source })?;
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        self.load_bytes(&name, &path.display().to_string(), &bytes)
+    }
+
+    /// Loads every `*.wasm` file in `dir`, sorted by name. Each file loads or fails on its own.
+    pub fn load_dir(&self, dir: &Path) -> Result<Vec<Result<Plugin, PluginError>>, PluginError> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|source| PluginError::Read { path: dir.to_owned(), source })?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+            .collect();
+        paths.sort();
+        Ok(paths.iter().map(|p| self.load_file(p)).collect())
+    }
+
+    /// Loads a component from bytes. `origin` names it in messages (a path, or `built-in json`).
+    pub fn load_bytes(&self, name: &str, origin: &str, bytes: &[u8]) -> Result<Plugin, PluginError> {
+        if Engine::detect_precompiled(bytes).is_some() {
+            return Err(PluginError::Precompiled { origin: origin.to_owned() });
+        }
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let component = self.compile(origin, &sha256, bytes)?;
+
+        let unknown: Vec<String> = component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .filter(|name| !name.starts_with("wasi:"))
+            .collect();
+        if !unknown.is_empty() {
+            let imports = unknown.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ");
+            return Err(PluginError::UnknownImports { origin: origin.to_owned(), imports });
+        }
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| PluginError::WrongWorld {
+            origin: origin.to_owned(),
+            reason: format!("{e:#}"),
+        })?;
+        let handler = raw_byte_handler::GuestIndices::new(&pre).map_err(|e| {
+            PluginError::WrongWorld { origin: origin.to_owned(), reason: format!("{e:#}") }
+        })?;
+        let configure = match configure::GuestIndices::new(&pre) {
+            Ok(indices) => Some(indices),
+            // Absent is fine (the export is optional); present but mistyped is not.
+            Err(_) if component.get_export_index(None, CONFIGURE).is_none() => None,
+            Err(e) => {
+                return Err(PluginError::WrongWorld {
+                    origin: origin.to_owned(),
+                    reason: format!("{e:#}"),
+                });
+            }
+        };
+        let imports = component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        Ok(Plugin {
+            inner: Arc::new(PluginInner {
+                name: name.to_owned(),
+                origin: origin.to_owned(),
+                size: bytes.len() as u64,
+                sha256,
+                imports,
+                engine: self.engine.clone(),
+                pre,
+                handler,
+                configure,
+            }),
+        })
+    }
+
+    /// Precompiles `bytes` to this engine's native artefact, as a hostile user might drop one in.
+    #[doc(hidden)]
+    pub fn precompile_for_tests(&self, bytes: &[u8]) -> Vec<u8> {
+        self.engine.precompile_component(bytes).expect("precompiling a test component")
+    }
+
+    /// Compiles `bytes`, or loads the artefact this host compiled from the same bytes before.
+    fn compile(&self, origin: &str, sha256: &str, bytes: &[u8]) -> Result<Component, PluginError> {
+        let compile_error =
+            |e: wasmtime::Error| PluginError::Compile { origin: origin.to_owned(), reason: format!("{e:#}") };
+        let Some(dir) = &self.cache_dir else {
+            return Component::new(&self.engine, bytes).map_err(compile_error);
+        };
+        let cached = dir.join(format!("{sha256}-{}.cwasm", self.compatibility));
+        if cached.is_file() {
+            match load_cached(&self.engine, &cached) {
+                Ok(component) => {
+                    tracing::debug!(plugin = origin, cache = %cached.display(), "loaded compiled plugin from cache");
+                    return Ok(component);
+                }
+                Err(e) => tracing::warn!(cache = %cached.display(), error = %e, "ignoring unreadable cache entry"),
+            }
+        }
+        let started = std::time::Instant::now();
+        let component = Component::new(&self.engine, bytes).map_err(compile_error)?;
+        tracing::info!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin");
+        if let Err(e) = store_cached(&component, dir, &cached) {
+            tracing::warn!(cache = %dir.display(), error = %e, "cannot cache the compiled plugin; it will be compiled again next start");
+        }
+        Ok(component)
+    }
+}
+
+const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
+
+/// Loads a cache entry. Only files this host wrote are in the cache folder, under a name that
+/// holds the sha256 of the component they were compiled from and the engine's compatibility
+/// hash; user-supplied precompiled files are refused before they get here.
+#[expect(unsafe_code, reason = "deserializing our own cache entry, named by source hash and engine")]
+fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
+    // SAFETY: the file was written by `store_cached` from a component this engine compiled; the
+    // name binds it to the source bytes and the engine configuration, and it is written under a
+    // temporary name then renamed, so it is never read half-written.
+    unsafe { Component::deserialize_file(engine, path) }
+}
+
+fn store_cached(component: &Component, dir: &Path, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(dir)?;
+    let bytes = component.serialize()?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.
+fn start_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("sluice-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawning the epoch ticker thread");
+}
+
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn finish(&self) -> u64 {
+        unreachable!("only finalized through the digest")
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+/// A loaded, type-checked plugin. Cheap to clone; instantiate it with [`crate::Decoder`].
+#[derive(Clone)]
+pub struct Plugin {
+    pub(crate) inner: Arc<PluginInner>,
+}
+
+pub(crate) struct PluginInner {
+    pub(crate) name: String,
+    pub(crate) origin: String,
+    pub(crate) size: u64,
+    pub(crate) sha256: String,
+    pub(crate) imports: Vec<String>,
+    pub(crate) engine: Engine,
+    pub(crate) pre: InstancePre<HostState>,
+    pub(crate) handler: raw_byte_handler::GuestIndices,
+    pub(crate) configure: Option<configure::GuestIndices>,
+}
+
+impl Plugin {
+    /// The plugin's name: its file stem.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    /// Where it was loaded from.
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+    /// The component's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+    /// The sha256 of the component, hex.
+    pub fn sha256(&self) -> &str {
+        &self.inner.sha256
+    }
+    /// The world it implements.
+    pub fn world(&self) -> &'static str {
+        if self.inner.configure.is_some() {
+            "sluice:plugin/configurable-deserializer@0.1.0"
+        } else {
+            "sluice:plugin/deserializer@0.1.0"
+        }
+    }
+    /// The interfaces it imports (all WASI; granted nothing).
+    pub fn imports(&self) -> &[String] {
+        &self.inner.imports
+    }
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin").field("name", &self.inner.name).field("origin", &self.inner.origin).finish()
+    }
+}

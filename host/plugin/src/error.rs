@@ -1,0 +1,41 @@
+//! Errors of the plugin host. Loading errors name the plugin file; instance errors name the
+//! plugin.
+
+use std::path::PathBuf;
+
+/// Why a plugin could not be loaded or started.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error("cannot read plugin `{}`: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+
+    #[error(
+        "plugin `{origin}` is a precompiled native artefact, not a WebAssembly component; \
+         sluice only loads `.wasm` components (it compiles and caches them itself)"
+    )]
+    Precompiled { origin: String },
+
+    #[error("plugin `{origin}` is not a valid WebAssembly component: {reason}")]
+    Compile { origin: String, reason: String },
+
+    #[error(
+        "plugin `{origin}` does not implement the world `sluice:plugin/deserializer@0.1.0`: \
+         {reason}"
+    )]
+    WrongWorld { origin: String, reason: String },
+
+    #[error("plugin `{origin}` imports {imports}, which sluice does not provide (only WASI p2 is linked, with no capabilities)")]
+    UnknownImports { origin: String, imports: String },
+
+    #[error("plugin `{name}` failed to start: {reason}")]
+    Instantiate { name: String, reason: String },
+
+    #[error("plugin `{name}` refused its options: {message}")]
+    Configure { name: String, message: String },
+
+    #[error("plugin `{name}` takes no options (it does not export `sluice:plugin/configure`), but options were given: {keys}")]
+    NotConfigurable { name: String, keys: String },
+
+    #[error("cannot set up the plugin engine: {0}")]
+    Engine(String),
+}
