@@ -1,1 +1,86 @@
-//! placeholder
+//! The buffer between sources and the read side.
+//!
+//! Sources write raw records (the bytes exactly as received) through a [`BufferWriter`]; the
+//! pipeline's workers read them back in batches through [`BufferReader`]s, deserialize them, send
+//! the events to the sinks, and only then acknowledge the batch. Acknowledgement is what frees
+//! room in the in-memory buffer, and what will commit offsets in the Kafka buffer.
+//!
+//! # Layout
+//! - this file: [`Record`], the traits, [`Batch`] and [`Acknowledgement`], [`WriteError`].
+//! - [`memory`]: `bounded_blocking`, the in-memory implementation.
+
+use std::time::Duration;
+
+pub mod memory;
+
+/// One raw record as a source received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The bytes exactly as received.
+    pub payload: Vec<u8>,
+    /// The key, when the source has one.
+    pub key: Option<Vec<u8>>,
+    /// When the source received it, in ms since the Unix epoch.
+    pub received_at_ms: u64,
+    /// Where it came from, for error reports (`http:/log/ingest`).
+    pub origin: String,
+}
+
+/// Why a write was refused. Nothing refused was accepted: the source tells its client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    #[error("the buffer is full (no room within {0:?})")]
+    Full(Duration),
+    #[error("{records} records are more than the buffer can ever hold ({capacity})")]
+    TooLarge { records: usize, capacity: usize },
+    #[error("the buffer is shutting down")]
+    Closed,
+}
+
+/// The write half, shared by a pipeline's sources.
+#[async_trait::async_trait]
+pub trait BufferWriter: Send + Sync {
+    /// Resolves once the buffer holds every record of `records` (all or none), or fails
+    /// after waiting at most `timeout` for room.
+    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError>;
+}
+
+/// The read half: one per worker.
+#[async_trait::async_trait]
+pub trait BufferReader: Send {
+    /// The next batch; `None` once the buffer is closed and empty.
+    async fn read(&mut self) -> Option<Batch>;
+}
+
+/// A buffer: hands out writers and readers, and closes.
+pub trait Buffer: Send + Sync {
+    /// A writer for a source.
+    fn writer(&self) -> std::sync::Arc<dyn BufferWriter>;
+    /// A reader for a worker.
+    fn reader(&self) -> Box<dyn BufferReader>;
+    /// Stops accepting writes; readers drain what is held, then get `None`.
+    fn close(&self);
+}
+
+/// Records read together, with the handle that acknowledges them.
+pub struct Batch {
+    pub records: Vec<Record>,
+    pub ack: Acknowledgement,
+}
+
+/// Call [`Acknowledgement::acknowledge`] once every event from the batch is accepted by the
+/// sinks (dead-lettered records count as handled). Dropping it without acknowledging keeps the
+/// records unacknowledged (for the Kafka buffer: uncommitted).
+pub struct Acknowledgement(Option<Box<dyn FnOnce() + Send>>);
+
+impl Acknowledgement {
+    pub fn new(f: impl FnOnce() + Send + 'static) -> Self {
+        Self(Some(Box::new(f)))
+    }
+
+    pub fn acknowledge(mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}

@@ -1,1 +1,194 @@
-fn main() {}
+//! `sluice`: the command line. Arguments → config → `sluice_pipeline::run` → exit code.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::{Parser, Subcommand, ValueEnum};
+use sluice_plugin::{Plugin, PluginHost};
+
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
+}
+
+/// A pipeline host with a durable buffer and sandboxed WebAssembly deserializers.
+#[derive(Parser)]
+#[command(name = "sluice", version, about)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the pipelines of a file until Ctrl-C or SIGTERM, then drain and exit.
+    Run {
+        /// The pipeline file.
+        file: PathBuf,
+        #[command(flatten)]
+        plugins: PluginArgs,
+        /// Where dead-letter files and the compiled-plugin cache go.
+        #[arg(long, default_value = "./data")]
+        data_dir: PathBuf,
+        /// How long shutdown may spend draining the buffers through the sinks.
+        #[arg(long, default_value = "30s", value_parser = humantime_duration)]
+        drain_timeout: Duration,
+    },
+    /// Check a pipeline file: exit 0, or print every error and exit 2.
+    Validate {
+        /// The pipeline file.
+        file: PathBuf,
+        #[command(flatten)]
+        plugins: PluginArgs,
+    },
+    /// Plugin tools.
+    Plugins {
+        #[command(subcommand)]
+        command: PluginsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginsCommand {
+    /// List the deserializer plugins sluice would load: name, file, size, world, imports.
+    List {
+        #[command(flatten)]
+        plugins: PluginArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct PluginArgs {
+    /// The folder of `.wasm` deserializers (default `./plugins`, if it exists). They are loaded
+    /// after the built-ins (`json`, `ndjson`), and a file of the same name replaces a built-in.
+    #[arg(long)]
+    plugins: Option<PathBuf>,
+}
+
+fn humantime_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration `{s}` ({e}); write e.g. `30s`"))
+}
+
+/// Exit code for a config that does not validate.
+const EXIT_INVALID: u8 = 2;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    init_tracing(args.log_format);
+    match run(args.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run { file, plugins, data_dir, drain_timeout } => {
+            let host = PluginHost::new(Some(data_dir.join("plugin-cache")))?;
+            let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
+            let Some(config) = load_config(&file, &plugins)? else {
+                return Ok(ExitCode::from(EXIT_INVALID));
+            };
+            let options = sluice_pipeline::RunOptions { data_dir, drain_timeout };
+            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+            runtime.block_on(sluice_pipeline::run(config, &plugins, options, shutdown_signal(), || {
+                tracing::info!("all pipelines ready");
+            }))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate { file, plugins } => {
+            let host = PluginHost::new(None)?;
+            let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
+            Ok(match load_config(&file, &plugins)? {
+                Some(config) => {
+                    println!("{}: {} pipeline(s) valid", file.display(), config.pipelines.len());
+                    ExitCode::SUCCESS
+                }
+                None => ExitCode::from(EXIT_INVALID),
+            })
+        }
+        Command::Plugins { command: PluginsCommand::List { plugins } } => {
+            let host = PluginHost::new(None)?;
+            let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
+            let mut plugins: Vec<&Plugin> = plugins.values().collect();
+            plugins.sort_by(|a, b| a.name().cmp(b.name()));
+            for p in plugins {
+                println!("{}\t{}\t{} bytes\t{}\timports: {}", p.name(), p.origin(), p.size(), p.world(), p.imports().join(", "));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Parses and validates; prints the errors and returns `None` when there are any.
+fn load_config(file: &Path, plugins: &HashMap<String, Plugin>) -> anyhow::Result<Option<sluice_config::Config>> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading pipeline file `{}`", file.display()))?;
+    let mut names: Vec<String> = plugins.keys().cloned().collect();
+    names.sort();
+    let context = sluice_config::Context { deserializers: Some(&names) };
+    match sluice_config::parse(&file.display().to_string(), &text, context) {
+        Ok(config) => Ok(Some(config)),
+        Err(errors) => {
+            eprintln!("{errors}");
+            Ok(None)
+        }
+    }
+}
+
+/// The built-ins, then the plugin folder. A plugin that fails to load stops startup: running
+/// without the deserializer a pipeline names would only fail later.
+fn load_plugins(host: &PluginHost, dir: Option<&Path>) -> anyhow::Result<HashMap<String, Plugin>> {
+    let mut plugins = HashMap::new();
+    for (name, bytes) in builtin::BUILTIN {
+        let plugin = host.load_bytes(name, &format!("built-in {name}"), bytes)?;
+        plugins.insert((*name).to_owned(), plugin);
+    }
+    let dir = match dir {
+        Some(dir) if !dir.is_dir() => bail!("plugin folder `{}` does not exist", dir.display()),
+        Some(dir) => dir.to_owned(),
+        None => PathBuf::from("./plugins"),
+    };
+    if dir.is_dir() {
+        for loaded in host.load_dir(&dir)? {
+            let plugin = loaded?;
+            if plugins.contains_key(plugin.name()) {
+                tracing::info!(plugin = plugin.name(), file = plugin.origin(), "plugin file replaces the built-in of the same name");
+            }
+            plugins.insert(plugin.name().to_owned(), plugin);
+        }
+    }
+    Ok(plugins)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}

@@ -148,6 +148,26 @@ const fn default_plugin_timeout() -> Duration {
     Duration::from_secs(1)
 }
 
+impl DeserializerConfig {
+    /// The options as the plugin's `configure` receives them: scalars as their text, lists and
+    /// maps as JSON text.
+    pub fn option_pairs(&self) -> Vec<(String, String)> {
+        self.options
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    serde_yaml::Value::String(s) => s.clone(),
+                    serde_yaml::Value::Bool(b) => b.to_string(),
+                    serde_yaml::Value::Number(n) => n.to_string(),
+                    serde_yaml::Value::Null => String::new(),
+                    other => serde_json::to_string(other).unwrap_or_default(),
+                };
+                (k.clone(), text)
+            })
+            .collect()
+    }
+}
+
 impl Default for DeserializerConfig {
     fn default() -> Self {
         Self {

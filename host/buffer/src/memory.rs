@@ -1,0 +1,184 @@
+//! `bounded_blocking`: an in-memory queue of raw records with a fixed capacity.
+//!
+//! Capacity is counted in records and held until a batch is acknowledged, so records being
+//! deserialized or written to sinks still count: memory stays bounded however slow the sinks.
+//! Writers wait (up to their timeout) for room; they never block forever and never drop.
+
+use std::collections::VecDeque;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio::time::Instant;
+
+use crate::{Acknowledgement, Batch, Buffer, BufferReader, BufferWriter, Record, WriteError};
+
+/// The in-memory buffer.
+#[derive(Clone)]
+pub struct MemoryBuffer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    capacity: usize,
+    batch_size: usize,
+    delay: Duration,
+    /// A std Mutex: held only to push or pop, never across an await.
+    queue: Mutex<VecDeque<Record>>,
+    /// Room left, in records. Permits are taken by writes and given back on acknowledgement.
+    room: Arc<Semaphore>,
+    /// Wakes readers on new records and on close.
+    arrived: Notify,
+    closed: AtomicBool,
+}
+
+impl MemoryBuffer {
+    /// `capacity` records at most; batches of up to `batch_size`, waiting up to `delay` for a
+    /// batch to fill.
+    pub fn new(capacity: usize, batch_size: usize, delay: Duration) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                capacity,
+                batch_size,
+                delay,
+                queue: Mutex::new(VecDeque::new()),
+                room: Arc::new(Semaphore::new(capacity)),
+                arrived: Notify::new(),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Records held now, including those read but not yet acknowledged.
+    pub fn used(&self) -> usize {
+        self.inner.capacity - self.inner.room.available_permits()
+    }
+}
+
+impl Buffer for MemoryBuffer {
+    fn writer(&self) -> Arc<dyn BufferWriter> {
+        Arc::new(self.clone())
+    }
+
+    fn reader(&self) -> Box<dyn BufferReader> {
+        Box::new(self.clone())
+    }
+
+    fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.arrived.notify_waiters();
+    }
+}
+
+#[async_trait::async_trait]
+impl BufferWriter for MemoryBuffer {
+    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
+        let inner = &self.inner;
+        if records.len() > inner.capacity {
+            return Err(WriteError::TooLarge { records: records.len(), capacity: inner.capacity });
+        }
+        if inner.closed.load(Ordering::SeqCst) {
+            return Err(WriteError::Closed);
+        }
+        let n = u32::try_from(records.len()).map_err(|_| WriteError::TooLarge {
+            records: records.len(),
+            capacity: inner.capacity,
+        })?;
+        let permits = tokio::time::timeout(timeout, inner.room.acquire_many(n))
+            .await
+            .map_err(|_| WriteError::Full(timeout))?
+            .map_err(|_| WriteError::Closed)?;
+        // Given back by the acknowledgement of the batch that carries these records.
+        permits.forget();
+        inner.queue.lock().expect("buffer queue lock").extend(records);
+        inner.arrived.notify_waiters();
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl BufferReader for MemoryBuffer {
+    async fn read(&mut self) -> Option<Batch> {
+        let inner = &self.inner;
+        let mut first_seen: Option<Instant> = None;
+        loop {
+            let mut arrived = pin!(inner.arrived.notified());
+            arrived.as_mut().enable();
+            {
+                let mut queue = inner.queue.lock().expect("buffer queue lock");
+                let closed = inner.closed.load(Ordering::SeqCst);
+                if queue.is_empty() {
+                    if closed {
+                        return None;
+                    }
+                    first_seen = None;
+                } else {
+                    let started = *first_seen.get_or_insert_with(Instant::now);
+                    if queue.len() >= inner.batch_size || closed || started.elapsed() >= inner.delay {
+                        let n = queue.len().min(inner.batch_size);
+                        let records: Vec<Record> = queue.drain(..n).collect();
+                        let room = inner.room.clone();
+                        let ack = Acknowledgement::new(move || room.add_permits(n));
+                        return Some(Batch { records, ack });
+                    }
+                }
+            }
+            match first_seen {
+                Some(started) => {
+                    let _ = tokio::time::timeout_at(started + inner.delay, arrived).await;
+                }
+                None => arrived.await,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: usize) -> Record {
+        Record { payload: vec![i as u8], key: None, received_at_ms: 0, origin: "t".into() }
+    }
+
+    #[tokio::test]
+    async fn full_buffer_refuses_until_acknowledged() {
+        let buffer = MemoryBuffer::new(2, 2, Duration::ZERO);
+        let w = buffer.writer();
+        w.write(vec![rec(1), rec(2)], Duration::from_millis(10)).await.unwrap();
+        let err = w.write(vec![rec(3)], Duration::from_millis(10)).await.unwrap_err();
+        assert_eq!(err, WriteError::Full(Duration::from_millis(10)));
+        let mut r = buffer.reader();
+        let batch = r.read().await.unwrap();
+        assert_eq!(batch.records.len(), 2);
+        // Read but not acknowledged: still full.
+        assert!(w.write(vec![rec(3)], Duration::from_millis(10)).await.is_err());
+        batch.ack.acknowledge();
+        w.write(vec![rec(3)], Duration::from_millis(10)).await.unwrap();
+        assert_eq!(buffer.used(), 1);
+    }
+
+    #[tokio::test]
+    async fn close_drains_then_ends() {
+        let buffer = MemoryBuffer::new(10, 4, Duration::from_secs(60));
+        buffer.writer().write((0..6).map(rec).collect(), Duration::ZERO).await.unwrap();
+        buffer.close();
+        assert!(buffer.writer().write(vec![rec(9)], Duration::ZERO).await.is_err());
+        let mut r = buffer.reader();
+        assert_eq!(r.read().await.unwrap().records.len(), 4);
+        assert_eq!(r.read().await.unwrap().records.len(), 2);
+        assert!(r.read().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_partial_batch_waits_for_the_delay() {
+        let buffer = MemoryBuffer::new(10, 4, Duration::from_millis(30));
+        buffer.writer().write(vec![rec(1)], Duration::ZERO).await.unwrap();
+        let started = std::time::Instant::now();
+        let batch = buffer.reader().read().await.unwrap();
+        assert_eq!(batch.records.len(), 1);
+        assert!(started.elapsed() >= Duration::from_millis(25));
+    }
+}

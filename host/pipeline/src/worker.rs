@@ -1,0 +1,178 @@
+//! A worker: read a batch, deserialize it in the plugin (off the async reactor), write the
+//! events to every sink and the rejects to the dead-letter file, then acknowledge the batch.
+//! A sink failure is retried with backoff, and the batch is not acknowledged until it succeeds.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sluice_buffer::BufferReader;
+use sluice_plugin::{Decoded, Decoder, RawRecord};
+
+use crate::sink::LineSink;
+
+/// Counts of one pipeline, logged at shutdown (and the metrics endpoint's source, later).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Records the source handed to the buffer.
+    pub accepted: AtomicU64,
+    /// Requests refused because the buffer was full or closing.
+    pub refused: AtomicU64,
+    /// Records read from the buffer.
+    pub consumed: AtomicU64,
+    /// Events written to the sinks.
+    pub events: AtomicU64,
+    /// Records sent to the dead-letter file.
+    pub dead_lettered: AtomicU64,
+    /// Batches acknowledged.
+    pub acknowledged: AtomicU64,
+}
+
+/// What a worker needs besides its reader and decoder.
+pub struct Outputs {
+    pub pipeline: String,
+    pub sinks: Vec<Arc<LineSink>>,
+    pub dlq: Arc<LineSink>,
+    pub counters: Arc<Counters>,
+}
+
+/// Runs until the buffer is closed and drained.
+pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: Arc<Outputs>) {
+    let mut decoder = Some(decoder);
+    while let Some(batch) = reader.read().await {
+        outputs.counters.consumed.fetch_add(batch.records.len() as u64, Ordering::Relaxed);
+        let records: Vec<RawRecord> = batch
+            .records
+            .into_iter()
+            .map(|r| RawRecord { payload: r.payload, key: r.key, received_at_ms: r.received_at_ms, origin: r.origin })
+            .collect();
+        let mut d = decoder.take().expect("decoder is returned after every batch");
+        // Sync wasm calls must not run on the reactor.
+        let (d, records, decoded) = tokio::task::spawn_blocking(move || {
+            let decoded = d.decode(&records);
+            (d, records, decoded)
+        })
+        .await
+        .expect("the decoder does not panic: plugin faults are values");
+        decoder = Some(d);
+
+        let (events, dead) = sort(&outputs.pipeline, &records, decoded);
+        let n_dead = dead.len() as u64;
+        deliver(&outputs.dlq, &lines(&dead)).await;
+        let n_events = events.len() as u64;
+        let events = lines(&events);
+        for sink in &outputs.sinks {
+            deliver(sink, &events).await;
+        }
+        batch.ack.acknowledge();
+        outputs.counters.events.fetch_add(n_events, Ordering::Relaxed);
+        outputs.counters.dead_lettered.fetch_add(n_dead, Ordering::Relaxed);
+        outputs.counters.acknowledged.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Splits outcomes into events and dead-letter entries. A record whose plugin output is not
+/// all JSON objects is dead-lettered whole, so a record is never half-delivered.
+fn sort(pipeline: &str, records: &[RawRecord], decoded: Vec<Decoded>) -> (Vec<Value>, Vec<Value>) {
+    let mut events = Vec::new();
+    let mut dead = Vec::new();
+    for (record, outcome) in records.iter().zip(decoded) {
+        let reason = match outcome {
+            Decoded::Events(texts) => match parse_events(&texts) {
+                Ok(parsed) => {
+                    events.extend(parsed);
+                    continue;
+                }
+                Err(reason) => reason,
+            },
+            Decoded::Malformed(reason) => reason,
+            Decoded::Trapped(reason) => format!("plugin trapped: {reason}"),
+        };
+        tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
+        dead.push(dead_letter(pipeline, record, &reason));
+    }
+    (events, dead)
+}
+
+fn parse_events(texts: &[String]) -> Result<Vec<Value>, String> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err(format!("plugin returned event {i} that is not a JSON object")),
+            Err(e) => Err(format!("plugin returned event {i} that is not valid JSON: {e}")),
+        })
+        .collect()
+}
+
+fn dead_letter(pipeline: &str, record: &RawRecord, reason: &str) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let now = SystemTime::now();
+    json!({
+        "pipeline": pipeline,
+        "origin": record.origin,
+        "reason": reason,
+        "payload": b64.encode(&record.payload),
+        "key": record.key.as_ref().map(|k| b64.encode(k)),
+        "received_at_ms": record.received_at_ms,
+        "time": humantime_rfc3339(now),
+    })
+}
+
+fn humantime_rfc3339(t: SystemTime) -> String {
+    // Seconds precision is enough for an operator; avoids another dependency.
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = secs / 86_400;
+    let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
+    let (y, mo, d) = civil_from_days(days as i64);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn lines(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        out.extend_from_slice(v.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Writes until it succeeds: the batch is not acknowledged before every sink has it.
+async fn deliver(sink: &LineSink, lines: &[u8]) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match sink.write(lines).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?backoff, "sink refused a batch; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates() {
+        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(super::civil_from_days(20_789), (2026, 12, 2));
+    }
+}
