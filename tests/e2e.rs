@@ -1,1 +1,8 @@
+//! The integration tests: one binary, one module per concern.
 
+// Golden error messages for invalid pipeline files, and the valid examples.
+mod config_errors;
+// The real example plugins (built from plugins/) through the host.
+mod decode;
+// The real `sluice` binary: HTTP in, file sink and dead-letter file out, shutdown drains.
+mod http_pipeline;

@@ -1,1 +1,137 @@
-//! harness
+//! Test harness: where the binary and the built plugins are, free ports, and a running
+//! `sluice` process that is killed when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_owned()
+}
+
+/// The folder of built example plugins; builds them when missing (never skips).
+pub fn plugin_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = root().join("plugins/target/wasm32-wasip2/release");
+            if !dir.join("json.wasm").is_file() || !dir.join("ndjson.wasm").is_file() {
+                let status = Command::new(root().join("scripts/build-plugins")).status().expect("running scripts/build-plugins");
+                assert!(status.success(), "scripts/build-plugins failed");
+            }
+            dir
+        })
+        .clone()
+}
+
+/// The `sluice` binary of this build (next to the test executable's `deps/` folder).
+pub fn sluice_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let bin = exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join("sluice");
+    assert!(bin.is_file(), "{} is missing: run `cargo build -p sluice` first (scripts/test does)", bin.display());
+    bin
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `sluice run`.
+pub struct Sluice {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Sluice {
+    /// Writes `pipeline_yaml` (with `{port}` and `{dir}` replaced) and runs it; returns once
+    /// the http port accepts connections.
+    pub fn start(pipeline_yaml: &str) -> Self {
+        Self::start_with(pipeline_yaml, &[])
+    }
+
+    /// [`Sluice::start`] with extra `sluice run` arguments.
+    pub fn start_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let yaml = pipeline_yaml.replace("{port}", &port.to_string()).replace("{dir}", &dir.path().display().to_string());
+        let file = dir.path().join("pipelines.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        let child = Command::new(sluice_bin())
+            .arg("run")
+            .arg(&file)
+            .arg("--plugins")
+            .arg(plugin_dir())
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap())
+            .spawn()
+            .expect("starting sluice");
+        let mut s = Self { child, dir, port };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&mut self) {
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("sluice exited with {status} before listening:\n{}", self.log());
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "sluice did not listen within 60 s:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.path("sluice.log")).unwrap_or_default()
+    }
+
+    /// POSTs `body` to `path`; returns the status code.
+    pub fn post(&self, path: &str, body: &[u8]) -> u16 {
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        match agent.post(&format!("http://127.0.0.1:{}{path}", self.port)).send(body) {
+            Ok(response) => response.status().as_u16(),
+            Err(e) => panic!("POST failed: {e}"),
+        }
+    }
+
+    /// SIGTERM, then waits for exit; returns the exit code.
+    pub fn terminate(&mut self) -> i32 {
+        let status = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        assert!(status.success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "sluice did not exit after SIGTERM:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JSON lines of a file (empty if it does not exist).
+pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}

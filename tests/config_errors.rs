@@ -1,0 +1,68 @@
+//! Each `fixtures/config/invalid/NAME.yaml` must fail with exactly `NAME.expected`.
+
+use std::path::Path;
+
+use sluice_tests::root;
+
+fn known() -> Vec<String> {
+    vec!["json".to_owned(), "ndjson".to_owned()]
+}
+
+fn check(path: &Path) -> Result<sluice_config::Config, String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    let known = known();
+    sluice_config::parse(&name, &text, sluice_config::Context { deserializers: Some(&known) }).map_err(|e| e.to_string())
+}
+
+#[test]
+fn invalid_configs_give_the_expected_errors() {
+    let dir = root().join("tests/fixtures/config/invalid");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "yaml")).collect();
+    cases.sort();
+    assert!(cases.len() >= 8, "expected at least 8 invalid fixtures, found {}", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let expected_path = case.with_extension("expected");
+        let actual = match check(case) {
+            Ok(_) => "(parsed without error)".to_owned(),
+            Err(e) => e,
+        };
+        if std::env::var_os("SLUICE_BLESS").is_some() {
+            std::fs::write(&expected_path, format!("{actual}\n")).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|_| panic!("missing {}", expected_path.display()));
+        if expected.trim_end() != actual {
+            failures.push(format!("{}:\n--- expected\n{}\n--- actual\n{actual}\n", case.display(), expected.trim_end()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn valid_configs_and_examples_parse() {
+    let mut files = Vec::new();
+    for dir in ["tests/fixtures/config/valid", "examples/pipelines"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    assert!(files.len() >= 3);
+    for f in files {
+        check(&f).unwrap_or_else(|e| panic!("{} should be valid:\n{e}", f.display()));
+    }
+}
+
+#[test]
+fn defaults_follow_data_prepper() {
+    let known = known();
+    let config = sluice_config::parse("t.yaml", "p:\n  source:\n    http:\n  sink:\n    - stdout:\n", sluice_config::Context { deserializers: Some(&known) }).unwrap();
+    let p = &config.pipelines[0];
+    let sluice_config::Source::Http(http) = &p.source;
+    assert_eq!((http.port, http.path.as_str(), http.deserializer.name.as_str()), (2021, "/log/ingest", "json"));
+    assert_eq!(http.max_request_length, sluice_config::ByteSize::mib(10));
+    let sluice_config::Buffer::BoundedBlocking(b) = &p.buffer;
+    assert_eq!((b.buffer_size, b.batch_size), (12_800, 200));
+    assert_eq!((p.workers, p.delay.as_millis()), (1, 3000));
+}

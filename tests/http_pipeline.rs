@@ -1,0 +1,96 @@
+//! The real binary: POST bodies, read what the file sink and the dead-letter file hold.
+
+use serde_json::json;
+use sluice_tests::{json_lines, Sluice};
+
+const PIPELINE: &str = r#"
+http-pipeline:
+  workers: 2
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+      max_request_length: 1kb
+  buffer:
+    bounded_blocking:
+      buffer_size: 100
+      batch_size: 4
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+
+#[test]
+fn events_reach_the_file_sink_and_malformed_bodies_the_dlq() {
+    let mut s = Sluice::start(PIPELINE);
+    let mut expected = Vec::new();
+    for i in 0..20 {
+        let body = json!([{"n": i, "log": "a"}, {"n": i, "log": "b"}]).to_string();
+        assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
+        expected.push(json!({"n": i, "log": "a"}));
+        expected.push(json!({"n": i, "log": "b"}));
+    }
+    assert_eq!(s.post("/log/ingest", b"{\"oops\": "), 200, "accepted, then dead-lettered");
+    assert_eq!(s.post("/log/ingest", b""), 400);
+    assert_eq!(s.post("/log/ingest", &vec![b' '; 2048]), 413);
+    assert_eq!(s.post("/other/path", b"{}"), 404);
+    // Shutdown drains everything accepted.
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+
+    let mut got = json_lines(&s.path("out/events.jsonl"));
+    got.sort_by_key(|v| (v["n"].as_i64(), v["log"].as_str().map(str::to_owned)));
+    assert_eq!(got, expected, "every accepted event exactly once");
+
+    let dlq = json_lines(&s.path("dlq.jsonl"));
+    assert_eq!(dlq.len(), 1, "{dlq:?}");
+    assert_eq!(dlq[0]["origin"], "http:/log/ingest");
+    assert_eq!(dlq[0]["payload"], "eyJvb3BzIjog"); // base64 of the body
+    assert!(dlq[0]["reason"].as_str().unwrap().starts_with("invalid JSON"), "{dlq:?}");
+}
+
+#[test]
+fn a_failing_sink_holds_the_batch_so_the_full_buffer_answers_503() {
+    // /dev/full refuses every write: the first record's batch is retried, never acknowledged,
+    // so the one-record buffer stays full.
+    let mut s = Sluice::start_with(
+        r#"
+full-pipeline:
+  delay: 10ms
+  source:
+    http:
+      port: {port}
+      request_timeout: 100ms
+  buffer:
+    bounded_blocking:
+      buffer_size: 1
+      batch_size: 1
+  sink:
+    - file:
+        path: /dev/full
+"#,
+        &["--drain-timeout", "1s"],
+    );
+    assert_eq!(s.post("/log/ingest", br#"{"first":true}"#), 200);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let response = agent.post(&format!("http://127.0.0.1:{}/log/ingest", s.port)).send(&br#"{"second":true}"#[..]).unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers().get("retry-after").unwrap(), "1");
+    // Shutdown gives up after the drain timeout and says what it could not drain.
+    assert_eq!(s.terminate(), 0);
+    let log = s.log();
+    assert!(log.contains("sink refused a batch; retrying"), "{log}");
+    assert!(log.contains("drain timed out"), "{log}");
+}
+
+#[test]
+fn validate_reports_every_error_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.yaml");
+    std::fs::write(&file, "p:\n  source:\n    http:\n      prot: 1\n  sink:\n    - stdot:\n").unwrap();
+    let out = std::process::Command::new(sluice_tests::sluice_bin()).arg("validate").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("line 4, column 7: unknown field `prot` in `p.source.http`, did you mean `port`?"), "{stderr}");
+    assert!(stderr.contains("line 6, column 7: unknown sink `stdot` in `p.sink[0]`, did you mean `stdout`?"), "{stderr}");
+}
