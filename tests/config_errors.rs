@@ -12,15 +12,30 @@ fn check(path: &Path) -> Result<sluice_config::Config, String> {
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy();
     let known = known();
-    sluice_config::parse(&name, &text, sluice_config::Context { deserializers: Some(&known) }).map_err(|e| e.to_string())
+    sluice_config::parse(
+        &name,
+        &text,
+        sluice_config::Context {
+            deserializers: Some(&known),
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 #[test]
 fn invalid_configs_give_the_expected_errors() {
     let dir = root().join("tests/fixtures/config/invalid");
-    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "yaml")).collect();
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
     cases.sort();
-    assert!(cases.len() >= 8, "expected at least 8 invalid fixtures, found {}", cases.len());
+    assert!(
+        cases.len() >= 8,
+        "expected at least 8 invalid fixtures, found {}",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for case in &cases {
         let expected_path = case.with_extension("expected");
@@ -32,9 +47,14 @@ fn invalid_configs_give_the_expected_errors() {
             std::fs::write(&expected_path, format!("{actual}\n")).unwrap();
             continue;
         }
-        let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|_| panic!("missing {}", expected_path.display()));
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|_| panic!("missing {}", expected_path.display()));
         if expected.trim_end() != actual {
-            failures.push(format!("{}:\n--- expected\n{}\n--- actual\n{actual}\n", case.display(), expected.trim_end()));
+            failures.push(format!(
+                "{}:\n--- expected\n{}\n--- actual\n{actual}\n",
+                case.display(),
+                expected.trim_end()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -57,10 +77,24 @@ fn valid_configs_and_examples_parse() {
 #[test]
 fn defaults_follow_data_prepper() {
     let known = known();
-    let config = sluice_config::parse("t.yaml", "p:\n  source:\n    http:\n  sink:\n    - stdout:\n", sluice_config::Context { deserializers: Some(&known) }).unwrap();
+    let config = sluice_config::parse(
+        "t.yaml",
+        "p:\n  source:\n    http:\n  sink:\n    - stdout:\n",
+        sluice_config::Context {
+            deserializers: Some(&known),
+        },
+    )
+    .unwrap();
     let p = &config.pipelines[0];
     let sluice_config::Source::Http(http) = &p.source;
-    assert_eq!((http.port, http.path.as_str(), http.deserializer.name.as_str()), (2021, "/log/ingest", "json"));
+    assert_eq!(
+        (
+            http.port,
+            http.path.as_str(),
+            http.deserializer.name.as_str()
+        ),
+        (2021, "/log/ingest", "json")
+    );
     assert_eq!(http.max_request_length, sluice_config::ByteSize::mib(10));
     let sluice_config::Buffer::BoundedBlocking(b) = &p.buffer;
     assert_eq!((b.buffer_size, b.batch_size), (12_800, 200));

@@ -4,12 +4,19 @@ use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord};
 use sluice_tests::plugin_dir;
 
 fn record(payload: &str) -> RawRecord {
-    RawRecord { payload: payload.as_bytes().to_vec(), key: None, received_at_ms: 1, origin: "test".into() }
+    RawRecord {
+        payload: payload.as_bytes().to_vec(),
+        key: None,
+        received_at_ms: 1,
+        origin: "test".into(),
+    }
 }
 
 fn decoder(name: &str) -> Decoder {
     let host = PluginHost::new(None).unwrap();
-    let plugin = host.load_file(&plugin_dir().join(format!("{name}.wasm"))).unwrap();
+    let plugin = host
+        .load_file(&plugin_dir().join(format!("{name}.wasm")))
+        .unwrap();
     Decoder::new(plugin, vec![], Limits::default()).unwrap()
 }
 
@@ -30,33 +37,65 @@ fn json_takes_arrays_of_objects_and_single_objects() {
     ]);
     assert_eq!(out[0], events(&[r#"{"log":"a"}"#, r#"{"log":"b"}"#]));
     assert_eq!(out[1], events(&[r#"{"log":"c"}"#]));
-    assert_eq!(out[2], Decoded::Malformed("element 0 of the array is a number, not an object".into()));
-    assert!(matches!(&out[3], Decoded::Malformed(r) if r.starts_with("invalid JSON")), "{:?}", out[3]);
-    assert_eq!(out[4], Decoded::Malformed("expected a JSON object or array of objects, got a number".into()));
+    assert_eq!(
+        out[2],
+        Decoded::Malformed("element 0 of the array is a number, not an object".into())
+    );
+    assert!(
+        matches!(&out[3], Decoded::Malformed(r) if r.starts_with("invalid JSON")),
+        "{:?}",
+        out[3]
+    );
+    assert_eq!(
+        out[4],
+        Decoded::Malformed("expected a JSON object or array of objects, got a number".into())
+    );
     assert_eq!(out[5], events(&[]));
 }
 
 #[test]
 fn ndjson_gives_one_event_per_line_and_names_the_bad_line() {
     let mut d = decoder("ndjson");
-    let out = d.decode(&[record("{\"a\":1}\n\n{\"b\":2}\r\n"), record("{\"a\":1}\n{\"b\":\n")]);
+    let out = d.decode(&[
+        record("{\"a\":1}\n\n{\"b\":2}\r\n"),
+        record("{\"a\":1}\n{\"b\":\n"),
+    ]);
     assert_eq!(out[0], events(&[r#"{"a":1}"#, r#"{"b":2}"#]));
-    assert!(matches!(&out[1], Decoded::Malformed(r) if r.starts_with("line 2:")), "{:?}", out[1]);
+    assert!(
+        matches!(&out[1], Decoded::Malformed(r) if r.starts_with("line 2:")),
+        "{:?}",
+        out[1]
+    );
 }
 
 #[test]
 fn json_refuses_unknown_options_at_startup() {
     let host = PluginHost::new(None).unwrap();
     let plugin = host.load_file(&plugin_dir().join("json.wasm")).unwrap();
-    let err = Decoder::new(plugin, vec![("flatten".into(), "true".into())], Limits::default()).err().unwrap();
-    assert_eq!(err.to_string(), "plugin `json` refused its options: unknown option `flatten`: the json deserializer takes no options");
+    let err = Decoder::new(
+        plugin,
+        vec![("flatten".into(), "true".into())],
+        Limits::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "plugin `json` refused its options: unknown option `flatten`: the json deserializer takes no options"
+    );
 }
 
 #[test]
 fn real_plugins_import_only_wasi() {
     let host = PluginHost::new(None).unwrap();
     for name in ["json", "ndjson"] {
-        let plugin = host.load_file(&plugin_dir().join(format!("{name}.wasm"))).unwrap();
-        assert!(plugin.imports().iter().all(|i| i.starts_with("wasi:")), "{:?}", plugin.imports());
+        let plugin = host
+            .load_file(&plugin_dir().join(format!("{name}.wasm")))
+            .unwrap();
+        assert!(
+            plugin.imports().iter().all(|i| i.starts_with("wasi:")),
+            "{:?}",
+            plugin.imports()
+        );
     }
 }

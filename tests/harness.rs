@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_owned()
 }
 
 /// The folder of built example plugins; builds them when missing (never skips).
@@ -18,7 +21,9 @@ pub fn plugin_dir() -> PathBuf {
         .get_or_init(|| {
             let dir = root().join("plugins/target/wasm32-wasip2/release");
             if !dir.join("json.wasm").is_file() || !dir.join("ndjson.wasm").is_file() {
-                let status = Command::new(root().join("scripts/build-plugins")).status().expect("running scripts/build-plugins");
+                let status = Command::new(root().join("scripts/build-plugins"))
+                    .status()
+                    .expect("running scripts/build-plugins");
                 assert!(status.success(), "scripts/build-plugins failed");
             }
             dir
@@ -29,14 +34,26 @@ pub fn plugin_dir() -> PathBuf {
 /// The `sluice` binary of this build (next to the test executable's `deps/` folder).
 pub fn sluice_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let bin = exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join("sluice");
-    assert!(bin.is_file(), "{} is missing: run `cargo build -p sluice` first (scripts/test does)", bin.display());
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join("sluice");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p sluice` first (scripts/test does)",
+        bin.display()
+    );
     bin
 }
 
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running `sluice run`.
@@ -57,7 +74,9 @@ impl Sluice {
     pub fn start_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
-        let yaml = pipeline_yaml.replace("{port}", &port.to_string()).replace("{dir}", &dir.path().display().to_string());
+        let yaml = pipeline_yaml
+            .replace("{port}", &port.to_string())
+            .replace("{dir}", &dir.path().display().to_string());
         let file = dir.path().join("pipelines.yaml");
         std::fs::write(&file, yaml).unwrap();
         let child = Command::new(sluice_bin())
@@ -81,9 +100,16 @@ impl Sluice {
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("sluice exited with {status} before listening:\n{}", self.log());
+                panic!(
+                    "sluice exited with {status} before listening:\n{}",
+                    self.log()
+                );
             }
-            assert!(started.elapsed() < Duration::from_secs(60), "sluice did not listen within 60 s:\n{}", self.log());
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "sluice did not listen within 60 s:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -98,8 +124,14 @@ impl Sluice {
 
     /// POSTs `body` to `path`; returns the status code.
     pub fn post(&self, path: &str, body: &[u8]) -> u16 {
-        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        match agent.post(&format!("http://127.0.0.1:{}{path}", self.port)).send(body) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        match agent
+            .post(&format!("http://127.0.0.1:{}{path}", self.port))
+            .send(body)
+        {
             Ok(response) => response.status().as_u16(),
             Err(e) => panic!("POST failed: {e}"),
         }
@@ -107,14 +139,22 @@ impl Sluice {
 
     /// SIGTERM, then waits for exit; returns the exit code.
     pub fn terminate(&mut self) -> i32 {
-        let status = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status().unwrap();
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
         assert!(status.success());
         let started = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status.code().unwrap_or(-1);
             }
-            assert!(started.elapsed() < Duration::from_secs(60), "sluice did not exit after SIGTERM:\n{}", self.log());
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "sluice did not exit after SIGTERM:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }

@@ -1,7 +1,7 @@
 //! The real binary: POST bodies, read what the file sink and the dead-letter file hold.
 
 use serde_json::json;
-use sluice_tests::{json_lines, Sluice};
+use sluice_tests::{Sluice, json_lines};
 
 const PIPELINE: &str = r#"
 http-pipeline:
@@ -31,7 +31,11 @@ fn events_reach_the_file_sink_and_malformed_bodies_the_dlq() {
         expected.push(json!({"n": i, "log": "a"}));
         expected.push(json!({"n": i, "log": "b"}));
     }
-    assert_eq!(s.post("/log/ingest", b"{\"oops\": "), 200, "accepted, then dead-lettered");
+    assert_eq!(
+        s.post("/log/ingest", b"{\"oops\": "),
+        200,
+        "accepted, then dead-lettered"
+    );
     assert_eq!(s.post("/log/ingest", b""), 400);
     assert_eq!(s.post("/log/ingest", &vec![b' '; 2048]), 413);
     assert_eq!(s.post("/other/path", b"{}"), 404);
@@ -46,7 +50,13 @@ fn events_reach_the_file_sink_and_malformed_bodies_the_dlq() {
     assert_eq!(dlq.len(), 1, "{dlq:?}");
     assert_eq!(dlq[0]["origin"], "http:/log/ingest");
     assert_eq!(dlq[0]["payload"], "eyJvb3BzIjog"); // base64 of the body
-    assert!(dlq[0]["reason"].as_str().unwrap().starts_with("invalid JSON"), "{dlq:?}");
+    assert!(
+        dlq[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid JSON"),
+        "{dlq:?}"
+    );
 }
 
 #[test]
@@ -72,8 +82,14 @@ full-pipeline:
         &["--drain-timeout", "1s"],
     );
     assert_eq!(s.post("/log/ingest", br#"{"first":true}"#), 200);
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let response = agent.post(&format!("http://127.0.0.1:{}/log/ingest", s.port)).send(&br#"{"second":true}"#[..]).unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let response = agent
+        .post(&format!("http://127.0.0.1:{}/log/ingest", s.port))
+        .send(&br#"{"second":true}"#[..])
+        .unwrap();
     assert_eq!(response.status().as_u16(), 503);
     assert_eq!(response.headers().get("retry-after").unwrap(), "1");
     // Shutdown gives up after the drain timeout and says what it could not drain.
@@ -87,10 +103,28 @@ full-pipeline:
 fn validate_reports_every_error_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.yaml");
-    std::fs::write(&file, "p:\n  source:\n    http:\n      prot: 1\n  sink:\n    - stdot:\n").unwrap();
-    let out = std::process::Command::new(sluice_tests::sluice_bin()).arg("validate").arg(&file).output().unwrap();
+    std::fs::write(
+        &file,
+        "p:\n  source:\n    http:\n      prot: 1\n  sink:\n    - stdot:\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("line 4, column 7: unknown field `prot` in `p.source.http`, did you mean `port`?"), "{stderr}");
-    assert!(stderr.contains("line 6, column 7: unknown sink `stdot` in `p.sink[0]`, did you mean `stdout`?"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "line 4, column 7: unknown field `prot` in `p.source.http`, did you mean `port`?"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "line 6, column 7: unknown sink `stdot` in `p.sink[0]`, did you mean `stdout`?"
+        ),
+        "{stderr}"
+    );
 }

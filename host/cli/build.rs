@@ -6,16 +6,22 @@ use std::path::Path;
 
 fn main() {
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/target/wasm32-wasip2/release");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/target/wasm32-wasip2/release");
     let mut code = String::from("pub(crate) const BUILTIN: &[(&str, &[u8])] = &[\n");
     for name in ["json", "ndjson"] {
         let path = dir.join(format!("{name}.wasm"));
         println!("cargo:rerun-if-changed={}", path.display());
         if path.is_file() {
             let path = path.canonicalize().expect("canonical plugin path");
-            code.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", path.display().to_string()));
+            code.push_str(&format!(
+                "    ({name:?}, include_bytes!({:?})),\n",
+                path.display().to_string()
+            ));
         } else {
-            println!("cargo:warning=built-in plugin `{name}` is not built (run ./scripts/build-plugins); the binary will not include it");
+            println!(
+                "cargo:warning=built-in plugin `{name}` is not built (run ./scripts/build-plugins); the binary will not include it"
+            );
         }
     }
     code.push_str("];\n");

@@ -77,7 +77,10 @@ impl BufferWriter for MemoryBuffer {
     async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
         let inner = &self.inner;
         if records.len() > inner.capacity {
-            return Err(WriteError::TooLarge { records: records.len(), capacity: inner.capacity });
+            return Err(WriteError::TooLarge {
+                records: records.len(),
+                capacity: inner.capacity,
+            });
         }
         if inner.closed.load(Ordering::SeqCst) {
             return Err(WriteError::Closed);
@@ -92,7 +95,11 @@ impl BufferWriter for MemoryBuffer {
             .map_err(|_| WriteError::Closed)?;
         // Given back by the acknowledgement of the batch that carries these records.
         permits.forget();
-        inner.queue.lock().expect("buffer queue lock").extend(records);
+        inner
+            .queue
+            .lock()
+            .expect("buffer queue lock")
+            .extend(records);
         inner.arrived.notify_waiters();
         Ok(())
     }
@@ -116,7 +123,8 @@ impl BufferReader for MemoryBuffer {
                     first_seen = None;
                 } else {
                     let started = *first_seen.get_or_insert_with(Instant::now);
-                    if queue.len() >= inner.batch_size || closed || started.elapsed() >= inner.delay {
+                    if queue.len() >= inner.batch_size || closed || started.elapsed() >= inner.delay
+                    {
                         let n = queue.len().min(inner.batch_size);
                         let records: Vec<Record> = queue.drain(..n).collect();
                         let room = inner.room.clone();
@@ -140,32 +148,58 @@ mod tests {
     use super::*;
 
     fn rec(i: usize) -> Record {
-        Record { payload: vec![i as u8], key: None, received_at_ms: 0, origin: "t".into() }
+        Record {
+            payload: vec![i as u8],
+            key: None,
+            received_at_ms: 0,
+            origin: "t".into(),
+        }
     }
 
     #[tokio::test]
     async fn full_buffer_refuses_until_acknowledged() {
         let buffer = MemoryBuffer::new(2, 2, Duration::ZERO);
         let w = buffer.writer();
-        w.write(vec![rec(1), rec(2)], Duration::from_millis(10)).await.unwrap();
-        let err = w.write(vec![rec(3)], Duration::from_millis(10)).await.unwrap_err();
+        w.write(vec![rec(1), rec(2)], Duration::from_millis(10))
+            .await
+            .unwrap();
+        let err = w
+            .write(vec![rec(3)], Duration::from_millis(10))
+            .await
+            .unwrap_err();
         assert_eq!(err, WriteError::Full(Duration::from_millis(10)));
         let mut r = buffer.reader();
         let batch = r.read().await.unwrap();
         assert_eq!(batch.records.len(), 2);
         // Read but not acknowledged: still full.
-        assert!(w.write(vec![rec(3)], Duration::from_millis(10)).await.is_err());
+        assert!(
+            w.write(vec![rec(3)], Duration::from_millis(10))
+                .await
+                .is_err()
+        );
         batch.ack.acknowledge();
-        w.write(vec![rec(3)], Duration::from_millis(10)).await.unwrap();
+        w.write(vec![rec(3)], Duration::from_millis(10))
+            .await
+            .unwrap();
         assert_eq!(buffer.used(), 1);
     }
 
     #[tokio::test]
     async fn close_drains_then_ends() {
         let buffer = MemoryBuffer::new(10, 4, Duration::from_secs(60));
-        buffer.writer().write((0..6).map(rec).collect(), Duration::ZERO).await.unwrap();
+        buffer
+            .writer()
+            .write((0..6).map(rec).collect(), Duration::ZERO)
+            .await
+            .unwrap();
         buffer.close();
-        assert!(buffer.writer().write(vec![rec(9)], Duration::ZERO).await.is_err());
+        assert!(
+            buffer
+                .writer()
+                .write(vec![rec(9)], Duration::ZERO)
+                .await
+                .is_err()
+        );
         let mut r = buffer.reader();
         assert_eq!(r.read().await.unwrap().records.len(), 4);
         assert_eq!(r.read().await.unwrap().records.len(), 2);
@@ -175,7 +209,11 @@ mod tests {
     #[tokio::test]
     async fn a_partial_batch_waits_for_the_delay() {
         let buffer = MemoryBuffer::new(10, 4, Duration::from_millis(30));
-        buffer.writer().write(vec![rec(1)], Duration::ZERO).await.unwrap();
+        buffer
+            .writer()
+            .write(vec![rec(1)], Duration::ZERO)
+            .await
+            .unwrap();
         let started = std::time::Instant::now();
         let batch = buffer.reader().read().await.unwrap();
         assert_eq!(batch.records.len(), 1);

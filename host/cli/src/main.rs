@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
+use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_plugin::{Plugin, PluginHost};
 
@@ -77,7 +77,8 @@ struct PluginArgs {
 }
 
 fn humantime_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("invalid duration `{s}` ({e}); write e.g. `30s`"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("invalid duration `{s}` ({e}); write e.g. `30s`"))
 }
 
 /// Exit code for a config that does not validate.
@@ -98,7 +99,9 @@ fn main() -> ExitCode {
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -107,17 +110,31 @@ fn init_tracing(format: LogFormat) {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Run { file, plugins, data_dir, drain_timeout } => {
+        Command::Run {
+            file,
+            plugins,
+            data_dir,
+            drain_timeout,
+        } => {
             let host = PluginHost::new(Some(data_dir.join("plugin-cache")))?;
             let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
             let Some(config) = load_config(&file, &plugins)? else {
                 return Ok(ExitCode::from(EXIT_INVALID));
             };
-            let options = sluice_pipeline::RunOptions { data_dir, drain_timeout };
+            let options = sluice_pipeline::RunOptions {
+                data_dir,
+                drain_timeout,
+            };
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            runtime.block_on(sluice_pipeline::run(config, &plugins, options, shutdown_signal(), || {
-                tracing::info!("all pipelines ready");
-            }))?;
+            runtime.block_on(sluice_pipeline::run(
+                config,
+                &plugins,
+                options,
+                shutdown_signal(),
+                || {
+                    tracing::info!("all pipelines ready");
+                },
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, plugins } => {
@@ -125,19 +142,32 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
             Ok(match load_config(&file, &plugins)? {
                 Some(config) => {
-                    println!("{}: {} pipeline(s) valid", file.display(), config.pipelines.len());
+                    println!(
+                        "{}: {} pipeline(s) valid",
+                        file.display(),
+                        config.pipelines.len()
+                    );
                     ExitCode::SUCCESS
                 }
                 None => ExitCode::from(EXIT_INVALID),
             })
         }
-        Command::Plugins { command: PluginsCommand::List { plugins } } => {
+        Command::Plugins {
+            command: PluginsCommand::List { plugins },
+        } => {
             let host = PluginHost::new(None)?;
             let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
             let mut plugins: Vec<&Plugin> = plugins.values().collect();
             plugins.sort_by(|a, b| a.name().cmp(b.name()));
             for p in plugins {
-                println!("{}\t{}\t{} bytes\t{}\timports: {}", p.name(), p.origin(), p.size(), p.world(), p.imports().join(", "));
+                println!(
+                    "{}\t{}\t{} bytes\t{}\timports: {}",
+                    p.name(),
+                    p.origin(),
+                    p.size(),
+                    p.world(),
+                    p.imports().join(", ")
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -145,11 +175,17 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 /// Parses and validates; prints the errors and returns `None` when there are any.
-fn load_config(file: &Path, plugins: &HashMap<String, Plugin>) -> anyhow::Result<Option<sluice_config::Config>> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading pipeline file `{}`", file.display()))?;
+fn load_config(
+    file: &Path,
+    plugins: &HashMap<String, Plugin>,
+) -> anyhow::Result<Option<sluice_config::Config>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading pipeline file `{}`", file.display()))?;
     let mut names: Vec<String> = plugins.keys().cloned().collect();
     names.sort();
-    let context = sluice_config::Context { deserializers: Some(&names) };
+    let context = sluice_config::Context {
+        deserializers: Some(&names),
+    };
     match sluice_config::parse(&file.display().to_string(), &text, context) {
         Ok(config) => Ok(Some(config)),
         Err(errors) => {
@@ -176,7 +212,11 @@ fn load_plugins(host: &PluginHost, dir: Option<&Path>) -> anyhow::Result<HashMap
         for loaded in host.load_dir(&dir)? {
             let plugin = loaded?;
             if plugins.contains_key(plugin.name()) {
-                tracing::info!(plugin = plugin.name(), file = plugin.origin(), "plugin file replaces the built-in of the same name");
+                tracing::info!(
+                    plugin = plugin.name(),
+                    file = plugin.origin(),
+                    "plugin file replaces the built-in of the same name"
+                );
             }
             plugins.insert(plugin.name().to_owned(), plugin);
         }
@@ -186,7 +226,8 @@ fn load_plugins(host: &PluginHost, dir: Option<&Path>) -> anyhow::Result<HashMap
 
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing the SIGTERM handler");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing the SIGTERM handler");
     tokio::select! {
         _ = ctrl_c => {}
         _ = term.recv() => {}

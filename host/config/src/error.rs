@@ -36,7 +36,12 @@ pub struct ConfigErrors {
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.errors.len();
-        write!(f, "{} has {n} error{}:", self.file, if n == 1 { "" } else { "s" })?;
+        write!(
+            f,
+            "{} has {n} error{}:",
+            self.file,
+            if n == 1 { "" } else { "s" }
+        )?;
         for e in &self.errors {
             write!(f, "\n  {}: {e}", self.file)?;
         }
@@ -66,7 +71,10 @@ mod tests {
     fn suggests_near_misses_only() {
         let fields = ["bootstrap_servers", "topics", "drain_timeout"];
         assert_eq!(closest("topic", fields), Some("topics"));
-        assert_eq!(closest("bootstrap-servers", fields), Some("bootstrap_servers"));
+        assert_eq!(
+            closest("bootstrap-servers", fields),
+            Some("bootstrap_servers")
+        );
         assert_eq!(closest("color", fields), None);
     }
 }

@@ -14,6 +14,6 @@ pub mod model;
 pub mod units;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use load::{parse, Context};
+pub use load::{Context, parse};
 pub use model::*;
 pub use units::ByteSize;

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_yaml::{Mapping, Value};
 
-use crate::error::{closest, ConfigError, ConfigErrors};
-use crate::location::{join, LocationIndex};
+use crate::error::{ConfigError, ConfigErrors, closest};
+use crate::location::{LocationIndex, join};
 use crate::model::*;
 use crate::units;
 
@@ -23,7 +23,10 @@ pub struct Context<'a> {
 
 /// Parses and validates a pipeline file. `file` is only used in messages.
 pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, ConfigErrors> {
-    let mut errors = Errors { index: LocationIndex::new(text), list: Vec::new() };
+    let mut errors = Errors {
+        index: LocationIndex::new(text),
+        list: Vec::new(),
+    };
     let config = parse_inner(text, &mut errors, context);
     if errors.list.is_empty() {
         if let Some(config) = config {
@@ -32,7 +35,10 @@ pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, Con
     }
     let mut list = errors.list;
     list.sort_by_key(|e| e.position.map(|p| (p.line, p.column)));
-    Err(ConfigErrors { file: file.to_owned(), errors: list })
+    Err(ConfigErrors {
+        file: file.to_owned(),
+        errors: list,
+    })
 }
 
 struct Errors {
@@ -44,7 +50,11 @@ impl Errors {
     /// An error about the key at `path` (its position is looked up).
     fn at(&mut self, path: &str, message: impl Into<String>) {
         let position = self.index.find(path);
-        self.list.push(ConfigError { position, path: path.to_owned(), message: message.into() });
+        self.list.push(ConfigError {
+            position,
+            path: path.to_owned(),
+            message: message.into(),
+        });
     }
 }
 
@@ -72,7 +82,10 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
     let root = match root {
         Value::Mapping(root) if !root.is_empty() => root,
         Value::Null | Value::Mapping(_) => {
-            errors.at("", "the file defines no pipelines; start with a pipeline name, e.g. `log-pipeline:`");
+            errors.at(
+                "",
+                "the file defines no pipelines; start with a pipeline name, e.g. `log-pipeline:`",
+            );
             return None;
         }
         _ => {
@@ -84,7 +97,10 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
     let mut pipelines = Vec::new();
     for (name, body) in root {
         let Some(name) = name.as_str().map(str::to_owned) else {
-            errors.at("", format!("pipeline names must be text, got `{}`", render(&name)));
+            errors.at(
+                "",
+                format!("pipeline names must be text, got `{}`", render(&name)),
+            );
             continue;
         };
         if PIPELINE_FIELDS.contains(&name.as_str()) {
@@ -125,16 +141,28 @@ fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipe
 
     for (key, value) in body {
         let Some(key) = key.as_str() else {
-            errors.at(name, format!("keys of pipeline `{name}` must be text, got `{}`", render(&key)));
+            errors.at(
+                name,
+                format!(
+                    "keys of pipeline `{name}` must be text, got `{}`",
+                    render(&key)
+                ),
+            );
             continue;
         };
         let path = join(name, key);
         match key {
             "workers" => set(&mut workers, field(value, &path, Kind::Field, errors)),
-            "delay" => set(&mut delay, field::<DelayValue>(value, &path, Kind::Field, errors).map(|d| d.0)),
+            "delay" => set(
+                &mut delay,
+                field::<DelayValue>(value, &path, Kind::Field, errors).map(|d| d.0),
+            ),
             "source" => source = component(value, &path, Kind::Source, errors),
             "buffer" => set(&mut buffer, component(value, &path, Kind::Buffer, errors)),
-            "processor" => set(&mut processor, components(value, &path, Kind::Processor, errors)),
+            "processor" => set(
+                &mut processor,
+                components(value, &path, Kind::Processor, errors),
+            ),
             "sink" => set(&mut sink, components(value, &path, Kind::Sink, errors)),
             "dlq_path" => dlq_path = field(value, &path, Kind::Field, errors),
             other => errors.at(&path, unknown_field(other, name, PIPELINE_FIELDS)),
@@ -151,7 +179,10 @@ fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipe
         return None;
     };
     if sink.is_empty() && errors.list.len() == before {
-        errors.at(name, format!("pipeline `{name}` has no sink; add one, e.g. `sink: [{{stdout: {{}}}}]`"));
+        errors.at(
+            name,
+            format!("pipeline `{name}` has no sink; add one, e.g. `sink: [{{stdout: {{}}}}]`"),
+        );
     }
     (errors.list.len() == before).then(|| Pipeline {
         name: name.to_owned(),
@@ -197,7 +228,12 @@ impl Kind {
 }
 
 /// A list of components (`processor`, `sink`): each item on its own.
-fn components<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: &mut Errors) -> Option<Vec<T>> {
+fn components<T: DeserializeOwned>(
+    value: Value,
+    path: &str,
+    kind: Kind,
+    errors: &mut Errors,
+) -> Option<Vec<T>> {
     match value {
         Value::Null => Some(Vec::new()),
         Value::Sequence(items) => {
@@ -226,18 +262,37 @@ fn components<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors:
 
 /// One component: a map with exactly one key, the plugin name, whose value is its settings.
 /// `stdout` and `stdout:` (no settings) mean `stdout: {}`.
-fn component<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: &mut Errors) -> Option<T> {
+fn component<T: DeserializeOwned>(
+    value: Value,
+    path: &str,
+    kind: Kind,
+    errors: &mut Errors,
+) -> Option<T> {
     let value = match value {
         Value::String(name) => tagged(&name, Value::Null),
         Value::Mapping(m) if m.len() == 1 => {
             let Some((Value::String(name), settings)) = m.into_iter().next() else {
-                errors.at(path, format!("`{path}` must name a {} plugin, e.g. `{}`", kind.noun(), example(kind)));
+                errors.at(
+                    path,
+                    format!(
+                        "`{path}` must name a {} plugin, e.g. `{}`",
+                        kind.noun(),
+                        example(kind)
+                    ),
+                );
                 return None;
             };
             tagged(&name, settings)
         }
         Value::Mapping(m) if m.is_empty() => {
-            errors.at(path, format!("`{path}` is empty; name the {} plugin, e.g. `{}`", kind.noun(), example(kind)));
+            errors.at(
+                path,
+                format!(
+                    "`{path}` is empty; name the {} plugin, e.g. `{}`",
+                    kind.noun(),
+                    example(kind)
+                ),
+            );
             return None;
         }
         Value::Mapping(m) => {
@@ -249,13 +304,25 @@ fn component<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: 
                     names.len(),
                     kind.noun(),
                     names.join(", "),
-                    if matches!(kind, Kind::Sink | Kind::Processor) { "list item" } else { "pipeline" }
+                    if matches!(kind, Kind::Sink | Kind::Processor) {
+                        "list item"
+                    } else {
+                        "pipeline"
+                    }
                 ),
             );
             return None;
         }
         other => {
-            errors.at(path, format!("`{path}` must name a {} plugin, e.g. `{}`, got {}", kind.noun(), example(kind), describe(&other)));
+            errors.at(
+                path,
+                format!(
+                    "`{path}` must name a {} plugin, e.g. `{}`, got {}",
+                    kind.noun(),
+                    example(kind),
+                    describe(&other)
+                ),
+            );
             return None;
         }
     };
@@ -265,7 +332,11 @@ fn component<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: 
 /// serde_yaml reads an enum from a `Value` only in its `!variant` tagged form, so the one-key
 /// map `{file: {path: x}}` becomes `!file {path: x}`. No settings means `{}`.
 fn tagged(name: &str, settings: Value) -> Value {
-    let settings = if settings.is_null() { Value::Mapping(Mapping::new()) } else { settings };
+    let settings = if settings.is_null() {
+        Value::Mapping(Mapping::new())
+    } else {
+        settings
+    };
     Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
         tag: serde_yaml::value::Tag::new(name),
         value: settings,
@@ -282,14 +353,21 @@ fn example(kind: Kind) -> &'static str {
 }
 
 /// Deserializes `value`, turning a serde error into a [`ConfigError`] with the full key path.
-fn field<T: DeserializeOwned>(value: Value, path: &str, kind: Kind, errors: &mut Errors) -> Option<T> {
+fn field<T: DeserializeOwned>(
+    value: Value,
+    path: &str,
+    kind: Kind,
+    errors: &mut Errors,
+) -> Option<T> {
     match serde_path_to_error::deserialize::<_, T>(value) {
         Ok(v) => Some(v),
         Err(e) => {
             let mut full = path.to_owned();
             for segment in e.path().iter() {
                 match segment {
-                    serde_path_to_error::Segment::Seq { index } => full.push_str(&format!("[{index}]")),
+                    serde_path_to_error::Segment::Seq { index } => {
+                        full.push_str(&format!("[{index}]"))
+                    }
                     serde_path_to_error::Segment::Map { key } => full = join(&full, key),
                     serde_path_to_error::Segment::Enum { variant } => full = join(&full, variant),
                     serde_path_to_error::Segment::Unknown => {}
@@ -316,16 +394,24 @@ fn explain(path: &str, kind: Kind, serde_message: &str) -> (String, String) {
         let noun = kind.noun();
         let known: Vec<&str> = expected.iter().map(String::as_str).collect();
         let message = if known.is_empty() {
-            format!("unknown {noun} `{wrong}` in `{path}`: sluice has no {noun}s yet; remove it, e.g. `{noun}: []`")
+            format!(
+                "unknown {noun} `{wrong}` in `{path}`: sluice has no {noun}s yet; remove it, e.g. `{noun}: []`"
+            )
         } else if let Some(best) = closest(wrong, known.iter().copied()) {
             format!("unknown {noun} `{wrong}` in `{path}`, did you mean `{best}`?")
         } else {
-            format!("unknown {noun} `{wrong}` in `{path}`; the {noun}s are {}", list(&known))
+            format!(
+                "unknown {noun} `{wrong}` in `{path}`; the {noun}s are {}",
+                list(&known)
+            )
         };
         return (join(path, wrong), message);
     }
     if let (Some(missing), true) = (&name, serde_message.starts_with("missing field")) {
-        return (path.to_owned(), format!("missing field `{missing}` in `{path}`"));
+        return (
+            path.to_owned(),
+            format!("missing field `{missing}` in `{path}`"),
+        );
     }
     let mut message = serde_message.to_owned();
     for (rust, plain) in [
@@ -336,19 +422,31 @@ fn explain(path: &str, kind: Kind, serde_message: &str) -> (String, String) {
     ] {
         message = message.replace(rust, plain);
     }
-    (path.to_owned(), format!("invalid value for `{path}`: {message}"))
+    (
+        path.to_owned(),
+        format!("invalid value for `{path}`: {message}"),
+    )
 }
 
 fn unknown_field(wrong: &str, parent: &str, fields: &[&str]) -> String {
     match closest(wrong, fields.iter().copied()) {
         Some(best) => format!("unknown field `{wrong}` in `{parent}`, did you mean `{best}`?"),
-        None if fields.is_empty() => format!("unknown field `{wrong}` in `{parent}`, which takes no fields"),
-        None => format!("unknown field `{wrong}` in `{parent}`; the fields are {}", list(fields)),
+        None if fields.is_empty() => {
+            format!("unknown field `{wrong}` in `{parent}`, which takes no fields")
+        }
+        None => format!(
+            "unknown field `{wrong}` in `{parent}`; the fields are {}",
+            list(fields)
+        ),
     }
 }
 
 fn list(names: &[&str]) -> String {
-    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// From "unknown field `x`, expected one of `a`, `b`": (`x`, [`a`, `b`]).
@@ -359,7 +457,9 @@ fn quoted_and_expected(message: &str) -> (Option<String>, Vec<String>) {
 }
 
 fn render(value: &Value) -> String {
-    serde_yaml::to_string(value).map(|s| s.trim().to_owned()).unwrap_or_default()
+    serde_yaml::to_string(value)
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }
 
 fn describe(value: &Value) -> String {
@@ -380,16 +480,25 @@ fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
     for p in pipelines {
         let name = p.name.as_str();
         if p.workers == 0 {
-            errors.at(&join(name, "workers"), format!("`{name}.workers` must be at least 1"));
+            errors.at(
+                &join(name, "workers"),
+                format!("`{name}.workers` must be at least 1"),
+            );
         }
         match &p.buffer {
             Buffer::BoundedBlocking(b) => {
                 let path = join(name, "buffer.bounded_blocking");
                 if b.buffer_size == 0 {
-                    errors.at(&join(&path, "buffer_size"), format!("`{path}.buffer_size` must be at least 1"));
+                    errors.at(
+                        &join(&path, "buffer_size"),
+                        format!("`{path}.buffer_size` must be at least 1"),
+                    );
                 }
                 if b.batch_size == 0 {
-                    errors.at(&join(&path, "batch_size"), format!("`{path}.batch_size` must be at least 1"));
+                    errors.at(
+                        &join(&path, "batch_size"),
+                        format!("`{path}.batch_size` must be at least 1"),
+                    );
                 } else if b.batch_size > b.buffer_size && b.buffer_size > 0 {
                     errors.at(
                         &join(&path, "batch_size"),
@@ -414,30 +523,56 @@ fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
                     );
                 }
                 if !http.path.starts_with('/') {
-                    errors.at(&join(&path, "path"), format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"));
+                    errors.at(
+                        &join(&path, "path"),
+                        format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"),
+                    );
                 }
-                check_deserializer(&http.deserializer, &join(&path, "deserializer"), errors, context);
+                check_deserializer(
+                    &http.deserializer,
+                    &join(&path, "deserializer"),
+                    errors,
+                    context,
+                );
             }
         }
     }
 }
 
-fn check_deserializer(d: &DeserializerConfig, path: &str, errors: &mut Errors, context: Context<'_>) {
+fn check_deserializer(
+    d: &DeserializerConfig,
+    path: &str,
+    errors: &mut Errors,
+    context: Context<'_>,
+) {
     if d.timeout.is_zero() {
-        errors.at(&join(path, "timeout"), format!("`{path}.timeout` must be more than zero"));
+        errors.at(
+            &join(path, "timeout"),
+            format!("`{path}.timeout` must be more than zero"),
+        );
     }
     if d.max_memory.bytes() < 1 << 20 {
-        errors.at(&join(path, "max_memory"), format!("`{path}.max_memory` must be at least `1mb`"));
+        errors.at(
+            &join(path, "max_memory"),
+            format!("`{path}.max_memory` must be at least `1mb`"),
+        );
     }
-    let Some(known) = context.deserializers else { return };
+    let Some(known) = context.deserializers else {
+        return;
+    };
     if known.iter().any(|k| *k == d.name) {
         return;
     }
     let names: Vec<&str> = known.iter().map(String::as_str).collect();
     let hint = match closest(&d.name, names.iter().copied()) {
         Some(best) => format!(", did you mean `{best}`?"),
-        None if names.is_empty() => "; no deserializer plugins are loaded (see `sluice plugins list`)".to_owned(),
+        None if names.is_empty() => {
+            "; no deserializer plugins are loaded (see `sluice plugins list`)".to_owned()
+        }
         None => format!("; the loaded deserializers are {}", list(&names)),
     };
-    errors.at(path, format!("unknown deserializer `{}` in `{path}`{hint}", d.name));
+    errors.at(
+        path,
+        format!("unknown deserializer `{}` in `{path}`{hint}", d.name),
+    );
 }

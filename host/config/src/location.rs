@@ -33,7 +33,9 @@ impl LocationIndex {
         if parser.load(&mut builder, false).is_err() {
             return Self::default();
         }
-        Self { positions: builder.positions }
+        Self {
+            positions: builder.positions,
+        }
     }
 
     /// The position of `path`, or of its nearest ancestor that is in the document.
@@ -56,14 +58,25 @@ fn parent(path: &str) -> Option<&str> {
 
 /// Joins a parent path and a key the way [`LocationIndex`] stores them.
 pub fn join(parent: &str, key: &str) -> String {
-    if parent.is_empty() { key.to_owned() } else { format!("{parent}.{key}") }
+    if parent.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{parent}.{key}")
+    }
 }
 
 enum Frame {
     /// `unplaced`: a sequence item whose position is taken from its first key, because
     /// yaml-rust2 marks the start of a block mapping after that key.
-    Map { path: String, key: Option<String>, unplaced: bool },
-    Seq { path: String, next: usize },
+    Map {
+        path: String,
+        key: Option<String>,
+        unplaced: bool,
+    },
+    Seq {
+        path: String,
+        next: usize,
+    },
 }
 
 #[derive(Default)]
@@ -75,7 +88,10 @@ struct Builder {
 impl Builder {
     fn record(&mut self, path: &str, mark: Marker) {
         // yaml-rust2 lines are 1-based and columns 0-based; editors count both from 1.
-        let position = Position { line: mark.line(), column: mark.col() + 1 };
+        let position = Position {
+            line: mark.line(),
+            column: mark.col() + 1,
+        };
         self.positions.entry(path.to_owned()).or_insert(position);
     }
 
@@ -109,7 +125,12 @@ impl MarkedEventReceiver for Builder {
             Event::Scalar(text, ..) => {
                 if self.place_value(mark).is_none() {
                     // A mapping key.
-                    if let Some(Frame::Map { path, key, unplaced }) = self.stack.last_mut() {
+                    if let Some(Frame::Map {
+                        path,
+                        key,
+                        unplaced,
+                    }) = self.stack.last_mut()
+                    {
                         let full = join(path, &text);
                         let item = std::mem::take(unplaced).then(|| path.clone());
                         *key = Some(text);
@@ -125,7 +146,11 @@ impl MarkedEventReceiver for Builder {
             }
             Event::MappingStart(..) => {
                 let (path, unplaced) = self.begin_value().unwrap_or_default();
-                self.stack.push(Frame::Map { path, key: None, unplaced });
+                self.stack.push(Frame::Map {
+                    path,
+                    key: None,
+                    unplaced,
+                });
             }
             Event::SequenceStart(..) => {
                 let path = self.place_value(mark).unwrap_or_default();
@@ -148,9 +173,15 @@ mod tests {
         let index = LocationIndex::new(
             "p:\n  source:\n    http:\n      port: 1\n  sink:\n    - stdout:\n    - file:\n        path: x\n",
         );
-        assert_eq!(index.find("p.source.http.port"), Some(Position { line: 4, column: 7 }));
+        assert_eq!(
+            index.find("p.source.http.port"),
+            Some(Position { line: 4, column: 7 })
+        );
         assert_eq!(index.find("p.sink[1].file.path").map(|p| p.line), Some(8));
-        assert_eq!(index.find("p.sink[1]"), Some(Position { line: 7, column: 7 }));
+        assert_eq!(
+            index.find("p.sink[1]"),
+            Some(Position { line: 7, column: 7 })
+        );
         // Unknown tail: the nearest ancestor.
         assert_eq!(index.find("p.source.http.nope").map(|p| p.line), Some(3));
         assert_eq!(index.find("q"), None);

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::units::{self, ByteSize};
 
@@ -44,8 +44,15 @@ pub struct Pipeline {
 }
 
 /// The fields of a pipeline, for suggestions.
-pub const PIPELINE_FIELDS: &[&str] =
-    &["workers", "delay", "source", "buffer", "processor", "sink", "dlq_path"];
+pub const PIPELINE_FIELDS: &[&str] = &[
+    "workers",
+    "delay",
+    "source",
+    "buffer",
+    "processor",
+    "sink",
+    "dlq_path",
+];
 
 pub(crate) const fn default_workers() -> usize {
     1
@@ -91,7 +98,10 @@ pub struct HttpSource {
     pub max_request_length: ByteSize,
     /// How long a request may wait for room in the buffer before it is refused with 503 and
     /// `Retry-After`. Default `10s`.
-    #[serde(default = "default_request_timeout", deserialize_with = "units::duration")]
+    #[serde(
+        default = "default_request_timeout",
+        deserialize_with = "units::duration"
+    )]
     pub request_timeout: Duration,
 }
 
@@ -136,7 +146,10 @@ pub struct DeserializerConfig {
     #[serde(default = "default_max_memory")]
     pub max_memory: ByteSize,
     /// The longest one batch call may run before the instance is stopped. Default `1s`.
-    #[serde(default = "default_plugin_timeout", deserialize_with = "units::duration")]
+    #[serde(
+        default = "default_plugin_timeout",
+        deserialize_with = "units::duration"
+    )]
     pub timeout: Duration,
 }
 
@@ -191,7 +204,10 @@ pub(crate) fn deserializer_name_or_map<'de, D: Deserializer<'de>>(
             f.write_str("a plugin name such as `json`, or a map with `name` and `options`")
         }
         fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(DeserializerConfig { name: v.to_owned(), ..DeserializerConfig::default() })
+            Ok(DeserializerConfig {
+                name: v.to_owned(),
+                ..DeserializerConfig::default()
+            })
         }
         fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
             DeserializerConfig::deserialize(de::value::MapAccessDeserializer::new(map))
@@ -238,7 +254,10 @@ const fn default_batch_size() -> usize {
 
 impl Default for BoundedBlocking {
     fn default() -> Self {
-        Self { buffer_size: default_buffer_size(), batch_size: default_batch_size() }
+        Self {
+            buffer_size: default_buffer_size(),
+            batch_size: default_batch_size(),
+        }
     }
 }
 

@@ -6,8 +6,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 
 /// Deserializes a [`Duration`] from a humantime string or integer milliseconds.
 pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -30,7 +30,9 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
                 return Ok(Duration::from_millis(ms));
             }
             humantime::parse_duration(v.trim()).map_err(|e| {
-                E::custom(format!("invalid duration `{v}` ({e}); write e.g. `250ms`, `30s`, `1m`"))
+                E::custom(format!(
+                    "invalid duration `{v}` ({e}); write e.g. `250ms`, `30s`, `1m`"
+                ))
             })
         }
     }
@@ -63,7 +65,11 @@ impl ByteSize {
             "k" | "kb" | "kib" => 1 << 10,
             "m" | "mb" | "mib" => 1 << 20,
             "g" | "gb" | "gib" => 1 << 30,
-            _ => return Err(format!("invalid size unit in `{text}`; use b, kb, mb or gb")),
+            _ => {
+                return Err(format!(
+                    "invalid size unit in `{text}`; use b, kb, mb or gb"
+                ));
+            }
         };
         number
             .checked_mul(factor)
@@ -125,6 +131,11 @@ mod tests {
         let d = |s: &str| duration(serde_yaml::Deserializer::from_str(s));
         assert_eq!(d("3000").unwrap(), Duration::from_secs(3));
         assert_eq!(d("250ms").unwrap(), Duration::from_millis(250));
-        assert!(d("soon").unwrap_err().to_string().contains("invalid duration `soon`"));
+        assert!(
+            d("soon")
+                .unwrap_err()
+                .to_string()
+                .contains("invalid duration `soon`")
+        );
     }
 }

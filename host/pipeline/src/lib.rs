@@ -15,4 +15,4 @@ pub mod sink;
 pub mod source;
 pub mod worker;
 
-pub use run::{run, PipelineError, RunOptions};
+pub use run::{PipelineError, RunOptions, run};

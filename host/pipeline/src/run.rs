@@ -5,18 +5,18 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use sluice_buffer::memory::MemoryBuffer;
 use sluice_buffer::Buffer as _;
+use sluice_buffer::memory::MemoryBuffer;
 use sluice_config::{Buffer, Config, Sink, Source};
 use sluice_plugin::{Decoder, Limits, Plugin, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::sink::{default_dlq_path, LineSink, SinkError};
+use crate::sink::{LineSink, SinkError, default_dlq_path};
 use crate::worker::{self, Counters, Outputs};
 
 /// Settings of a run that are not in the pipeline file.
@@ -34,11 +34,18 @@ pub enum PipelineError {
     #[error("pipeline `{pipeline}`: deserializer `{plugin}` is not loaded")]
     MissingPlugin { pipeline: String, plugin: String },
     #[error("pipeline `{pipeline}`: {source}")]
-    Plugin { pipeline: String, source: PluginError },
+    Plugin {
+        pipeline: String,
+        source: PluginError,
+    },
     #[error("pipeline `{pipeline}`: {source}")]
     Sink { pipeline: String, source: SinkError },
     #[error("pipeline `{pipeline}`: cannot listen on port {port}: {source}")]
-    Listen { pipeline: String, port: u16, source: std::io::Error },
+    Listen {
+        pipeline: String,
+        port: u16,
+        source: std::io::Error,
+    },
 }
 
 struct Built {
@@ -90,11 +97,17 @@ pub async fn run(
     tracing::info!("shutting down: stopping sources, then draining buffers");
     let _ = stop_tx.send(true);
     let deadline = tokio::time::Instant::now() + options.drain_timeout;
-    let _ = tokio::time::timeout_at(deadline, async { while servers.join_next().await.is_some() {} }).await;
+    let _ = tokio::time::timeout_at(deadline, async {
+        while servers.join_next().await.is_some() {}
+    })
+    .await;
     for (_, buffer, _) in &pipelines {
         buffer.close();
     }
-    let drained = tokio::time::timeout_at(deadline, async { while workers.join_next().await.is_some() {} }).await;
+    let drained = tokio::time::timeout_at(deadline, async {
+        while workers.join_next().await.is_some() {}
+    })
+    .await;
     for (name, buffer, outputs) in &pipelines {
         let c = &outputs.counters;
         tracing::info!(
@@ -114,14 +127,20 @@ pub async fn run(
     Ok(())
 }
 
-async fn build(p: sluice_config::Pipeline, plugins: &HashMap<String, Plugin>, options: &RunOptions) -> Result<Built, PipelineError> {
+async fn build(
+    p: sluice_config::Pipeline,
+    plugins: &HashMap<String, Plugin>,
+    options: &RunOptions,
+) -> Result<Built, PipelineError> {
     let name = p.name.clone();
     let Source::Http(http) = &p.source;
     let deserializer = p.source.deserializer();
-    let plugin = plugins.get(&deserializer.name).ok_or_else(|| PipelineError::MissingPlugin {
-        pipeline: name.clone(),
-        plugin: deserializer.name.clone(),
-    })?;
+    let plugin = plugins
+        .get(&deserializer.name)
+        .ok_or_else(|| PipelineError::MissingPlugin {
+            pipeline: name.clone(),
+            plugin: deserializer.name.clone(),
+        })?;
     let limits = Limits {
         max_memory: usize::try_from(deserializer.max_memory.bytes()).unwrap_or(usize::MAX),
         timeout: deserializer.timeout,
@@ -133,25 +152,62 @@ async fn build(p: sluice_config::Pipeline, plugins: &HashMap<String, Plugin>, op
     for sink in &p.sink {
         let sink = match sink {
             Sink::Stdout(_) => LineSink::stdout(),
-            Sink::File(f) => LineSink::file(&f.path).await.map_err(|source| PipelineError::Sink { pipeline: name.clone(), source })?,
+            Sink::File(f) => {
+                LineSink::file(&f.path)
+                    .await
+                    .map_err(|source| PipelineError::Sink {
+                        pipeline: name.clone(),
+                        source,
+                    })?
+            }
         };
         sinks.push(Arc::new(sink));
     }
-    let dlq_path = p.dlq_path.clone().unwrap_or_else(|| default_dlq_path(&options.data_dir, &name));
-    let dlq = Arc::new(LineSink::file(&dlq_path).await.map_err(|source| PipelineError::Sink { pipeline: name.clone(), source })?);
+    let dlq_path = p
+        .dlq_path
+        .clone()
+        .unwrap_or_else(|| default_dlq_path(&options.data_dir, &name));
+    let dlq = Arc::new(
+        LineSink::file(&dlq_path)
+            .await
+            .map_err(|source| PipelineError::Sink {
+                pipeline: name.clone(),
+                source,
+            })?,
+    );
     let counters = Arc::new(Counters::default());
-    let outputs = Arc::new(Outputs { pipeline: name.clone(), sinks, dlq, counters: counters.clone() });
+    let outputs = Arc::new(Outputs {
+        pipeline: name.clone(),
+        sinks,
+        dlq,
+        counters: counters.clone(),
+    });
 
     let mut workers = Vec::new();
     for _ in 0..p.workers {
-        let decoder = Decoder::new(plugin.clone(), deserializer.option_pairs(), limits)
-            .map_err(|source| PipelineError::Plugin { pipeline: name.clone(), source })?;
+        let decoder = Decoder::new(plugin.clone(), deserializer.option_pairs(), limits).map_err(
+            |source| PipelineError::Plugin {
+                pipeline: name.clone(),
+                source,
+            },
+        )?;
         workers.push((buffer.reader(), decoder));
     }
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", http.port))
         .await
-        .map_err(|source| PipelineError::Listen { pipeline: name.clone(), port: http.port, source })?;
+        .map_err(|source| PipelineError::Listen {
+            pipeline: name.clone(),
+            port: http.port,
+            source,
+        })?;
     let router = crate::source::http::router(&name, http, buffer.writer(), counters);
     tracing::info!(pipeline = %name, port = http.port, path = %http.path, deserializer = %plugin.name(), workers = p.workers, dlq = %dlq_path.display(), "pipeline ready");
-    Ok(Built { name, buffer, listener, router, workers, outputs })
+    Ok(Built {
+        name,
+        buffer,
+        listener,
+        router,
+        workers,
+        outputs,
+    })
 }

@@ -2,12 +2,12 @@
 //! events to every sink and the rejects to the dead-letter file, then acknowledge the batch.
 //! A sink failure is retried with backoff, and the batch is not acknowledged until it succeeds.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sluice_buffer::BufferReader;
 use sluice_plugin::{Decoded, Decoder, RawRecord};
 
@@ -42,13 +42,23 @@ pub struct Outputs {
 pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: Arc<Outputs>) {
     let mut decoder = Some(decoder);
     while let Some(batch) = reader.read().await {
-        outputs.counters.consumed.fetch_add(batch.records.len() as u64, Ordering::Relaxed);
+        outputs
+            .counters
+            .consumed
+            .fetch_add(batch.records.len() as u64, Ordering::Relaxed);
         let records: Vec<RawRecord> = batch
             .records
             .into_iter()
-            .map(|r| RawRecord { payload: r.payload, key: r.key, received_at_ms: r.received_at_ms, origin: r.origin })
+            .map(|r| RawRecord {
+                payload: r.payload,
+                key: r.key,
+                received_at_ms: r.received_at_ms,
+                origin: r.origin,
+            })
             .collect();
-        let mut d = decoder.take().expect("decoder is returned after every batch");
+        let mut d = decoder
+            .take()
+            .expect("decoder is returned after every batch");
         // Sync wasm calls must not run on the reactor.
         let (d, records, decoded) = tokio::task::spawn_blocking(move || {
             let decoded = d.decode(&records);
@@ -67,9 +77,18 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
             deliver(sink, &events).await;
         }
         batch.ack.acknowledge();
-        outputs.counters.events.fetch_add(n_events, Ordering::Relaxed);
-        outputs.counters.dead_lettered.fetch_add(n_dead, Ordering::Relaxed);
-        outputs.counters.acknowledged.fetch_add(1, Ordering::Relaxed);
+        outputs
+            .counters
+            .events
+            .fetch_add(n_events, Ordering::Relaxed);
+        outputs
+            .counters
+            .dead_lettered
+            .fetch_add(n_dead, Ordering::Relaxed);
+        outputs
+            .counters
+            .acknowledged
+            .fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -102,8 +121,12 @@ fn parse_events(texts: &[String]) -> Result<Vec<Value>, String> {
         .enumerate()
         .map(|(i, text)| match serde_json::from_str::<Value>(text) {
             Ok(v @ Value::Object(_)) => Ok(v),
-            Ok(_) => Err(format!("plugin returned event {i} that is not a JSON object")),
-            Err(e) => Err(format!("plugin returned event {i} that is not valid JSON: {e}")),
+            Ok(_) => Err(format!(
+                "plugin returned event {i} that is not a JSON object"
+            )),
+            Err(e) => Err(format!(
+                "plugin returned event {i} that is not valid JSON: {e}"
+            )),
         })
         .collect()
 }

@@ -1,4 +1,7 @@
-#![allow(unsafe_code, reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)")]
+#![allow(
+    unsafe_code,
+    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
+)]
 //! The one `bindgen!` of the host: Rust types and call stubs for `wit/deserializer.wit`.
 //!
 //! Generated for the `configurable-deserializer` world, which exports both interfaces; the host

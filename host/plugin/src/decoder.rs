@@ -15,7 +15,7 @@ use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::bindings::exports::sluice::plugin::raw_byte_handler;
 use crate::bindings::{OptionEntry, Outcome, RawRecord};
-use crate::engine::{HostState, Plugin, EPOCH_TICK};
+use crate::engine::{EPOCH_TICK, HostState, Plugin};
 use crate::error::PluginError;
 
 /// The sandbox limits of one instance.
@@ -29,7 +29,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_memory: 64 << 20, timeout: Duration::from_secs(1) }
+        Self {
+            max_memory: 64 << 20,
+            timeout: Duration::from_secs(1),
+        }
     }
 }
 
@@ -79,13 +82,33 @@ pub struct Decoder {
 impl Decoder {
     /// Instantiates `plugin` and calls its `configure` export with `options`. Fails when the
     /// plugin refuses the options (or takes none and some were given), or cannot start.
-    pub fn new(plugin: Plugin, options: Vec<(String, String)>, limits: Limits) -> Result<Self, PluginError> {
+    pub fn new(
+        plugin: Plugin,
+        options: Vec<(String, String)>,
+        limits: Limits,
+    ) -> Result<Self, PluginError> {
         if !options.is_empty() && plugin.inner.configure.is_none() {
-            let keys = options.iter().map(|(k, _)| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-            return Err(PluginError::NotConfigurable { name: plugin.name().to_owned(), keys });
+            let keys = options
+                .iter()
+                .map(|(k, _)| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(PluginError::NotConfigurable {
+                name: plugin.name().to_owned(),
+                keys,
+            });
         }
-        let options = options.into_iter().map(|(key, value)| OptionEntry { key, value }).collect();
-        let mut decoder = Self { plugin, options, limits, instance: None, stats: DecoderStats::default() };
+        let options = options
+            .into_iter()
+            .map(|(key, value)| OptionEntry { key, value })
+            .collect();
+        let mut decoder = Self {
+            plugin,
+            options,
+            limits,
+            instance: None,
+            stats: DecoderStats::default(),
+        };
         let instance = decoder.instantiate()?;
         decoder.instance = Some(instance);
         Ok(decoder)
@@ -123,7 +146,13 @@ impl Decoder {
     }
 
     /// `batch` faulted with `reason`: find the records that fault alone.
-    fn isolate(&mut self, batch: &[RawRecord], reason: String, budget: &mut usize, out: &mut Vec<Decoded>) {
+    fn isolate(
+        &mut self,
+        batch: &[RawRecord],
+        reason: String,
+        budget: &mut usize,
+        out: &mut Vec<Decoded>,
+    ) {
         if batch.len() == 1 {
             tracing::warn!(plugin = self.plugin.name(), origin = %batch[0].origin, %reason, "plugin faults on this record; dead-lettering it");
             out.push(Decoded::Trapped(reason));
@@ -152,8 +181,13 @@ impl Decoder {
             None => self.instantiate().map_err(|e| e.to_string())?,
         };
         self.stats.calls += 1;
-        instance.store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
-        match instance.handler.call_deserialize_batch(&mut instance.store, batch) {
+        instance
+            .store
+            .set_epoch_deadline(deadline_ticks(self.limits.timeout));
+        match instance
+            .handler
+            .call_deserialize_batch(&mut instance.store, batch)
+        {
             Ok(outcomes) if outcomes.len() == batch.len() => {
                 self.instance = Some(instance);
                 Ok(outcomes)
@@ -187,13 +221,20 @@ impl Decoder {
             .trap_on_grow_failure(true)
             .build();
         // Deny everything: no preopened dirs, env, args or network; stdio discarded.
-        let state = HostState { wasi: WasiCtxBuilder::new().build(), table: ResourceTable::new(), limits };
+        let state = HostState {
+            wasi: WasiCtxBuilder::new().build(),
+            table: ResourceTable::new(),
+            limits,
+        };
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limits);
         store.epoch_deadline_trap();
         store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
         self.stats.instances += 1;
-        let fail = |e: wasmtime::Error| PluginError::Instantiate { name: name(), reason: describe_trap(&e, self.limits) };
+        let fail = |e: wasmtime::Error| PluginError::Instantiate {
+            name: name(),
+            reason: describe_trap(&e, self.limits),
+        };
         let instance = inner.pre.instantiate(&mut store).map_err(fail)?;
         let handler = inner.handler.load(&mut store, &instance).map_err(fail)?;
         if let Some(configure) = &inner.configure {
@@ -201,7 +242,12 @@ impl Decoder {
             store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
             match configure.call_configure(&mut store, &self.options) {
                 Ok(Ok(())) => {}
-                Ok(Err(message)) => return Err(PluginError::Configure { name: name(), message }),
+                Ok(Err(message)) => {
+                    return Err(PluginError::Configure {
+                        name: name(),
+                        message,
+                    });
+                }
                 Err(e) => return Err(fail(e)),
             }
         }
@@ -230,12 +276,17 @@ fn describe_trap(e: &wasmtime::Error, limits: Limits) -> String {
     match e.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => format!("exceeded the deadline of {:?} per call", limits.timeout),
         Some(Trap::StackOverflow) => "stack overflow".to_owned(),
-        Some(Trap::UnreachableCodeReached) => "wasm `unreachable` executed (a Rust plugin panics this way)".to_owned(),
+        Some(Trap::UnreachableCodeReached) => {
+            "wasm `unreachable` executed (a Rust plugin panics this way)".to_owned()
+        }
         Some(trap) => trap.to_string(),
         None => {
             let text = format!("{e:#}");
             if text.contains("forcing trap when growing memory") {
-                format!("exceeded the memory limit of {} MiB", limits.max_memory >> 20)
+                format!(
+                    "exceeded the memory limit of {} MiB",
+                    limits.max_memory >> 20
+                )
             } else {
                 text.lines().next().unwrap_or("unknown fault").to_owned()
             }

@@ -26,7 +26,10 @@ pub(crate) struct HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -53,21 +56,33 @@ impl PluginHost {
         let mut hasher = Sha256Hasher(Sha256::new());
         std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
         let compatibility = hex::encode(&hasher.0.finalize()[..8]);
-        Ok(Self { engine, linker, cache_dir, compatibility })
+        Ok(Self {
+            engine,
+            linker,
+            cache_dir,
+            compatibility,
+        })
     }
 
     /// Loads the component at `path`; its name is the file stem.
     pub fn load_file(&self, path: &Path) -> Result<Plugin, PluginError> {
-        let bytes = std::fs::read(path)
-            .map_err(|source| PluginError::Read { path: path.to_owned(), source })?;
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         self.load_bytes(&name, &path.display().to_string(), &bytes)
     }
 
     /// Loads every `*.wasm` file in `dir`, sorted by name. Each file loads or fails on its own.
     pub fn load_dir(&self, dir: &Path) -> Result<Vec<Result<Plugin, PluginError>>, PluginError> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|source| PluginError::Read { path: dir.to_owned(), source })?;
+        let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
+            path: dir.to_owned(),
+            source,
+        })?;
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
@@ -77,9 +92,16 @@ impl PluginHost {
     }
 
     /// Loads a component from bytes. `origin` names it in messages (a path, or `built-in json`).
-    pub fn load_bytes(&self, name: &str, origin: &str, bytes: &[u8]) -> Result<Plugin, PluginError> {
+    pub fn load_bytes(
+        &self,
+        name: &str,
+        origin: &str,
+        bytes: &[u8],
+    ) -> Result<Plugin, PluginError> {
         if Engine::detect_precompiled(bytes).is_some() {
-            return Err(PluginError::Precompiled { origin: origin.to_owned() });
+            return Err(PluginError::Precompiled {
+                origin: origin.to_owned(),
+            });
         }
         let sha256 = hex::encode(Sha256::digest(bytes));
         let component = self.compile(origin, &sha256, bytes)?;
@@ -91,16 +113,28 @@ impl PluginHost {
             .filter(|name| !name.starts_with("wasi:"))
             .collect();
         if !unknown.is_empty() {
-            let imports = unknown.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", ");
-            return Err(PluginError::UnknownImports { origin: origin.to_owned(), imports });
+            let imports = unknown
+                .iter()
+                .map(|i| format!("`{i}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(PluginError::UnknownImports {
+                origin: origin.to_owned(),
+                imports,
+            });
         }
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| PluginError::WrongWorld {
-            origin: origin.to_owned(),
-            reason: format!("{e:#}"),
-        })?;
-        let handler = raw_byte_handler::GuestIndices::new(&pre).map_err(|e| {
-            PluginError::WrongWorld { origin: origin.to_owned(), reason: format!("{e:#}") }
-        })?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| PluginError::WrongWorld {
+                origin: origin.to_owned(),
+                reason: format!("{e:#}"),
+            })?;
+        let handler =
+            raw_byte_handler::GuestIndices::new(&pre).map_err(|e| PluginError::WrongWorld {
+                origin: origin.to_owned(),
+                reason: format!("{e:#}"),
+            })?;
         let configure = match configure::GuestIndices::new(&pre) {
             Ok(indices) => Some(indices),
             // Absent is fine (the export is optional); present but mistyped is not.
@@ -135,13 +169,17 @@ impl PluginHost {
     /// Precompiles `bytes` to this engine's native artefact, as a hostile user might drop one in.
     #[doc(hidden)]
     pub fn precompile_for_tests(&self, bytes: &[u8]) -> Vec<u8> {
-        self.engine.precompile_component(bytes).expect("precompiling a test component")
+        self.engine
+            .precompile_component(bytes)
+            .expect("precompiling a test component")
     }
 
     /// Compiles `bytes`, or loads the artefact this host compiled from the same bytes before.
     fn compile(&self, origin: &str, sha256: &str, bytes: &[u8]) -> Result<Component, PluginError> {
-        let compile_error =
-            |e: wasmtime::Error| PluginError::Compile { origin: origin.to_owned(), reason: format!("{e:#}") };
+        let compile_error = |e: wasmtime::Error| PluginError::Compile {
+            origin: origin.to_owned(),
+            reason: format!("{e:#}"),
+        };
         let Some(dir) = &self.cache_dir else {
             return Component::new(&self.engine, bytes).map_err(compile_error);
         };
@@ -152,7 +190,9 @@ impl PluginHost {
                     tracing::debug!(plugin = origin, cache = %cached.display(), "loaded compiled plugin from cache");
                     return Ok(component);
                 }
-                Err(e) => tracing::warn!(cache = %cached.display(), error = %e, "ignoring unreadable cache entry"),
+                Err(e) => {
+                    tracing::warn!(cache = %cached.display(), error = %e, "ignoring unreadable cache entry")
+                }
             }
         }
         let started = std::time::Instant::now();
@@ -170,7 +210,10 @@ const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
 /// Loads a cache entry. Only files this host wrote are in the cache folder, under a name that
 /// holds the sha256 of the component they were compiled from and the engine's compatibility
 /// hash; user-supplied precompiled files are refused before they get here.
-#[expect(unsafe_code, reason = "deserializing our own cache entry, named by source hash and engine")]
+#[expect(
+    unsafe_code,
+    reason = "deserializing our own cache entry, named by source hash and engine"
+)]
 fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: the file was written by `store_cached` from a component this engine compiled; the
     // name binds it to the source bytes and the engine configuration, and it is written under a
@@ -178,7 +221,11 @@ fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     unsafe { Component::deserialize_file(engine, path) }
 }
 
-fn store_cached(component: &Component, dir: &Path, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+fn store_cached(
+    component: &Component,
+    dir: &Path,
+    path: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(dir)?;
     let bytes = component.serialize()?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
@@ -264,6 +311,9 @@ impl Plugin {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin").field("name", &self.inner.name).field("origin", &self.inner.origin).finish()
+        f.debug_struct("Plugin")
+            .field("name", &self.inner.name)
+            .field("origin", &self.inner.origin)
+            .finish()
     }
 }

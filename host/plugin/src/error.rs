@@ -7,7 +7,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
     #[error("cannot read plugin `{}`: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     #[error(
         "plugin `{origin}` is a precompiled native artefact, not a WebAssembly component; \
@@ -24,7 +27,9 @@ pub enum PluginError {
     )]
     WrongWorld { origin: String, reason: String },
 
-    #[error("plugin `{origin}` imports {imports}, which sluice does not provide (only WASI p2 is linked, with no capabilities)")]
+    #[error(
+        "plugin `{origin}` imports {imports}, which sluice does not provide (only WASI p2 is linked, with no capabilities)"
+    )]
     UnknownImports { origin: String, imports: String },
 
     #[error("plugin `{name}` failed to start: {reason}")]
@@ -33,7 +38,9 @@ pub enum PluginError {
     #[error("plugin `{name}` refused its options: {message}")]
     Configure { name: String, message: String },
 
-    #[error("plugin `{name}` takes no options (it does not export `sluice:plugin/configure`), but options were given: {keys}")]
+    #[error(
+        "plugin `{name}` takes no options (it does not export `sluice:plugin/configure`), but options were given: {keys}"
+    )]
     NotConfigurable { name: String, keys: String },
 
     #[error("cannot set up the plugin engine: {0}")]

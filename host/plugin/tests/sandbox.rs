@@ -6,12 +6,23 @@ use sluice_plugin::testing::hostile_component;
 use sluice_plugin::{Decoded, Decoder, Limits, PluginError, PluginHost, RawRecord};
 
 fn record(payload: &str) -> RawRecord {
-    RawRecord { payload: payload.as_bytes().to_vec(), key: None, received_at_ms: 0, origin: format!("test:{payload}") }
+    RawRecord {
+        payload: payload.as_bytes().to_vec(),
+        key: None,
+        received_at_ms: 0,
+        origin: format!("test:{payload}"),
+    }
 }
 
 fn decoder(limits: Limits) -> Decoder {
     let host = PluginHost::new(None).unwrap();
-    let plugin = host.load_bytes("hostile", "hostile.wat", hostile_component(false).as_bytes()).unwrap();
+    let plugin = host
+        .load_bytes(
+            "hostile",
+            "hostile.wat",
+            hostile_component(false).as_bytes(),
+        )
+        .unwrap();
     Decoder::new(plugin, vec![], limits).unwrap()
 }
 
@@ -23,7 +34,10 @@ fn ok() -> Decoded {
 fn well_behaved_records_get_their_outcomes() {
     let mut d = decoder(Limits::default());
     let out = d.decode(&[record("a"), record("M"), record("")]);
-    assert_eq!(out, vec![ok(), Decoded::Malformed("bad record".into()), ok()]);
+    assert_eq!(
+        out,
+        vec![ok(), Decoded::Malformed("bad record".into()), ok()]
+    );
     assert_eq!(d.stats().faults, 0);
     assert_eq!(d.stats().instances, 1);
 }
@@ -31,11 +45,20 @@ fn well_behaved_records_get_their_outcomes() {
 #[test]
 fn a_trap_is_isolated_to_its_record() {
     let mut d = decoder(Limits::default());
-    let out = d.decode(&[record("a"), record("b"), record("T"), record("c"), record("M")]);
+    let out = d.decode(&[
+        record("a"),
+        record("b"),
+        record("T"),
+        record("c"),
+        record("M"),
+    ]);
     assert_eq!(out.len(), 5);
     assert_eq!(out[0], ok());
     assert_eq!(out[1], ok());
-    assert!(matches!(&out[2], Decoded::Trapped(r) if r.contains("unreachable")), "{out:?}");
+    assert!(
+        matches!(&out[2], Decoded::Trapped(r) if r.contains("unreachable")),
+        "{out:?}"
+    );
     assert_eq!(out[3], ok());
     assert_eq!(out[4], Decoded::Malformed("bad record".into()));
     // Later batches still work, on a fresh instance.
@@ -44,11 +67,17 @@ fn a_trap_is_isolated_to_its_record() {
 
 #[test]
 fn an_infinite_loop_hits_the_deadline() {
-    let mut d = decoder(Limits { timeout: Duration::from_millis(50), ..Limits::default() });
+    let mut d = decoder(Limits {
+        timeout: Duration::from_millis(50),
+        ..Limits::default()
+    });
     let started = Instant::now();
     let out = d.decode(&[record("a"), record("L")]);
     assert_eq!(out[0], ok());
-    assert!(matches!(&out[1], Decoded::Trapped(r) if r.contains("deadline")), "{out:?}");
+    assert!(
+        matches!(&out[1], Decoded::Trapped(r) if r.contains("deadline")),
+        "{out:?}"
+    );
     assert!(d.stats().deadline_hits >= 2);
     // Generous bound: the point is that it ends, not how fast.
     assert!(started.elapsed() < Duration::from_secs(30));
@@ -57,9 +86,15 @@ fn an_infinite_loop_hits_the_deadline() {
 
 #[test]
 fn memory_growth_hits_the_cap() {
-    let mut d = decoder(Limits { max_memory: 4 << 20, ..Limits::default() });
+    let mut d = decoder(Limits {
+        max_memory: 4 << 20,
+        ..Limits::default()
+    });
     let out = d.decode(&[record("G"), record("a")]);
-    assert!(matches!(&out[0], Decoded::Trapped(r) if r.contains("memory limit of 4 MiB")), "{out:?}");
+    assert!(
+        matches!(&out[0], Decoded::Trapped(r) if r.contains("memory limit of 4 MiB")),
+        "{out:?}"
+    );
     assert_eq!(out[1], ok());
 }
 
@@ -68,41 +103,69 @@ fn a_reply_of_the_wrong_length_is_a_fault() {
     let mut d = decoder(Limits::default());
     let out = d.decode(&[record("a"), record("W")]);
     assert_eq!(out[0], ok());
-    assert!(matches!(&out[1], Decoded::Trapped(r) if r.contains("returned 2 outcomes for 1 records")), "{out:?}");
+    assert!(
+        matches!(&out[1], Decoded::Trapped(r) if r.contains("returned 2 outcomes for 1 records")),
+        "{out:?}"
+    );
 }
 
 #[test]
 fn configure_errors_name_the_plugin() {
     let host = PluginHost::new(None).unwrap();
-    let plugin = host.load_bytes("picky", "picky.wat", hostile_component(true).as_bytes()).unwrap();
-    assert_eq!(plugin.world(), "sluice:plugin/configurable-deserializer@0.1.0");
-    let good = Decoder::new(plugin.clone(), vec![("fine".into(), "1".into())], Limits::default());
+    let plugin = host
+        .load_bytes("picky", "picky.wat", hostile_component(true).as_bytes())
+        .unwrap();
+    assert_eq!(
+        plugin.world(),
+        "sluice:plugin/configurable-deserializer@0.1.0"
+    );
+    let good = Decoder::new(
+        plugin.clone(),
+        vec![("fine".into(), "1".into())],
+        Limits::default(),
+    );
     assert!(good.is_ok());
-    let err = Decoder::new(plugin, vec![("bad".into(), "1".into())], Limits::default()).err().unwrap();
-    assert_eq!(err.to_string(), "plugin `picky` refused its options: bad option `bad`");
+    let err = Decoder::new(plugin, vec![("bad".into(), "1".into())], Limits::default())
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "plugin `picky` refused its options: bad option `bad`"
+    );
 }
 
 #[test]
 fn options_for_a_plugin_without_configure_are_refused() {
     let host = PluginHost::new(None).unwrap();
-    let plugin = host.load_bytes("plain", "plain.wat", hostile_component(false).as_bytes()).unwrap();
-    let err = Decoder::new(plugin, vec![("x".into(), "1".into())], Limits::default()).err().unwrap();
+    let plugin = host
+        .load_bytes("plain", "plain.wat", hostile_component(false).as_bytes())
+        .unwrap();
+    let err = Decoder::new(plugin, vec![("x".into(), "1".into())], Limits::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, PluginError::NotConfigurable { .. }), "{err}");
 }
 
 #[test]
 fn a_component_without_the_export_is_refused_naming_it() {
     let host = PluginHost::new(None).unwrap();
-    let err = host.load_bytes("empty", "empty.wasm", b"(component)").unwrap_err();
+    let err = host
+        .load_bytes("empty", "empty.wasm", b"(component)")
+        .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("`empty.wasm`") && text.contains("sluice:plugin/raw-byte-handler@0.1.0"), "{text}");
+    assert!(
+        text.contains("`empty.wasm`") && text.contains("sluice:plugin/raw-byte-handler@0.1.0"),
+        "{text}"
+    );
 }
 
 #[test]
 fn unknown_imports_are_refused() {
     let host = PluginHost::new(None).unwrap();
     let wat = r#"(component (import "acme:net/socket" (instance)))"#;
-    let err = host.load_bytes("spy", "spy.wasm", wat.as_bytes()).unwrap_err();
+    let err = host
+        .load_bytes("spy", "spy.wasm", wat.as_bytes())
+        .unwrap_err();
     assert!(err.to_string().contains("`acme:net/socket`"), "{err}");
 }
 
@@ -110,12 +173,15 @@ fn unknown_imports_are_refused() {
 fn compiled_components_are_cached_and_reused() {
     let dir = tempfile::tempdir().unwrap();
     let host = PluginHost::new(Some(dir.path().to_owned())).unwrap();
-    host.load_bytes("a", "a.wat", hostile_component(false).as_bytes()).unwrap();
+    host.load_bytes("a", "a.wat", hostile_component(false).as_bytes())
+        .unwrap();
     let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(entries.len(), 1);
     // A second host loads from the cache and the plugin still works.
     let host = PluginHost::new(Some(dir.path().to_owned())).unwrap();
-    let plugin = host.load_bytes("a", "a.wat", hostile_component(false).as_bytes()).unwrap();
+    let plugin = host
+        .load_bytes("a", "a.wat", hostile_component(false).as_bytes())
+        .unwrap();
     let mut d = Decoder::new(plugin, vec![], Limits::default()).unwrap();
     assert_eq!(d.decode(&[record("a")]), vec![ok()]);
 }
@@ -124,7 +190,9 @@ fn compiled_components_are_cached_and_reused() {
 fn precompiled_files_are_refused() {
     let host = PluginHost::new(None).unwrap();
     let engine = wasmtime_engine_bytes(&host);
-    let err = host.load_bytes("native", "native.wasm", &engine).unwrap_err();
+    let err = host
+        .load_bytes("native", "native.wasm", &engine)
+        .unwrap_err();
     assert!(matches!(err, PluginError::Precompiled { .. }), "{err}");
 }
 

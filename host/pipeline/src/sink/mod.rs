@@ -28,7 +28,10 @@ enum Target {
 
 impl LineSink {
     pub fn stdout() -> Self {
-        Self { name: "stdout".to_owned(), target: Mutex::new(Target::Stdout(tokio::io::stdout())) }
+        Self {
+            name: "stdout".to_owned(),
+            target: Mutex::new(Target::Stdout(tokio::io::stdout())),
+        }
     }
 
     /// Opens `path` for appending, creating it and its folder.
@@ -38,10 +41,17 @@ impl LineSink {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 tokio::fs::create_dir_all(dir).await?;
             }
-            tokio::fs::OpenOptions::new().create(true).append(true).open(path).await
+            tokio::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .await
         };
         match open.await {
-            Ok(file) => Ok(Self { name, target: Mutex::new(Target::File(file)) }),
+            Ok(file) => Ok(Self {
+                name,
+                target: Mutex::new(Target::File(file)),
+            }),
             Err(source) => Err(SinkError { sink: name, source }),
         }
     }
@@ -57,10 +67,25 @@ impl LineSink {
         }
         let mut target = self.target.lock().await;
         let result = match &mut *target {
-            Target::Stdout(out) => async { out.write_all(lines).await?; out.flush().await }.await,
-            Target::File(file) => async { file.write_all(lines).await?; file.flush().await }.await,
+            Target::Stdout(out) => {
+                async {
+                    out.write_all(lines).await?;
+                    out.flush().await
+                }
+                .await
+            }
+            Target::File(file) => {
+                async {
+                    file.write_all(lines).await?;
+                    file.flush().await
+                }
+                .await
+            }
         };
-        result.map_err(|source| SinkError { sink: self.name.clone(), source })
+        result.map_err(|source| SinkError {
+            sink: self.name.clone(),
+            source,
+        })
     }
 }
 

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
 use sluice_buffer::{BufferWriter, Record, WriteError};
 use sluice_config::HttpSource;
 
@@ -27,7 +27,12 @@ struct HttpState {
 }
 
 /// The router for one pipeline's http source.
-pub fn router(pipeline: &str, config: &HttpSource, writer: Arc<dyn BufferWriter>, counters: Arc<Counters>) -> Router {
+pub fn router(
+    pipeline: &str,
+    config: &HttpSource,
+    writer: Arc<dyn BufferWriter>,
+    counters: Arc<Counters>,
+) -> Router {
     let state = Arc::new(HttpState {
         pipeline: pipeline.to_owned(),
         origin: format!("http:{}", config.path),
@@ -46,18 +51,37 @@ async fn ingest(State(state): State<Arc<HttpState>>, body: Bytes) -> Response {
     if body.is_empty() {
         return (StatusCode::BAD_REQUEST, "empty request body\n").into_response();
     }
-    let received_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let record = Record { payload: body.to_vec(), key: None, received_at_ms, origin: state.origin.clone() };
+    let received_at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let record = Record {
+        payload: body.to_vec(),
+        key: None,
+        received_at_ms,
+        origin: state.origin.clone(),
+    };
     match state.writer.write(vec![record], state.timeout).await {
         Ok(()) => {
-            state.counters.accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            state
+                .counters
+                .accepted
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             StatusCode::OK.into_response()
         }
-        Err(e @ WriteError::TooLarge { .. }) => (StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n")).into_response(),
+        Err(e @ WriteError::TooLarge { .. }) => {
+            (StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n")).into_response()
+        }
         Err(e) => {
-            state.counters.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            state
+                .counters
+                .refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tracing::warn!(pipeline = %state.pipeline, error = %e, "refusing request");
-            (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")], format!("{e}; retry later\n"))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                format!("{e}; retry later\n"),
+            )
                 .into_response()
         }
     }
