@@ -28,10 +28,8 @@ pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, Con
         list: Vec::new(),
     };
     let config = parse_inner(text, &mut errors, context);
-    if errors.list.is_empty() {
-        if let Some(config) = config {
-            return Ok(config);
-        }
+    if let (true, Some(config)) = (errors.list.is_empty(), config) {
+        return Ok(config);
     }
     let mut list = errors.list;
     list.sort_by_key(|e| e.position.map(|p| (p.line, p.column)));
@@ -560,7 +558,7 @@ fn check_deserializer(
     let Some(known) = context.deserializers else {
         return;
     };
-    if known.iter().any(|k| *k == d.name) {
+    if known.contains(&d.name) {
         return;
     }
     let names: Vec<&str> = known.iter().map(String::as_str).collect();

@@ -122,22 +122,20 @@ impl Builder {
 impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, event: Event, mark: Marker) {
         match event {
-            Event::Scalar(text, ..) => {
-                if self.place_value(mark).is_none() {
-                    // A mapping key.
-                    if let Some(Frame::Map {
-                        path,
-                        key,
-                        unplaced,
-                    }) = self.stack.last_mut()
-                    {
-                        let full = join(path, &text);
-                        let item = std::mem::take(unplaced).then(|| path.clone());
-                        *key = Some(text);
-                        self.record(&full, mark);
-                        if let Some(item) = item {
-                            self.record(&item, mark);
-                        }
+            Event::Scalar(text, ..) if self.place_value(mark).is_none() => {
+                // A mapping key.
+                if let Some(Frame::Map {
+                    path,
+                    key,
+                    unplaced,
+                }) = self.stack.last_mut()
+                {
+                    let full = join(path, &text);
+                    let item = std::mem::take(unplaced).then(|| path.clone());
+                    *key = Some(text);
+                    self.record(&full, mark);
+                    if let Some(item) = item {
+                        self.record(&item, mark);
                     }
                 }
             }
