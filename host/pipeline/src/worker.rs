@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -141,30 +141,8 @@ fn dead_letter(pipeline: &str, record: &RawRecord, reason: &str) -> Value {
         "payload": b64.encode(&record.payload),
         "key": record.key.as_ref().map(|k| b64.encode(k)),
         "received_at_ms": record.received_at_ms,
-        "time": humantime_rfc3339(now),
+        "time": humantime::format_rfc3339_seconds(now).to_string(),
     })
-}
-
-fn humantime_rfc3339(t: SystemTime) -> String {
-    // Seconds precision is enough for an operator; avoids another dependency.
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = secs / 86_400;
-    let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
-    let (y, mo, d) = civil_from_days(days as i64);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 fn lines(values: &[Value]) -> Vec<u8> {
@@ -188,14 +166,5 @@ async fn deliver(sink: &LineSink, lines: &[u8]) {
                 backoff = (backoff * 2).min(Duration::from_secs(10));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dates() {
-        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
-        assert_eq!(super::civil_from_days(20_789), (2026, 12, 2));
     }
 }

@@ -106,10 +106,13 @@ impl PluginHost {
         let sha256 = hex::encode(Sha256::digest(bytes));
         let component = self.compile(origin, &sha256, bytes)?;
 
-        let unknown: Vec<String> = component
+        let imports: Vec<String> = component
             .component_type()
             .imports(&self.engine)
             .map(|(name, _)| name.to_owned())
+            .collect();
+        let unknown: Vec<&String> = imports
+            .iter()
             .filter(|name| !name.starts_with("wasi:"))
             .collect();
         if !unknown.is_empty() {
@@ -146,11 +149,6 @@ impl PluginHost {
                 });
             }
         };
-        let imports = component
-            .component_type()
-            .imports(&self.engine)
-            .map(|(name, _)| name.to_owned())
-            .collect();
         Ok(Plugin {
             inner: Arc::new(PluginInner {
                 name: name.to_owned(),
