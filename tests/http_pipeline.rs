@@ -128,3 +128,79 @@ fn validate_reports_every_error_and_exits_2() {
         "{stderr}"
     );
 }
+
+fn sluice(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn startup_names_the_plugin_and_pipeline_when_options_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    let port = sluice_tests::free_port();
+    std::fs::write(
+        &file,
+        format!("picky:\n  source:\n    http:\n      port: {port}\n      deserializer:\n        name: json\n        options: {{flatten: true}}\n  sink:\n    - stdout:\n"),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let (code, _, stderr) = sluice(&[
+        "run",
+        file.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains(
+            "pipeline `picky`: plugin `json` refused its options: unknown option `flatten`"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_component_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.wasm"), b"not wasm at all").unwrap();
+    let (code, _, stderr) = sluice(&["plugins", "list", "--plugins", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("broken.wasm") && stderr.contains("not a valid WebAssembly component"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn plugins_list_shows_built_ins_and_folder_plugins() {
+    let (code, stdout, stderr) = sluice(&[
+        "plugins",
+        "list",
+        "--plugins",
+        sluice_tests::plugin_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("json\t")
+            && l.contains("json.wasm")
+            && l.contains("configurable-deserializer")),
+        "{stdout}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ndjson\t") && l.contains("sluice:plugin/deserializer@0.1.0")),
+        "{stdout}"
+    );
+    // The folder's files replace the built-ins of the same name: one line each.
+    assert_eq!(lines.len(), 2, "{stdout}");
+}
