@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_path_to_error::Segment;
 use serde_yaml::{Mapping, Value};
 
 use crate::error::{ConfigError, ConfigErrors, closest};
@@ -357,24 +358,75 @@ fn field<T: DeserializeOwned>(
     kind: Kind,
     errors: &mut Errors,
 ) -> Option<T> {
-    match serde_path_to_error::deserialize::<_, T>(value) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            let mut full = path.to_owned();
-            for segment in e.path().iter() {
-                match segment {
-                    serde_path_to_error::Segment::Seq { index } => {
-                        full.push_str(&format!("[{index}]"))
-                    }
-                    serde_path_to_error::Segment::Map { key } => full = join(&full, key),
-                    serde_path_to_error::Segment::Enum { variant } => full = join(&full, variant),
-                    serde_path_to_error::Segment::Unknown => {}
-                }
-            }
-            let (at, message) = explain(&full, kind, &e.into_inner().to_string());
-            errors.at(&at, message);
-            None
+    // serde stops at the first error. To report every bad key of a component at once, drop the
+    // key it complained about and try again, up to a bound.
+    let mut value = value;
+    let mut dropped: Vec<String> = Vec::new();
+    for _ in 0..MAX_ERRORS_PER_COMPONENT {
+        let e = match serde_path_to_error::deserialize::<_, T>(value.clone()) {
+            Ok(v) => return dropped.is_empty().then_some(v),
+            Err(e) => e,
+        };
+        let segments: Vec<Segment> = e.path().iter().cloned().collect();
+        let message = e.into_inner().to_string();
+        if message.starts_with("missing field")
+            && dropped.iter().any(|d| message.contains(&format!("`{d}`")))
+        {
+            // Caused by a key we dropped, already reported.
+            return None;
         }
+        let (at, text) = explain(&render_path(path, &segments), kind, &message);
+        errors.at(&at, text);
+        let Some(Segment::Map { key }) = segments.last() else {
+            return None;
+        };
+        if message.starts_with("unknown variant") || !remove_at(&mut value, &segments) {
+            return None;
+        }
+        dropped.push(key.clone());
+    }
+    None
+}
+
+/// The most errors reported for one component (one source, buffer or sink).
+const MAX_ERRORS_PER_COMPONENT: usize = 10;
+
+fn render_path(base: &str, segments: &[Segment]) -> String {
+    let mut full = base.to_owned();
+    for segment in segments {
+        match segment {
+            Segment::Seq { index } => full.push_str(&format!("[{index}]")),
+            Segment::Map { key } => full = join(&full, key),
+            Segment::Enum { variant } => full = join(&full, variant),
+            Segment::Unknown => {}
+        }
+    }
+    full
+}
+
+/// Removes the map entry at `segments` from `value`; false if there is none.
+fn remove_at(value: &mut Value, segments: &[Segment]) -> bool {
+    let Some((Segment::Map { key }, parents)) = segments.split_last() else {
+        return false;
+    };
+    let mut here = value;
+    for segment in parents {
+        here = match (segment, here) {
+            (Segment::Map { key }, Value::Mapping(m)) => match m.get_mut(key.as_str()) {
+                Some(v) => v,
+                None => return false,
+            },
+            (Segment::Seq { index }, Value::Sequence(items)) => match items.get_mut(*index) {
+                Some(v) => v,
+                None => return false,
+            },
+            (Segment::Enum { .. }, Value::Tagged(tagged)) => &mut tagged.value,
+            _ => return false,
+        };
+    }
+    match here {
+        Value::Mapping(m) => m.remove(key.as_str()).is_some(),
+        _ => false,
     }
 }
 
