@@ -17,6 +17,7 @@ use crate::bindings::exports::sluice::plugin::raw_byte_handler;
 use crate::bindings::{OptionEntry, Outcome, RawRecord};
 use crate::engine::{EPOCH_TICK, HostState, Plugin};
 use crate::error::PluginError;
+use crate::guest_log::GuestLog;
 
 /// The sandbox limits of one instance.
 #[derive(Debug, Clone, Copy)]
@@ -220,9 +221,14 @@ impl Decoder {
             // and a trap carries the reason.
             .trap_on_grow_failure(true)
             .build();
-        // Deny everything: no preopened dirs, env, args or network; stdio discarded.
+        // Deny everything: no preopened dirs, env, args or network, stdin closed; stdout and
+        // stderr go to the debug log.
+        let wasi = WasiCtxBuilder::new()
+            .stdout(GuestLog::new(&inner.name, "stdout"))
+            .stderr(GuestLog::new(&inner.name, "stderr"))
+            .build();
         let state = HostState {
-            wasi: WasiCtxBuilder::new().build(),
+            wasi,
             table: ResourceTable::new(),
             limits,
         };

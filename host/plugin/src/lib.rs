@@ -8,6 +8,7 @@
 //! - [`decoder`]: one sandboxed instance per worker, the per-call deadline and memory cap, and
 //!   the trap policy (fresh instance, one retry, then isolate the record that traps).
 //! - [`error`]: [`PluginError`], naming the plugin and its file.
+//! - `guest_log`: a plugin's stdout/stderr, routed to tracing at debug level.
 //!
 //! Data flow: `PluginHost::load_*` → [`Plugin`] (shared, immutable) → [`Decoder::new`] per
 //! worker → [`Decoder::decode`] per batch → one [`Decoded`] per record.
@@ -16,6 +17,7 @@ mod bindings;
 pub mod decoder;
 pub mod engine;
 pub mod error;
+mod guest_log;
 #[doc(hidden)]
 pub mod testing;
 
