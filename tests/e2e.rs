@@ -6,3 +6,5 @@ mod config_errors;
 mod decode;
 // The real `sluice` binary: HTTP in, file sink and dead-letter file out, shutdown drains.
 mod http_pipeline;
+// The Kafka buffer against a real broker (Nisshi, started by scripts/test).
+mod kafka_buffer;

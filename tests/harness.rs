@@ -175,3 +175,20 @@ pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
         .collect()
 }
+
+/// The test broker's address, from `SLUICE_KAFKA_BOOTSTRAP` (set by `scripts/test`, which starts
+/// it). Panics when unset: broker tests fail loudly rather than skip.
+pub fn kafka_bootstrap() -> String {
+    std::env::var("SLUICE_KAFKA_BOOTSTRAP").unwrap_or_else(|_| {
+        panic!("SLUICE_KAFKA_BOOTSTRAP is not set: run the tests with ./scripts/test, which starts a broker")
+    })
+}
+
+/// A name no other test run uses.
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}

@@ -35,6 +35,8 @@ pub enum WriteError {
     TooLarge { records: usize, capacity: usize },
     #[error("the buffer is shutting down")]
     Closed,
+    #[error("the buffer is unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// The write half, shared by a pipeline's sources.
