@@ -126,28 +126,20 @@ impl PluginHost {
                 imports,
             });
         }
+        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
+            origin: origin.to_owned(),
+            reason: format!("{e:#}"),
+        };
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| PluginError::WrongWorld {
-                origin: origin.to_owned(),
-                reason: format!("{e:#}"),
-            })?;
-        let handler =
-            raw_byte_handler::GuestIndices::new(&pre).map_err(|e| PluginError::WrongWorld {
-                origin: origin.to_owned(),
-                reason: format!("{e:#}"),
-            })?;
+            .map_err(wrong_world)?;
+        let handler = raw_byte_handler::GuestIndices::new(&pre).map_err(wrong_world)?;
         let configure = match configure::GuestIndices::new(&pre) {
             Ok(indices) => Some(indices),
             // Absent is fine (the export is optional); present but mistyped is not.
             Err(_) if component.get_export_index(None, CONFIGURE).is_none() => None,
-            Err(e) => {
-                return Err(PluginError::WrongWorld {
-                    origin: origin.to_owned(),
-                    reason: format!("{e:#}"),
-                });
-            }
+            Err(e) => return Err(wrong_world(e)),
         };
         Ok(Plugin {
             inner: Arc::new(PluginInner {

@@ -14,15 +14,19 @@ fn record(payload: &str) -> RawRecord {
     }
 }
 
-fn decoder(limits: Limits) -> Decoder {
+/// The WAT component loaded under `name`, with or without its `configure` export.
+fn plugin(name: &str, configurable: bool) -> sluice_plugin::Plugin {
     let host = PluginHost::new(None).unwrap();
-    let plugin = host
-        .load_bytes(
-            "hostile",
-            "hostile.wat",
-            hostile_component(false).as_bytes(),
-        )
-        .unwrap();
+    host.load_bytes(
+        name,
+        &format!("{name}.wat"),
+        hostile_component(configurable).as_bytes(),
+    )
+    .unwrap()
+}
+
+fn decoder(limits: Limits) -> Decoder {
+    let plugin = plugin("hostile", false);
     Decoder::new(plugin, vec![], limits).unwrap()
 }
 
@@ -111,10 +115,7 @@ fn a_reply_of_the_wrong_length_is_a_fault() {
 
 #[test]
 fn configure_errors_name_the_plugin() {
-    let host = PluginHost::new(None).unwrap();
-    let plugin = host
-        .load_bytes("picky", "picky.wat", hostile_component(true).as_bytes())
-        .unwrap();
+    let plugin = plugin("picky", true);
     assert_eq!(
         plugin.world(),
         "sluice:plugin/configurable-deserializer@0.1.0"
@@ -136,10 +137,7 @@ fn configure_errors_name_the_plugin() {
 
 #[test]
 fn options_for_a_plugin_without_configure_are_refused() {
-    let host = PluginHost::new(None).unwrap();
-    let plugin = host
-        .load_bytes("plain", "plain.wat", hostile_component(false).as_bytes())
-        .unwrap();
+    let plugin = plugin("plain", false);
     let err = Decoder::new(plugin, vec![("x".into(), "1".into())], Limits::default())
         .err()
         .unwrap();

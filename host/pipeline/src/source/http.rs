@@ -55,7 +55,8 @@ async fn ingest(State(state): State<Arc<HttpState>>, body: Bytes) -> Response {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let record = Record {
-        payload: body.to_vec(),
+        // No copy when the body is uniquely owned, which it is here.
+        payload: Vec::from(body),
         key: None,
         received_at_ms,
         origin: state.origin.clone(),
