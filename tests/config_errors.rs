@@ -86,7 +86,9 @@ fn defaults_follow_data_prepper() {
     )
     .unwrap();
     let p = &config.pipelines[0];
-    let sluice_config::Source::Http(http) = &p.source;
+    let sluice_config::Source::Http(http) = &p.source else {
+        panic!("expected the http source")
+    };
     assert_eq!(
         (
             http.port,
@@ -96,7 +98,42 @@ fn defaults_follow_data_prepper() {
         (2021, "/log/ingest", "json")
     );
     assert_eq!(http.max_request_length, sluice_config::ByteSize::mib(10));
-    let sluice_config::Buffer::BoundedBlocking(b) = &p.buffer;
+    let sluice_config::Buffer::BoundedBlocking(b) = &p.buffer else {
+        panic!("the default buffer is bounded_blocking")
+    };
     assert_eq!((b.buffer_size, b.batch_size), (12_800, 200));
     assert_eq!((p.workers, p.delay.as_millis()), (1, 3000));
+}
+
+#[test]
+fn data_prepper_kafka_block_parses_with_its_defaults() {
+    let config =
+        check(&root().join("tests/fixtures/config/valid/data-prepper-kafka.yaml")).unwrap();
+    let p = &config.pipelines[0];
+    let sluice_config::Buffer::Kafka(k) = &p.buffer else {
+        panic!("expected the kafka buffer, got {:?}", p.buffer)
+    };
+    assert_eq!(k.bootstrap_servers, ["127.0.0.1:9092"]);
+    assert_eq!(k.drain_timeout.as_secs(), 30);
+    assert_eq!(k.max_request_size, sluice_config::ByteSize::mib(1));
+    let t = &k.topics[0];
+    assert_eq!(
+        (t.name.as_str(), t.group_id.as_str()),
+        ("dns-ip-pipeline-buffer", "data-prepper-group")
+    );
+    assert_eq!(
+        (
+            t.workers,
+            t.create_topic,
+            t.number_of_partitions,
+            t.replication_factor
+        ),
+        (2, false, 1, 1)
+    );
+    assert_eq!(
+        t.auto_offset_reset,
+        sluice_config::AutoOffsetReset::Earliest
+    );
+    assert_eq!(t.commit_interval.as_secs(), 5);
+    assert_eq!(t.max_poll_records, 500);
 }

@@ -33,6 +33,8 @@ pub enum WriteError {
     Full(Duration),
     #[error("{records} records are more than the buffer can ever hold ({capacity})")]
     TooLarge { records: usize, capacity: usize },
+    #[error("a record of {size} bytes is larger than the buffer takes ({max} bytes)")]
+    RecordTooLarge { size: usize, max: usize },
     #[error("the buffer is shutting down")]
     Closed,
     #[error("the buffer is unavailable: {0}")]
@@ -45,6 +47,12 @@ pub trait BufferWriter: Send + Sync {
     /// Resolves once the buffer holds every record of `records` (all or none), or fails
     /// after waiting at most `timeout` for room.
     async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError>;
+
+    /// The largest record payload the buffer takes, if it has a limit. Sources split larger
+    /// inputs on record boundaries they know, or refuse them.
+    fn max_record_size(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The read half: one per worker.

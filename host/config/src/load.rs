@@ -370,17 +370,24 @@ fn field<T: DeserializeOwned>(
         let segments: Vec<Segment> = e.path().iter().cloned().collect();
         let message = e.into_inner().to_string();
         if message.starts_with("missing field")
-            && dropped.iter().any(|d| message.contains(&format!("`{d}`")))
+            && dropped.iter().any(|d| {
+                let (missing, _) = quoted_and_expected(&message);
+                missing.is_some_and(|m| d == &m || d.starts_with(&m) || m.starts_with(d.as_str()))
+            })
         {
             // Caused by a key we dropped, already reported.
             return None;
         }
+        // An enum below the component's own fields is a field's value, not a plugin name.
+        let nested = segments.iter().any(|s| matches!(s, Segment::Map { .. }));
+        let kind = if nested { Kind::Field } else { kind };
         let (at, text) = explain(&render_path(path, &segments), kind, &message);
         errors.at(&at, text);
         let Some(Segment::Map { key }) = segments.last() else {
             return None;
         };
-        if message.starts_with("unknown variant") || !remove_at(&mut value, &segments) {
+        if (message.starts_with("unknown variant") && !nested) || !remove_at(&mut value, &segments)
+        {
             return None;
         }
         dropped.push(key.clone());
@@ -438,11 +445,23 @@ fn explain(path: &str, kind: Kind, serde_message: &str) -> (String, String) {
         let fields: Vec<&str> = expected.iter().map(String::as_str).collect();
         // serde_path_to_error puts the unknown key itself at the end of the path.
         let parent = path.strip_suffix(&format!(".{wrong}")).unwrap_or(path);
-        return (join(parent, wrong), unknown_field(wrong, parent, &fields));
+        let message =
+            misplaced(wrong, parent).unwrap_or_else(|| unknown_field(wrong, parent, &fields));
+        return (join(parent, wrong), message);
     }
     if let (Some(wrong), true) = (&name, serde_message.starts_with("unknown variant")) {
         let noun = kind.noun();
         let known: Vec<&str> = expected.iter().map(String::as_str).collect();
+        if kind == Kind::Field {
+            let hint = match closest(wrong, known.iter().copied()) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("write one of {}", list(&known)),
+            };
+            return (
+                path.to_owned(),
+                format!("invalid value `{wrong}` for `{path}`; {hint}"),
+            );
+        }
         let message = if known.is_empty() {
             format!(
                 "unknown {noun} `{wrong}` in `{path}`: sluice has no {noun}s yet; remove it, e.g. `{noun}: []`"
@@ -476,6 +495,40 @@ fn explain(path: &str, kind: Kind, serde_message: &str) -> (String, String) {
         path.to_owned(),
         format!("invalid value for `{path}`: {message}"),
     )
+}
+
+/// Keys people copy from the kafka buffer's first proposal (Data Prepper issue #3322), which
+/// never matched what shipped, with what to write instead.
+fn misplaced(wrong: &str, parent: &str) -> Option<String> {
+    if parent.ends_with("buffer.kafka") {
+        let fix = match wrong {
+            "topic" => "the topic goes in a list: `topics: [{name: ..., group_id: ...}]`",
+            "workers" => {
+                "consumers are set per topic: `topics: [{name: ..., group_id: ..., workers: 2}]`"
+            }
+            "group_id" | "name" => {
+                "it belongs to the topic: `topics: [{name: ..., group_id: ...}]`"
+            }
+            "acknowledgments" | "acknowledgements" => {
+                "the kafka buffer always acknowledges (offsets are committed only after the sinks \
+                 take the events); remove it"
+            }
+            "serde_format" => {
+                "records are kept as the raw bytes received; the source's `deserializer` decodes \
+                 them; remove it"
+            }
+            _ => return None,
+        };
+        return Some(format!("`{wrong}` is not a field of `kafka`; {fix}"));
+    }
+    if parent.ends_with("buffer.kafka.authentication") && wrong.starts_with("sasl_") {
+        return Some(format!(
+            "`{wrong}` is not a field of `authentication`; write \
+             `authentication: {{sasl: {{plain: {{username: ..., password: ...}}}}}}` \
+             (or `scram_sha_256` / `scram_sha_512` in place of `plain`)"
+        ));
+    }
+    None
 }
 
 fn unknown_field(wrong: &str, parent: &str, fields: &[&str]) -> String {
@@ -559,8 +612,31 @@ fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
                     );
                 }
             }
+            Buffer::Kafka(_) => {}
+        }
+        if let (SourceKind::Pull, Buffer::Kafka(_)) = (p.source.kind(), &p.buffer) {
+            let source = p.source.plugin_name();
+            errors.at(
+                &join(name, "buffer.kafka"),
+                format!(
+                    "source `{source}` pulls its data and cannot use the kafka buffer; use \
+                     bounded_blocking, or a push source such as http"
+                ),
+            );
+        }
+        if let Buffer::Kafka(kafka) = &p.buffer {
+            check_kafka(kafka, &join(name, "buffer.kafka"), errors);
         }
         match &p.source {
+            Source::File(file) => {
+                let path = join(name, "source.file");
+                check_deserializer(
+                    &file.deserializer,
+                    &join(&path, "deserializer"),
+                    errors,
+                    context,
+                );
+            }
             Source::Http(http) => {
                 let path = join(name, "source.http");
                 if let Some(other) = ports.insert(http.port, name) {
@@ -625,4 +701,148 @@ fn check_deserializer(
         path,
         format!("unknown deserializer `{}` in `{path}`{hint}", d.name),
     );
+}
+
+/// librdkafka keys sluice sets itself, with the field to use instead (or why not).
+const OWNED_PRODUCER_KEYS: &[(&str, &str)] = &[
+    ("bootstrap.servers", "set `bootstrap_servers`"),
+    ("acks", "sluice always writes with `acks=all`"),
+    ("enable.idempotence", "sluice always writes idempotently"),
+    ("message.timeout.ms", "set `produce_timeout`"),
+    ("delivery.timeout.ms", "set `produce_timeout`"),
+    ("message.max.bytes", "set `max_request_size`"),
+    (
+        "transactional.id",
+        "the kafka buffer does not use transactions",
+    ),
+    ("sasl.mechanism", "set `authentication`"),
+    ("sasl.mechanisms", "set `authentication`"),
+    ("sasl.username", "set `authentication`"),
+    ("sasl.password", "set `authentication`"),
+];
+
+const OWNED_CONSUMER_KEYS: &[(&str, &str)] = &[
+    ("bootstrap.servers", "set `bootstrap_servers`"),
+    ("group.id", "set the topic's `group_id`"),
+    (
+        "enable.auto.commit",
+        "offsets are committed only after the sinks take the events",
+    ),
+    (
+        "enable.auto.offset.store",
+        "offsets are stored only after the sinks take the events",
+    ),
+    ("auto.offset.reset", "set the topic's `auto_offset_reset`"),
+    ("session.timeout.ms", "set the topic's `session_timeout`"),
+    (
+        "max.poll.interval.ms",
+        "set the topic's `max_poll_interval`",
+    ),
+    ("sasl.mechanism", "set `authentication`"),
+    ("sasl.mechanisms", "set `authentication`"),
+    ("sasl.username", "set `authentication`"),
+    ("sasl.password", "set `authentication`"),
+];
+
+fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
+    if kafka.bootstrap_servers.is_empty() {
+        errors.at(
+            &join(path, "bootstrap_servers"),
+            format!("`{path}.bootstrap_servers` is empty; list at least one broker, e.g. `[127.0.0.1:9092]`"),
+        );
+    }
+    for (i, server) in kafka.bootstrap_servers.iter().enumerate() {
+        let at = format!("{path}.bootstrap_servers[{i}]");
+        let port_ok = server
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok {
+            errors.at(
+                &at,
+                format!("`{at}` is `{server}`; write `host:port`, e.g. `127.0.0.1:9092`"),
+            );
+        }
+    }
+    if kafka.topics.len() != 1 {
+        errors.at(
+            &join(path, "topics"),
+            format!(
+                "the kafka buffer takes exactly one topic, `{path}.topics` has {}; write \
+                 `topics: [{{name: ..., group_id: ...}}]`",
+                kafka.topics.len()
+            ),
+        );
+    }
+    if let Some(KafkaAuthentication { sasl: None }) = &kafka.authentication {
+        errors.at(
+            &join(path, "authentication"),
+            format!(
+                "`{path}.authentication` needs `sasl`, e.g. \
+                 `authentication: {{sasl: {{plain: {{username: ..., password: ...}}}}}}`"
+            ),
+        );
+    }
+    if kafka.max_request_size.bytes() < 1024 {
+        errors.at(
+            &join(path, "max_request_size"),
+            format!("`{path}.max_request_size` must be at least `1kb`"),
+        );
+    }
+    if kafka.produce_timeout.is_zero() {
+        errors.at(
+            &join(path, "produce_timeout"),
+            format!("`{path}.produce_timeout` must be more than zero"),
+        );
+    }
+    for (i, topic) in kafka.topics.iter().enumerate() {
+        let at = format!("{path}.topics[{i}]");
+        for (field, value) in [("name", &topic.name), ("group_id", &topic.group_id)] {
+            if value.trim().is_empty() {
+                errors.at(
+                    &join(&at, field),
+                    format!("`{at}.{field}` must not be empty"),
+                );
+            }
+        }
+        for (field, value) in [
+            ("workers", topic.workers as i64),
+            (
+                "number_of_partitions",
+                i64::from(topic.number_of_partitions),
+            ),
+            ("replication_factor", i64::from(topic.replication_factor)),
+            ("max_poll_records", topic.max_poll_records as i64),
+        ] {
+            if value < 1 {
+                errors.at(
+                    &join(&at, field),
+                    format!("`{at}.{field}` must be at least 1"),
+                );
+            }
+        }
+    }
+    for (field, properties, owned) in [
+        (
+            "producer_properties",
+            &kafka.producer_properties,
+            OWNED_PRODUCER_KEYS,
+        ),
+        (
+            "consumer_properties",
+            &kafka.consumer_properties,
+            OWNED_CONSUMER_KEYS,
+        ),
+    ] {
+        for key in properties.keys() {
+            if let Some((_, instead)) = owned.iter().find(|(k, _)| k == key) {
+                errors.at(
+                    &join(path, field),
+                    format!(
+                        "`{key}` in `{path}.{field}` is set by sluice and cannot be overridden: \
+                         {instead}; remove it"
+                    ),
+                );
+            }
+        }
+    }
 }

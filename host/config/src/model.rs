@@ -68,6 +68,17 @@ pub(crate) const fn default_delay() -> Duration {
 pub enum Source {
     /// Accepts HTTP POST requests; each request body is one record.
     Http(HttpSource),
+    /// Reads a file, one record per line (a pull source).
+    File(FileSource),
+}
+
+/// Whether a source is pushed data by clients or pulls it itself. Only push sources may use the
+/// kafka buffer: a pull source can re-read its input, and writing it to Kafka only to read it
+/// back adds a copy without adding durability (Data Prepper has the same rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    Push,
+    Pull,
 }
 
 impl Source {
@@ -75,8 +86,40 @@ impl Source {
     pub fn deserializer(&self) -> &DeserializerConfig {
         match self {
             Source::Http(http) => &http.deserializer,
+            Source::File(file) => &file.deserializer,
         }
     }
+
+    /// The plugin name, as written in the file.
+    pub fn plugin_name(&self) -> &'static str {
+        match self {
+            Source::Http(_) => "http",
+            Source::File(_) => "file",
+        }
+    }
+
+    /// Push or pull.
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            Source::Http(_) => SourceKind::Push,
+            Source::File(_) => SourceKind::Pull,
+        }
+    }
+}
+
+/// The `file` source: reads a file line by line, each line one record, then (with `tail`)
+/// waits for more lines.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSource {
+    /// The file to read. Required.
+    pub path: PathBuf,
+    /// Keep reading lines appended after the end, like `tail -f`. Default false: stop at the end.
+    #[serde(default)]
+    pub tail: bool,
+    /// The deserializer for each line. Default `json`.
+    #[serde(default, deserialize_with = "deserializer_name_or_map")]
+    pub deserializer: DeserializerConfig,
 }
 
 /// The `http` source, compatible with Data Prepper's.
@@ -222,6 +265,19 @@ pub(crate) fn deserializer_name_or_map<'de, D: Deserializer<'de>>(
 pub enum Buffer {
     /// An in-memory bounded queue of raw records. Fast; lost if the process dies.
     BoundedBlocking(BoundedBlocking),
+    /// A Kafka topic: accepted records survive a crash of sluice; offsets are committed only
+    /// after the sinks took the events.
+    Kafka(KafkaBuffer),
+}
+
+impl Buffer {
+    /// The plugin name, as written in the file.
+    pub fn plugin_name(&self) -> &'static str {
+        match self {
+            Buffer::BoundedBlocking(_) => "bounded_blocking",
+            Buffer::Kafka(_) => "kafka",
+        }
+    }
 }
 
 impl Default for Buffer {
@@ -258,6 +314,250 @@ impl Default for BoundedBlocking {
             buffer_size: default_buffer_size(),
             batch_size: default_batch_size(),
         }
+    }
+}
+
+/// The `kafka` buffer, in Data Prepper's shape:
+/// ```yaml
+/// buffer:
+///   kafka:
+///     bootstrap_servers: [127.0.0.1:9092]
+///     topics:
+///       - name: dns-ip-pipeline-buffer
+///         group_id: data-prepper-group
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaBuffer {
+    /// The brokers to bootstrap from, `host:port` each. Required.
+    pub bootstrap_servers: Vec<String>,
+    /// The buffer topic: a list with exactly one entry. Required.
+    // Defaulted so that a misspelt `topic:` gets its own message, not also "missing `topics`";
+    // validation requires exactly one.
+    #[serde(default)]
+    pub topics: Vec<KafkaTopic>,
+    /// How long shutdown waits for batches already read to reach the sinks (and be committed)
+    /// before it leaves the group; what is not done is read again after a restart. Default `30s`.
+    #[serde(
+        default = "default_drain_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub drain_timeout: Duration,
+    /// The largest Kafka record sluice writes. A larger request body is split on record
+    /// boundaries where the source knows them (the elements of a JSON array); otherwise the
+    /// request is refused (http: 413). Default `1mb`.
+    #[serde(default = "default_max_request_size")]
+    pub max_request_size: ByteSize,
+    /// How long a write waits for Kafka to acknowledge a record before the source is told it
+    /// failed (http: 503). librdkafka's `message.timeout.ms`. Default `10s`.
+    #[serde(
+        default = "default_produce_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub produce_timeout: Duration,
+    /// SASL credentials for the brokers. Default: none.
+    #[serde(default)]
+    pub authentication: Option<KafkaAuthentication>,
+    /// Extra librdkafka producer settings, passed through as written (e.g. `linger.ms: 5`,
+    /// `compression.type: lz4`). Keys sluice sets itself are refused.
+    #[serde(default, deserialize_with = "units::properties")]
+    pub producer_properties: BTreeMap<String, String>,
+    /// Extra librdkafka consumer settings, passed through as written (e.g.
+    /// `fetch.wait.max.ms: 100`). Keys sluice sets itself are refused.
+    #[serde(default, deserialize_with = "units::properties")]
+    pub consumer_properties: BTreeMap<String, String>,
+    /// Replaces `kafka_buffer` at the start of this buffer's metric names. Default: none.
+    #[serde(default)]
+    pub custom_metric_prefix: Option<String>,
+}
+
+/// The fields of `kafka`, for suggestions.
+pub const KAFKA_FIELDS: &[&str] = &[
+    "bootstrap_servers",
+    "topics",
+    "drain_timeout",
+    "max_request_size",
+    "produce_timeout",
+    "authentication",
+    "producer_properties",
+    "consumer_properties",
+    "custom_metric_prefix",
+];
+
+const fn default_drain_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+const fn default_max_request_size() -> ByteSize {
+    ByteSize::mib(1)
+}
+
+const fn default_produce_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+/// One topic of the kafka buffer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaTopic {
+    /// The topic's name. Required.
+    pub name: String,
+    /// The consumer group. Every sluice process with the same `group_id` shares the topic's
+    /// partitions. Required.
+    pub group_id: String,
+    /// How many consumers this process runs in the group. Default 2.
+    #[serde(default = "default_topic_workers")]
+    pub workers: usize,
+    /// Create the topic at startup if it does not exist. Default false.
+    #[serde(default)]
+    pub create_topic: bool,
+    /// Partitions of a topic created by `create_topic`. Default 1.
+    #[serde(default = "default_one")]
+    pub number_of_partitions: i32,
+    /// Replication factor of a topic created by `create_topic`. Default 1.
+    #[serde(default = "default_one")]
+    pub replication_factor: i32,
+    /// Where a group with no committed offset starts: `earliest` or `latest`. Default
+    /// `earliest`, so nothing written before the first start is skipped.
+    #[serde(default)]
+    pub auto_offset_reset: AutoOffsetReset,
+    /// How often acknowledged offsets are committed (also on rebalance and shutdown). Default `5s`.
+    #[serde(
+        default = "default_commit_interval",
+        deserialize_with = "units::duration"
+    )]
+    pub commit_interval: Duration,
+    /// The most records in one batch handed to the deserializer. Default 500. Data Prepper's
+    /// name `consumer_max_poll_records` is accepted too.
+    #[serde(
+        default = "default_max_poll_records",
+        alias = "consumer_max_poll_records"
+    )]
+    pub max_poll_records: usize,
+    /// `session.timeout.ms`: how long the group waits for a silent consumer. Default `45s`.
+    #[serde(
+        default = "default_session_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub session_timeout: Duration,
+    /// `max.poll.interval.ms`. sluice keeps polling while it waits for slow sinks, so this only
+    /// matters if a process hangs. Default `300s`.
+    #[serde(
+        default = "default_max_poll_interval",
+        deserialize_with = "units::duration"
+    )]
+    pub max_poll_interval: Duration,
+}
+
+/// The fields of a kafka topic, for suggestions.
+pub const KAFKA_TOPIC_FIELDS: &[&str] = &[
+    "name",
+    "group_id",
+    "workers",
+    "create_topic",
+    "number_of_partitions",
+    "replication_factor",
+    "auto_offset_reset",
+    "commit_interval",
+    "max_poll_records",
+    "session_timeout",
+    "max_poll_interval",
+];
+
+const fn default_topic_workers() -> usize {
+    2
+}
+
+const fn default_one() -> i32 {
+    1
+}
+
+const fn default_commit_interval() -> Duration {
+    Duration::from_secs(5)
+}
+
+const fn default_max_poll_records() -> usize {
+    500
+}
+
+const fn default_session_timeout() -> Duration {
+    Duration::from_secs(45)
+}
+
+const fn default_max_poll_interval() -> Duration {
+    Duration::from_secs(300)
+}
+
+/// `auto_offset_reset`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoOffsetReset {
+    /// Start from the oldest record the topic holds.
+    #[default]
+    Earliest,
+    /// Start from records written after the group first joined.
+    Latest,
+}
+
+impl AutoOffsetReset {
+    /// librdkafka's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AutoOffsetReset::Earliest => "earliest",
+            AutoOffsetReset::Latest => "latest",
+        }
+    }
+}
+
+/// `authentication` of the kafka buffer: `sasl` with exactly one mechanism.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaAuthentication {
+    /// The SASL mechanism and its credentials. Required.
+    // Optional in serde only, so a misspelt mechanism gets one message; validation requires it.
+    #[serde(default)]
+    pub sasl: Option<KafkaSasl>,
+}
+
+/// One SASL mechanism.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum KafkaSasl {
+    /// SASL/PLAIN.
+    Plain(Credentials),
+    /// SASL/SCRAM-SHA-256.
+    ScramSha256(Credentials),
+    /// SASL/SCRAM-SHA-512.
+    ScramSha512(Credentials),
+}
+
+impl KafkaSasl {
+    /// librdkafka's `sasl.mechanism` and the credentials.
+    pub fn mechanism(&self) -> (&'static str, &Credentials) {
+        match self {
+            KafkaSasl::Plain(c) => ("PLAIN", c),
+            KafkaSasl::ScramSha256(c) => ("SCRAM-SHA-256", c),
+            KafkaSasl::ScramSha512(c) => ("SCRAM-SHA-512", c),
+        }
+    }
+}
+
+/// A user name and password. The password is never printed.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// The user name. Required.
+    pub username: String,
+    /// The password. Required.
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
     }
 }
 

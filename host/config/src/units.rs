@@ -39,6 +39,29 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     d.deserialize_any(V)
 }
 
+/// Deserializes librdkafka properties: a map of text keys to scalars (`linger.ms: 5`,
+/// `compression.type: lz4`, `enable.ssl.certificate.verification: false`), kept as text.
+pub fn properties<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<std::collections::BTreeMap<String, String>, D::Error> {
+    let map = std::collections::BTreeMap::<String, serde_yaml::Value>::deserialize(d)?;
+    map.into_iter()
+        .map(|(k, v)| {
+            let text = match v {
+                serde_yaml::Value::String(s) => s,
+                serde_yaml::Value::Bool(b) => b.to_string(),
+                serde_yaml::Value::Number(n) => n.to_string(),
+                _ => {
+                    return Err(de::Error::custom(format!(
+                        "the value of `{k}` must be text, a number or true/false"
+                    )));
+                }
+            };
+            Ok((k, text))
+        })
+        .collect()
+}
+
 /// A size in bytes, written `10mb`, `1MiB`, `512kb` or as a plain number of bytes. `kb`/`mb`/`gb`
 /// are powers of 1024, as in Data Prepper's `max_request_length: 10mb`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

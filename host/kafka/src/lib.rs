@@ -1,36 +1,39 @@
-//! The Kafka buffer: sources produce raw records to a topic; workers consume them back in
-//! batches through a consumer group; offsets are committed only for batches the pipeline
-//! acknowledged (after the sinks took their events), so an accepted record survives a crash
-//! and is delivered at least once.
+//! The Kafka buffer: sources produce raw records to a topic; consumers of a group read them
+//! back in batches; offsets are committed only for records whose batch the pipeline
+//! acknowledged (after the sinks took the events), so an accepted record survives a crash of
+//! sluice and is delivered at least once.
 //!
 //! # Layout
-//! - [`KafkaBufferConfig`]: what the buffer needs (the YAML model lives in `sluice-config`).
-//! - [`KafkaBuffer`]: the [`Buffer`]: a shared idempotent producer and one consumer per reader.
-//! - `envelope`: the record headers that carry metadata through Kafka.
-//!
-//! Write path: `send_result` (a full local queue is backpressure: wait, never drop), then the
-//! delivery report; `write` resolves only when Kafka has every record (acks=all, idempotent).
-//! Read path: a reader polls up to `batch_size` records or `delay`; acknowledging a batch
-//! stores the next offset of each partition it covered; stored offsets are committed at most
-//! every `commit_interval`, and synchronously when the buffer closes.
+//! - this file: [`KafkaBufferConfig`], [`KafkaBuffer`] (connect, create the topic, close).
+//! - `produce`: the write path. `send_result` (a full local queue is backpressure: wait, never
+//!   drop), then the delivery report; a write resolves only when Kafka has every record
+//!   (acks=all, idempotent).
+//! - `consume`: one thread per consumer. It polls, hands batches to the pipeline's workers over
+//!   a bounded channel, pauses its partitions (but keeps polling, so it stays in the group)
+//!   while the workers are behind, and commits what was acknowledged.
+//! - `commit`: per-partition tracking of acknowledged ranges; only gap-free prefixes commit.
+//! - `envelope`: the record headers that carry metadata (format version, receive time, origin).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use sluice_buffer::{
-    Acknowledgement, Batch, Buffer, BufferReader, BufferWriter, Record, WriteError,
-};
-use tokio::sync::Notify;
+use rdkafka::producer::{FutureProducer, Producer};
+use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter};
+use tokio::sync::{Mutex, Notify, mpsc};
+
+mod commit;
+mod consume;
+mod envelope;
+mod produce;
 
 /// Settings of the Kafka buffer.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct KafkaBufferConfig {
     /// `bootstrap.servers`, e.g. `127.0.0.1:9092`.
     pub bootstrap_servers: Vec<String>,
@@ -38,20 +41,73 @@ pub struct KafkaBufferConfig {
     pub topic: String,
     /// The consumer group.
     pub group_id: String,
+    /// Consumers this process runs in the group (each on its own thread).
+    pub consumers: usize,
     /// Most records per batch.
     pub batch_size: usize,
-    /// How long a reader waits for a batch to fill.
+    /// How long a consumer waits for a batch to fill once it has a record.
     pub delay: Duration,
-    /// How often stored offsets are committed.
+    /// How often acknowledged offsets are committed (also on revoke and close).
     pub commit_interval: Duration,
     /// `earliest` or `latest`.
     pub auto_offset_reset: String,
-    /// How long a write waits for Kafka's acknowledgement before it fails.
-    pub delivery_timeout: Duration,
+    /// `session.timeout.ms`.
+    pub session_timeout: Duration,
+    /// `max.poll.interval.ms`.
+    pub max_poll_interval: Duration,
+    /// How long a write waits for Kafka's acknowledgement (`message.timeout.ms`).
+    pub produce_timeout: Duration,
+    /// How long close waits for read batches to be acknowledged before the last commit.
+    pub drain_timeout: Duration,
+    /// The largest record payload written.
+    pub max_request_size: usize,
+    /// Create the topic with (partitions, replication factor) if it does not exist.
+    pub create_topic: Option<(i32, i32)>,
+    /// SASL (mechanism, username, password).
+    pub sasl: Option<(String, String, String)>,
     /// Extra librdkafka producer properties (already checked against the keys sluice owns).
     pub producer_properties: BTreeMap<String, String>,
     /// Extra librdkafka consumer properties (likewise).
     pub consumer_properties: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for KafkaBufferConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaBufferConfig")
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("topic", &self.topic)
+            .field("group_id", &self.group_id)
+            .field("consumers", &self.consumers)
+            .field("batch_size", &self.batch_size)
+            .field(
+                "sasl",
+                &self.sasl.as_ref().map(|(m, u, _)| (m, u, "<redacted>")),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaBufferConfig {
+    /// Settings shared by the producer, consumers and admin client.
+    fn client(&self, extra: &BTreeMap<String, String>) -> ClientConfig {
+        let mut client = ClientConfig::new();
+        client.set("bootstrap.servers", self.bootstrap_servers.join(","));
+        if let Some((mechanism, username, password)) = &self.sasl {
+            client
+                .set("security.protocol", "SASL_PLAINTEXT")
+                .set("sasl.mechanism", mechanism)
+                .set("sasl.username", username)
+                .set("sasl.password", password);
+        }
+        for (k, v) in extra {
+            client.set(k, v);
+        }
+        client
+    }
+
+    fn servers(&self) -> String {
+        self.bootstrap_servers.join(",")
+    }
 }
 
 /// Why the Kafka buffer could not be set up.
@@ -63,88 +119,211 @@ pub enum KafkaBufferError {
         servers: String,
         source: KafkaError,
     },
+    #[error(
+        "cannot reach kafka at `{servers}` within {timeout:?}: {source}; check \
+         `bootstrap_servers` and that the brokers are up"
+    )]
+    Unreachable {
+        servers: String,
+        timeout: Duration,
+        source: KafkaError,
+    },
+    #[error("cannot create topic `{topic}` on `{servers}`: {reason}")]
+    CreateTopic {
+        topic: String,
+        servers: String,
+        reason: String,
+    },
 }
 
-/// The Kafka buffer. Clones share the producer.
+/// Counts of one Kafka buffer, named after Data Prepper's metrics.
+#[derive(Debug, Default)]
+pub struct KafkaStats {
+    /// Records Kafka acknowledged to the producer.
+    pub records_written: AtomicU64,
+    /// Writes that failed: Kafka refused or did not acknowledge in time.
+    pub write_failures: AtomicU64,
+    /// Writes refused because the producer's local queue stayed full
+    /// (numberOfBufferSizeOverflows).
+    pub buffer_size_overflows: AtomicU64,
+    /// numberOfRecordsConsumed.
+    pub records_consumed: AtomicU64,
+    /// numberOfBytesConsumed (payload bytes).
+    pub bytes_consumed: AtomicU64,
+    /// numberOfRecordsCommitted: offsets moved by commits.
+    pub records_committed: AtomicU64,
+    /// numberOfPositiveAcknowledgements: batches the pipeline acknowledged.
+    pub positive_acknowledgements: AtomicU64,
+    /// numberOfNegativeAcknowledgements: batches dropped unacknowledged (their offsets are
+    /// not committed; they are read again after a restart or rebalance).
+    pub negative_acknowledgements: AtomicU64,
+    /// Poll errors (broker down, ...).
+    pub poll_errors: AtomicU64,
+    /// numberOfPollAuthErrors.
+    pub poll_auth_errors: AtomicU64,
+    /// Rebalances that revoked partitions from this process.
+    pub partitions_revoked: AtomicU64,
+}
+
+impl KafkaStats {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// The Kafka buffer: a shared idempotent producer, and `consumers` consumer threads feeding
+/// one bounded channel of batches that every reader takes from.
 #[derive(Clone)]
 pub struct KafkaBuffer {
-    config: Arc<KafkaBufferConfig>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: KafkaBufferConfig,
     producer: FutureProducer,
+    stats: Arc<KafkaStats>,
     closed: Arc<AtomicBool>,
     closing: Arc<Notify>,
+    batches: Arc<Mutex<mpsc::Receiver<Batch>>>,
+    threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl KafkaBuffer {
-    /// Creates the producer. Consumers are created per reader.
-    pub fn new(config: KafkaBufferConfig) -> Result<Self, KafkaBufferError> {
-        let mut client = ClientConfig::new();
-        client
-            .set("bootstrap.servers", config.bootstrap_servers.join(","))
+    /// Connects (fails within `produce_timeout` if no broker answers), creates the topic when
+    /// asked, and starts the consumers.
+    pub async fn connect(config: KafkaBufferConfig) -> Result<Self, KafkaBufferError> {
+        let mut producer_config = config.client(&config.producer_properties);
+        producer_config
             .set("acks", "all")
             .set("enable.idempotence", "true")
             .set(
                 "message.timeout.ms",
-                config.delivery_timeout.as_millis().to_string(),
+                config.produce_timeout.as_millis().to_string(),
+            )
+            // Room for the envelope headers and the protocol overhead over the payload limit.
+            .set(
+                "message.max.bytes",
+                (config.max_request_size + 64 * 1024).to_string(),
             );
-        for (k, v) in &config.producer_properties {
-            client.set(k, v);
+        let producer: FutureProducer =
+            producer_config
+                .create()
+                .map_err(|source| KafkaBufferError::Client {
+                    role: "producer",
+                    servers: config.servers(),
+                    source,
+                })?;
+        if let Some((partitions, replication)) = config.create_topic {
+            create_topic(&config, partitions, replication).await?;
         }
-        let producer = client.create().map_err(|source| KafkaBufferError::Client {
-            role: "producer",
-            servers: config.bootstrap_servers.join(","),
-            source,
-        })?;
+        check_reachable(&producer, &config).await?;
+
+        let stats = Arc::new(KafkaStats::default());
+        let closed = Arc::new(AtomicBool::new(false));
+        // Room for one waiting batch per consumer: enough to keep workers busy, small enough
+        // that a stalled sink holds at most `consumers` batches in memory beyond the workers'.
+        let (tx, rx) = mpsc::channel(config.consumers.max(1));
+        let mut threads = Vec::new();
+        for i in 0..config.consumers {
+            let consumer =
+                consume::Consumer::new(&config, i, tx.clone(), stats.clone(), closed.clone())?;
+            let handle = std::thread::Builder::new()
+                .name(format!("kafka-consumer-{i}"))
+                .spawn(move || consumer.run())
+                .expect("spawning a consumer thread");
+            threads.push(handle);
+        }
         Ok(Self {
-            config: Arc::new(config),
-            producer,
-            closed: Arc::new(AtomicBool::new(false)),
-            closing: Arc::new(Notify::new()),
+            inner: Arc::new(Inner {
+                config,
+                producer,
+                stats,
+                closed,
+                closing: Arc::new(Notify::new()),
+                batches: Arc::new(Mutex::new(rx)),
+                threads: std::sync::Mutex::new(threads),
+            }),
         })
     }
 
-    fn consumer(&self) -> Result<StreamConsumer, KafkaBufferError> {
-        let c = &self.config;
-        let mut client = ClientConfig::new();
-        client
-            .set("bootstrap.servers", c.bootstrap_servers.join(","))
-            .set("group.id", &c.group_id)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", &c.auto_offset_reset);
-        for (k, v) in &c.consumer_properties {
-            client.set(k, v);
-        }
-        let consumer: StreamConsumer =
-            client.create().map_err(|source| KafkaBufferError::Client {
-                role: "consumer",
-                servers: c.bootstrap_servers.join(","),
-                source,
-            })?;
-        consumer
-            .subscribe(&[&c.topic])
-            .map_err(|source| KafkaBufferError::Client {
-                role: "consumer",
-                servers: c.bootstrap_servers.join(","),
-                source,
-            })?;
-        Ok(consumer)
+    /// The buffer's counters.
+    pub fn stats(&self) -> Arc<KafkaStats> {
+        self.inner.stats.clone()
     }
 
-    /// A reader with its own consumer in the group.
-    pub fn try_reader(&self) -> Result<KafkaReader, KafkaBufferError> {
-        Ok(KafkaReader {
-            buffer: self.clone(),
-            consumer: Arc::new(self.consumer()?),
-            last_commit: Instant::now(),
+    /// Waits (off the reactor) for the consumer threads to finish their last commit and leave
+    /// the group. Call after [`Buffer::close`] and after the readers returned `None`.
+    pub async fn join(&self) {
+        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("not poisoned"));
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
         })
+        .await;
+        let producer = self.inner.producer.clone();
+        let _ = tokio::task::spawn_blocking(move || producer.flush(Duration::from_secs(5))).await;
     }
 }
 
-/// Header names of the envelope (format version 1).
-mod envelope {
-    pub(crate) const VERSION: &str = "sluice-envelope";
-    pub(crate) const RECEIVED_AT: &str = "sluice-received-at-ms";
-    pub(crate) const ORIGIN: &str = "sluice-origin";
+async fn check_reachable(
+    producer: &FutureProducer,
+    config: &KafkaBufferConfig,
+) -> Result<(), KafkaBufferError> {
+    let producer = producer.clone();
+    let topic = config.topic.clone();
+    let timeout = config.produce_timeout;
+    let result = tokio::task::spawn_blocking(move || {
+        producer
+            .client()
+            .fetch_metadata(Some(&topic), timeout)
+            .map(|_| ())
+    })
+    .await
+    .expect("metadata fetch does not panic");
+    result.map_err(|source| KafkaBufferError::Unreachable {
+        servers: config.servers(),
+        timeout,
+        source,
+    })
+}
+
+async fn create_topic(
+    config: &KafkaBufferConfig,
+    partitions: i32,
+    replication: i32,
+) -> Result<(), KafkaBufferError> {
+    let admin: AdminClient<DefaultClientContext> = config
+        .client(&BTreeMap::new())
+        .create()
+        .map_err(|source| KafkaBufferError::Client {
+            role: "admin client",
+            servers: config.servers(),
+            source,
+        })?;
+    let topic = NewTopic::new(
+        &config.topic,
+        partitions,
+        TopicReplication::Fixed(replication),
+    );
+    let options = AdminOptions::new().operation_timeout(Some(config.produce_timeout));
+    let fail = |reason: String| KafkaBufferError::CreateTopic {
+        topic: config.topic.clone(),
+        servers: config.servers(),
+        reason,
+    };
+    let results = admin
+        .create_topics([&topic], &options)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    for result in results {
+        match result {
+            Ok(_) => tracing::info!(topic = %config.topic, partitions, "created the buffer topic"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, code)) => return Err(fail(code.to_string())),
+        }
+    }
+    Ok(())
 }
 
 impl Buffer for KafkaBuffer {
@@ -152,180 +331,26 @@ impl Buffer for KafkaBuffer {
         Arc::new(self.clone())
     }
 
-    /// Panics if the consumer cannot be created; use [`KafkaBuffer::try_reader`] to handle it.
     fn reader(&self) -> Box<dyn BufferReader> {
-        Box::new(self.try_reader().expect("creating a kafka consumer"))
+        Box::new(Reader {
+            batches: self.inner.batches.clone(),
+        })
     }
 
     fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.closing.notify_waiters();
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.closing.notify_waiters();
     }
+}
+
+/// A pipeline worker's end: takes the next batch any consumer produced.
+struct Reader {
+    batches: Arc<Mutex<mpsc::Receiver<Batch>>>,
 }
 
 #[async_trait::async_trait]
-impl BufferWriter for KafkaBuffer {
-    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(WriteError::Closed);
-        }
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut deliveries = Vec::with_capacity(records.len());
-        for record in &records {
-            let received = record.received_at_ms.to_string();
-            let headers = OwnedHeaders::new()
-                .insert(Header {
-                    key: envelope::VERSION,
-                    value: Some("1"),
-                })
-                .insert(Header {
-                    key: envelope::RECEIVED_AT,
-                    value: Some(&received),
-                })
-                .insert(Header {
-                    key: envelope::ORIGIN,
-                    value: Some(&record.origin),
-                });
-            let mut future = FutureRecord::<[u8], [u8]>::to(&self.config.topic)
-                .payload(&record.payload)
-                .headers(headers)
-                .timestamp(record.received_at_ms as i64);
-            if let Some(key) = &record.key {
-                future = future.key(key);
-            }
-            loop {
-                match self.producer.send_result(future) {
-                    Ok(delivery) => {
-                        deliveries.push(delivery);
-                        break;
-                    }
-                    // The local queue is full: backpressure. Wait for room, up to the deadline.
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                        if tokio::time::Instant::now() >= deadline {
-                            return Err(WriteError::Full(timeout));
-                        }
-                        future = back;
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                    }
-                    Err((e, _)) => return Err(WriteError::Unavailable(e.to_string())),
-                }
-            }
-        }
-        for delivery in deliveries {
-            match tokio::time::timeout_at(deadline, delivery).await {
-                Ok(Ok(Ok(_))) => {}
-                Ok(Ok(Err((e, _)))) => {
-                    return Err(WriteError::Unavailable(format!(
-                        "kafka did not take the record: {e}"
-                    )));
-                }
-                Ok(Err(_)) => {
-                    return Err(WriteError::Unavailable(
-                        "the producer was dropped".to_owned(),
-                    ));
-                }
-                Err(_) => {
-                    return Err(WriteError::Unavailable(format!(
-                        "no delivery report from kafka within {timeout:?}"
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// One consumer of the group; one per worker.
-pub struct KafkaReader {
-    buffer: KafkaBuffer,
-    consumer: Arc<StreamConsumer>,
-    last_commit: Instant,
-}
-
-impl KafkaReader {
-    fn commit(&mut self, mode: CommitMode) {
-        match self.consumer.commit_consumer_state(mode) {
-            Ok(()) => {}
-            // Nothing stored since the last commit.
-            Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "committing offsets failed; they will be committed later")
-            }
-        }
-        self.last_commit = Instant::now();
-    }
-}
-
-#[async_trait::async_trait]
-impl BufferReader for KafkaReader {
+impl BufferReader for Reader {
     async fn read(&mut self) -> Option<Batch> {
-        let config = self.buffer.config.clone();
-        if self.last_commit.elapsed() >= config.commit_interval {
-            self.commit(CommitMode::Async);
-        }
-        let mut records = Vec::new();
-        // Next offset per partition.
-        let mut next: BTreeMap<i32, i64> = BTreeMap::new();
-        let mut filled_by: Option<tokio::time::Instant> = None;
-        while records.len() < config.batch_size {
-            // Created before the flag is checked, so a close in between still wakes us.
-            let closing = self.buffer.closing.notified();
-            if self.buffer.closed.load(Ordering::SeqCst) {
-                break;
-            }
-            let message = async {
-                match filled_by {
-                    Some(at) => tokio::time::timeout_at(at, self.consumer.recv()).await.ok(),
-                    None => Some(self.consumer.recv().await),
-                }
-            };
-            let received = tokio::select! {
-                m = message => m,
-                _ = closing => break,
-            };
-            let Some(result) = received else { break };
-            match result {
-                Ok(m) => {
-                    let received_at_ms = header(&m, envelope::RECEIVED_AT)
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or_else(|| m.timestamp().to_millis().unwrap_or(0).max(0) as u64);
-                    records.push(Record {
-                        payload: m.payload().unwrap_or_default().to_vec(),
-                        key: m.key().map(<[u8]>::to_vec),
-                        received_at_ms,
-                        origin: format!("{}/{}@{}", m.topic(), m.partition(), m.offset()),
-                    });
-                    next.insert(m.partition(), m.offset() + 1);
-                    filled_by.get_or_insert_with(|| tokio::time::Instant::now() + config.delay);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, topic = %config.topic, "kafka poll failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-        if records.is_empty() {
-            // Closed: commit what was acknowledged, and end.
-            self.commit(CommitMode::Sync);
-            return None;
-        }
-        let consumer = self.consumer.clone();
-        let topic = config.topic.clone();
-        let ack = Acknowledgement::new(move || {
-            for (partition, offset) in next {
-                if let Err(e) = consumer.store_offset(&topic, partition, offset) {
-                    tracing::warn!(error = %e, partition, offset, "storing an acknowledged offset failed");
-                }
-            }
-        });
-        Some(Batch { records, ack })
+        self.batches.lock().await.recv().await
     }
-}
-
-fn header<'a>(m: &'a rdkafka::message::BorrowedMessage<'_>, name: &str) -> Option<&'a str> {
-    m.headers()?
-        .iter()
-        .find(|h| h.key == name)
-        .and_then(|h| h.value)
-        .and_then(|v| std::str::from_utf8(v).ok())
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use sluice_buffer::Buffer as _;
 use sluice_buffer::memory::MemoryBuffer;
 use sluice_config::{Buffer, Config, Sink, Source};
+use sluice_kafka::{KafkaBuffer, KafkaBufferConfig, KafkaBufferError, KafkaStats};
 use sluice_plugin::{Decoder, Limits, Plugin, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -40,6 +40,11 @@ pub enum PipelineError {
     },
     #[error("pipeline `{pipeline}`: {source}")]
     Sink { pipeline: String, source: SinkError },
+    #[error("pipeline `{pipeline}`: kafka buffer: {source}")]
+    Kafka {
+        pipeline: String,
+        source: KafkaBufferError,
+    },
     #[error("pipeline `{pipeline}`: cannot listen on port {port}: {source}")]
     Listen {
         pipeline: String,
@@ -50,11 +55,60 @@ pub enum PipelineError {
 
 struct Built {
     name: String,
-    buffer: MemoryBuffer,
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
+    buffer: PipelineBuffer,
+    source: SourceRunner,
     workers: Vec<(Box<dyn sluice_buffer::BufferReader>, Decoder)>,
     outputs: Arc<Outputs>,
+}
+
+/// A pipeline's buffer, whichever it is.
+enum PipelineBuffer {
+    Memory(MemoryBuffer),
+    Kafka(KafkaBuffer),
+}
+
+impl PipelineBuffer {
+    fn get(&self) -> &dyn sluice_buffer::Buffer {
+        match self {
+            PipelineBuffer::Memory(b) => b,
+            PipelineBuffer::Kafka(b) => b,
+        }
+    }
+
+    /// Logs what the buffer saw, at shutdown.
+    fn log_summary(&self, pipeline: &str) {
+        match self {
+            PipelineBuffer::Memory(b) => {
+                tracing::info!(pipeline, left_in_buffer = b.used(), "memory buffer stopped")
+            }
+            PipelineBuffer::Kafka(b) => {
+                let s = b.stats();
+                let get = KafkaStats::get;
+                tracing::info!(
+                    pipeline,
+                    records_written = get(&s.records_written),
+                    write_failures = get(&s.write_failures),
+                    records_consumed = get(&s.records_consumed),
+                    records_committed = get(&s.records_committed),
+                    positive_acknowledgements = get(&s.positive_acknowledgements),
+                    negative_acknowledgements = get(&s.negative_acknowledgements),
+                    "kafka buffer stopped"
+                );
+            }
+        }
+    }
+}
+
+/// A pipeline's source, ready to run.
+enum SourceRunner {
+    Http {
+        listener: tokio::net::TcpListener,
+        router: axum::Router,
+    },
+    File {
+        config: sluice_config::FileSource,
+        writer: Arc<dyn sluice_buffer::BufferWriter>,
+    },
 }
 
 /// Runs every pipeline until `shutdown` resolves, then drains and returns. `ready` is called
@@ -73,22 +127,40 @@ pub async fn run(
     ready();
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut servers = JoinSet::new();
+    let mut sources = JoinSet::new();
     let mut workers = JoinSet::new();
     let mut pipelines = Vec::new();
+    // Kafka buffers may wait longer than the default for their batches.
+    let mut drain_timeout = options.drain_timeout;
     for b in built {
-        let mut stop = stop_rx.clone();
-        let serve = axum::serve(b.listener, b.router).with_graceful_shutdown(async move {
-            let _ = stop.wait_for(|s| *s).await;
-        });
         let name = b.name.clone();
-        servers.spawn(async move {
-            if let Err(e) = serve.await {
-                tracing::error!(pipeline = %name, error = %e, "http source stopped");
+        let stop = stop_rx.clone();
+        match b.source {
+            SourceRunner::Http { listener, router } => {
+                let mut stop = stop;
+                let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                });
+                sources.spawn(async move {
+                    if let Err(e) = serve.await {
+                        tracing::error!(pipeline = %name, error = %e, "http source stopped");
+                    }
+                });
             }
-        });
+            SourceRunner::File { config, writer } => {
+                let counters = b.outputs.counters.clone();
+                sources.spawn(async move {
+                    if let Err(e) = crate::source::file::run(config, writer, counters, stop).await {
+                        tracing::error!(pipeline = %name, error = %e, "file source stopped");
+                    }
+                });
+            }
+        }
         for (reader, decoder) in b.workers {
             workers.spawn(worker::run(reader, decoder, b.outputs.clone()));
+        }
+        if let PipelineBuffer::Kafka(_) = &b.buffer {
+            drain_timeout = drain_timeout.max(b.outputs.drain_timeout);
         }
         pipelines.push((b.name, b.buffer, b.outputs));
     }
@@ -96,18 +168,29 @@ pub async fn run(
     shutdown.await;
     tracing::info!("shutting down: stopping sources, then draining buffers");
     let _ = stop_tx.send(true);
-    let deadline = tokio::time::Instant::now() + options.drain_timeout;
+    let deadline = tokio::time::Instant::now() + drain_timeout;
     let _ = tokio::time::timeout_at(deadline, async {
-        while servers.join_next().await.is_some() {}
+        while sources.join_next().await.is_some() {}
     })
     .await;
     for (_, buffer, _) in &pipelines {
-        buffer.close();
+        buffer.get().close();
     }
     let drained = tokio::time::timeout_at(deadline, async {
         while workers.join_next().await.is_some() {}
     })
     .await;
+    if drained.is_err() {
+        // Batches still held by workers are dropped: the memory buffer loses them; the kafka
+        // buffer does not commit them, so they are read again after a restart.
+        workers.abort_all();
+        while workers.join_next().await.is_some() {}
+    }
+    for (_, buffer, _) in &pipelines {
+        if let PipelineBuffer::Kafka(kafka) = buffer {
+            kafka.join().await;
+        }
+    }
     for (name, buffer, outputs) in &pipelines {
         let c = &outputs.counters;
         tracing::info!(
@@ -117,14 +200,47 @@ pub async fn run(
             consumed = c.consumed.load(Ordering::Relaxed),
             events = c.events.load(Ordering::Relaxed),
             dead_lettered = c.dead_lettered.load(Ordering::Relaxed),
-            left_in_buffer = buffer.used(),
             "pipeline stopped"
         );
+        buffer.log_summary(name);
     }
     if drained.is_err() {
-        tracing::error!(drain_timeout = ?options.drain_timeout, "drain timed out; records still in the buffers are lost");
+        tracing::error!(drain_timeout = ?drain_timeout, "drain timed out; records not yet in the sinks are lost from memory buffers, and read again from kafka buffers after a restart");
     }
     Ok(())
+}
+
+/// The kafka buffer's settings from the pipeline file.
+fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> KafkaBufferConfig {
+    let topic = &k.topics[0];
+    KafkaBufferConfig {
+        bootstrap_servers: k.bootstrap_servers.clone(),
+        topic: topic.name.clone(),
+        group_id: topic.group_id.clone(),
+        consumers: topic.workers,
+        batch_size: topic.max_poll_records,
+        delay: p.delay,
+        commit_interval: topic.commit_interval,
+        auto_offset_reset: topic.auto_offset_reset.as_str().to_owned(),
+        session_timeout: topic.session_timeout,
+        max_poll_interval: topic.max_poll_interval,
+        produce_timeout: k.produce_timeout,
+        drain_timeout: k.drain_timeout,
+        max_request_size: usize::try_from(k.max_request_size.bytes()).unwrap_or(usize::MAX),
+        create_topic: topic
+            .create_topic
+            .then_some((topic.number_of_partitions, topic.replication_factor)),
+        sasl: k
+            .authentication
+            .as_ref()
+            .and_then(|a| a.sasl.as_ref())
+            .map(|sasl| {
+                let (mechanism, c) = sasl.mechanism();
+                (mechanism.to_owned(), c.username.clone(), c.password.clone())
+            }),
+        producer_properties: k.producer_properties.clone(),
+        consumer_properties: k.consumer_properties.clone(),
+    }
 }
 
 async fn build(
@@ -133,7 +249,6 @@ async fn build(
     options: &RunOptions,
 ) -> Result<Built, PipelineError> {
     let name = p.name.clone();
-    let Source::Http(http) = &p.source;
     let deserializer = p.source.deserializer();
     let plugin = plugins
         .get(&deserializer.name)
@@ -145,8 +260,23 @@ async fn build(
         max_memory: usize::try_from(deserializer.max_memory.bytes()).unwrap_or(usize::MAX),
         timeout: deserializer.timeout,
     };
-    let Buffer::BoundedBlocking(bb) = &p.buffer;
-    let buffer = MemoryBuffer::new(bb.buffer_size, bb.batch_size, p.delay);
+    let mut drain_timeout = options.drain_timeout;
+    let buffer = match &p.buffer {
+        Buffer::BoundedBlocking(bb) => {
+            PipelineBuffer::Memory(MemoryBuffer::new(bb.buffer_size, bb.batch_size, p.delay))
+        }
+        Buffer::Kafka(k) => {
+            drain_timeout = k.drain_timeout;
+            let kafka = KafkaBuffer::connect(kafka_config(&p, k))
+                .await
+                .map_err(|source| PipelineError::Kafka {
+                    pipeline: name.clone(),
+                    source,
+                })?;
+            tracing::info!(pipeline = %name, topic = %k.topics[0].name, group_id = %k.topics[0].group_id, consumers = k.topics[0].workers, "kafka buffer connected");
+            PipelineBuffer::Kafka(kafka)
+        }
+    };
 
     let mut sinks = Vec::new();
     for sink in &p.sink {
@@ -181,6 +311,7 @@ async fn build(
         sinks,
         dlq,
         counters: counters.clone(),
+        drain_timeout,
     });
 
     let mut workers = Vec::new();
@@ -191,22 +322,31 @@ async fn build(
                 source,
             },
         )?;
-        workers.push((buffer.reader(), decoder));
+        workers.push((buffer.get().reader(), decoder));
     }
-    let listener = tokio::net::TcpListener::bind(("0.0.0.0", http.port))
-        .await
-        .map_err(|source| PipelineError::Listen {
-            pipeline: name.clone(),
-            port: http.port,
-            source,
-        })?;
-    let router = crate::source::http::router(&name, http, buffer.writer(), counters);
-    tracing::info!(pipeline = %name, port = http.port, path = %http.path, deserializer = %plugin.name(), workers = p.workers, dlq = %dlq_path.display(), "pipeline ready");
+    let source = match &p.source {
+        Source::Http(http) => {
+            let listener = tokio::net::TcpListener::bind(("0.0.0.0", http.port))
+                .await
+                .map_err(|source| PipelineError::Listen {
+                    pipeline: name.clone(),
+                    port: http.port,
+                    source,
+                })?;
+            let router = crate::source::http::router(&name, http, buffer.get().writer(), counters);
+            tracing::info!(pipeline = %name, port = http.port, path = %http.path, "http source listening");
+            SourceRunner::Http { listener, router }
+        }
+        Source::File(file) => SourceRunner::File {
+            config: file.clone(),
+            writer: buffer.get().writer(),
+        },
+    };
+    tracing::info!(pipeline = %name, source = p.source.plugin_name(), buffer = p.buffer.plugin_name(), deserializer = %plugin.name(), workers = p.workers, dlq = %dlq_path.display(), "pipeline ready");
     Ok(Built {
         name,
         buffer,
-        listener,
-        router,
+        source,
         workers,
         outputs,
     })

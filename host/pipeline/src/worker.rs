@@ -36,6 +36,8 @@ pub struct Outputs {
     pub sinks: Vec<Arc<LineSink>>,
     pub dlq: Arc<LineSink>,
     pub counters: Arc<Counters>,
+    /// How long shutdown waits for this pipeline's batches.
+    pub drain_timeout: Duration,
 }
 
 /// Runs until the buffer is closed and drained.

@@ -5,7 +5,7 @@
 //! `request_timeout` or is shutting down. Never 200 for data the buffer does not have.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -51,25 +51,34 @@ async fn ingest(State(state): State<Arc<HttpState>>, body: Bytes) -> Response {
     if body.is_empty() {
         return (StatusCode::BAD_REQUEST, "empty request body\n").into_response();
     }
-    let received_at_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let record = Record {
+    let received_at_ms = super::now_ms();
+    let payloads = match state.writer.max_record_size() {
+        Some(max) if body.len() > max => match split_json_array(&body, max) {
+            Ok(parts) => parts,
+            Err(why) => return (StatusCode::PAYLOAD_TOO_LARGE, format!("{why}\n")).into_response(),
+        },
         // No copy when the body is uniquely owned, which it is here.
-        payload: Vec::from(body),
-        key: None,
-        received_at_ms,
-        origin: state.origin.clone(),
+        _ => vec![Vec::from(body)],
     };
-    match state.writer.write(vec![record], state.timeout).await {
+    let n = payloads.len() as u64;
+    let records = payloads
+        .into_iter()
+        .map(|payload| Record {
+            payload,
+            key: None,
+            received_at_ms,
+            origin: state.origin.clone(),
+        })
+        .collect();
+    match state.writer.write(records, state.timeout).await {
         Ok(()) => {
             state
                 .counters
                 .accepted
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
             StatusCode::OK.into_response()
         }
-        Err(e @ WriteError::TooLarge { .. }) => {
+        Err(e @ (WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. })) => {
             (StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n")).into_response()
         }
         Err(e) => {
@@ -85,5 +94,68 @@ async fn ingest(State(state): State<Arc<HttpState>>, body: Bytes) -> Response {
             )
                 .into_response()
         }
+    }
+}
+
+/// Splits a JSON array body into smaller JSON arrays of whole elements, none over `max`
+/// bytes, so each fits in one buffer record. Anything else that is too large is refused.
+fn split_json_array(body: &[u8], max: usize) -> Result<Vec<Vec<u8>>, String> {
+    let elements: Vec<&serde_json::value::RawValue> = serde_json::from_slice(body).map_err(|_| {
+        format!(
+            "the body is {} bytes, over the buffer's `max_request_size` of {max} bytes, and is not \
+             a JSON array that could be split into records; send smaller requests",
+            body.len()
+        )
+    })?;
+    let mut parts = Vec::new();
+    let mut part = vec![b'['];
+    for element in elements {
+        let text = element.get().as_bytes();
+        if text.len() + 2 > max {
+            return Err(format!(
+                "one JSON array element is {} bytes, over the buffer's `max_request_size` of \
+                 {max} bytes",
+                text.len()
+            ));
+        }
+        if part.len() > 1 && part.len() + 1 + text.len() + 1 > max {
+            part.push(b']');
+            parts.push(std::mem::replace(&mut part, vec![b'[']));
+        }
+        if part.len() > 1 {
+            part.push(b',');
+        }
+        part.extend_from_slice(text);
+    }
+    part.push(b']');
+    parts.push(part);
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_json_array;
+
+    #[test]
+    fn splits_arrays_on_element_boundaries_within_the_limit() {
+        let body = br#"[{"a":1},{"b":"two"},{"c":[3,3,3]},{"d":4}]"#;
+        let parts = split_json_array(body, 24).unwrap();
+        assert!(parts.len() > 1);
+        let mut elements = Vec::new();
+        for part in &parts {
+            assert!(part.len() <= 24, "{}", String::from_utf8_lossy(part));
+            let v: Vec<serde_json::Value> = serde_json::from_slice(part).unwrap();
+            elements.extend(v);
+        }
+        let whole: Vec<serde_json::Value> = serde_json::from_slice(body).unwrap();
+        assert_eq!(elements, whole, "every element once, in order");
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_split() {
+        let err = split_json_array(br#"{"one":"object that is long"}"#, 10).unwrap_err();
+        assert!(err.contains("not a JSON array"), "{err}");
+        let err = split_json_array(br#"[{"one":"element that is long"}]"#, 10).unwrap_err();
+        assert!(err.contains("one JSON array element is"), "{err}");
     }
 }

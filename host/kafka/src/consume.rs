@@ -1,0 +1,401 @@
+//! One consumer of the group, on its own thread (librdkafka's poll is blocking).
+//!
+//! The loop: apply nothing itself (acknowledgements update the shared tracker directly from
+//! the worker that acknowledges), commit at most every `commit_interval`, and
+//! - when the batch channel has room: resume, poll up to `batch_size` records (waiting at most
+//!   `delay` once the first arrived) and send them as one batch;
+//! - when it is full (the sinks are behind): pause the assignment and keep polling, which
+//!   reads nothing but keeps the consumer in the group (Data Prepper stops polling here and
+//!   gets kicked out after `max.poll.interval.ms`).
+//!
+//! On revoke, acknowledged offsets of the revoked partitions are committed before they go.
+//! On close: stop reading, wait up to `drain_timeout` for the batches already handed out to
+//! be acknowledged, commit, and leave the group.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use sluice_buffer::{Acknowledgement, Batch, Record};
+use tokio::sync::mpsc;
+
+use crate::commit::{Range, Tracker};
+use crate::{KafkaBufferConfig, KafkaBufferError, KafkaStats, envelope};
+
+/// How long one poll blocks when there is nothing to read, and so how quickly the loop
+/// notices a close or room in the channel.
+const POLL: Duration = Duration::from_millis(100);
+
+/// What the consumer thread and the acknowledging workers share.
+struct Shared {
+    topic: String,
+    tracker: Mutex<Tracker>,
+    /// Batches handed out and not yet acknowledged or dropped.
+    in_flight: AtomicUsize,
+    stats: Arc<KafkaStats>,
+}
+
+impl Shared {
+    /// Commits what the tracker allows (only `only`, when given).
+    fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) {
+        let offsets = self.tracker.lock().expect("not poisoned").committable(only);
+        if offsets.is_empty() {
+            return;
+        }
+        let mut list = TopicPartitionList::new();
+        for (partition, offset) in &offsets {
+            if let Err(e) =
+                list.add_partition_offset(&self.topic, *partition, Offset::Offset(*offset))
+            {
+                tracing::warn!(error = %e, "building the commit list failed");
+                return;
+            }
+        }
+        match consumer.commit(&list, CommitMode::Sync) {
+            Ok(()) => {
+                let mut tracker = self.tracker.lock().expect("not poisoned");
+                let moved = tracker.committed(&offsets);
+                self.stats
+                    .records_committed
+                    .fetch_add(moved, Ordering::Relaxed);
+                tracing::debug!(topic = %self.topic, ?offsets, "committed");
+            }
+            Err(e) => {
+                tracing::warn!(topic = %self.topic, error = %e, "committing offsets failed; retrying at the next interval")
+            }
+        }
+    }
+}
+
+/// The librdkafka context: rebalance and error callbacks, run inside `poll` on our thread.
+pub(crate) struct Context {
+    shared: Arc<Shared>,
+}
+
+impl ClientContext for Context {
+    fn error(&self, error: KafkaError, reason: &str) {
+        let code = error.rdkafka_error_code();
+        if matches!(
+            code,
+            Some(
+                RDKafkaErrorCode::Authentication
+                    | RDKafkaErrorCode::SaslAuthenticationFailed
+                    | RDKafkaErrorCode::TopicAuthorizationFailed
+                    | RDKafkaErrorCode::GroupAuthorizationFailed
+            )
+        ) {
+            self.shared
+                .stats
+                .poll_auth_errors
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        self.shared
+            .stats
+            .poll_errors
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(topic = %self.shared.topic, error = %error, reason, "kafka client error");
+    }
+}
+
+impl ConsumerContext for Context {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Revoke(list) => {
+                let partitions: Vec<i32> = list
+                    .elements_for_topic(&self.shared.topic)
+                    .iter()
+                    .map(|e| e.partition())
+                    .collect();
+                self.shared.commit(consumer, Some(&partitions));
+                self.shared
+                    .tracker
+                    .lock()
+                    .expect("not poisoned")
+                    .revoke(&partitions);
+                self.shared
+                    .stats
+                    .partitions_revoked
+                    .fetch_add(partitions.len() as u64, Ordering::Relaxed);
+                tracing::info!(topic = %self.shared.topic, ?partitions, "partitions revoked");
+            }
+            Rebalance::Assign(list) => {
+                let partitions: Vec<i32> = list.elements().iter().map(|e| e.partition()).collect();
+                tracing::info!(topic = %self.shared.topic, ?partitions, "partitions assigned");
+            }
+            Rebalance::Error(e) => {
+                tracing::warn!(topic = %self.shared.topic, error = %e, "rebalance failed")
+            }
+        }
+    }
+}
+
+/// A consumer, ready to run on its thread.
+pub(crate) struct Consumer {
+    consumer: BaseConsumer<Context>,
+    shared: Arc<Shared>,
+    config: KafkaBufferConfig,
+    batches: mpsc::Sender<Batch>,
+    closed: Arc<AtomicBool>,
+}
+
+impl Consumer {
+    pub(crate) fn new(
+        config: &KafkaBufferConfig,
+        index: usize,
+        batches: mpsc::Sender<Batch>,
+        stats: Arc<KafkaStats>,
+        closed: Arc<AtomicBool>,
+    ) -> Result<Self, KafkaBufferError> {
+        let shared = Arc::new(Shared {
+            topic: config.topic.clone(),
+            tracker: Mutex::new(Tracker::default()),
+            in_flight: AtomicUsize::new(0),
+            stats,
+        });
+        let mut client = config.client(&config.consumer_properties);
+        client
+            .set("group.id", &config.group_id)
+            .set("client.id", format!("sluice-{}-{index}", config.group_id))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", &config.auto_offset_reset)
+            .set(
+                "session.timeout.ms",
+                config.session_timeout.as_millis().to_string(),
+            )
+            .set(
+                "max.poll.interval.ms",
+                config.max_poll_interval.as_millis().to_string(),
+            );
+        let error = |source| KafkaBufferError::Client {
+            role: "consumer",
+            servers: config.servers(),
+            source,
+        };
+        let consumer: BaseConsumer<Context> = client
+            .create_with_context(Context {
+                shared: shared.clone(),
+            })
+            .map_err(error)?;
+        consumer.subscribe(&[&config.topic]).map_err(error)?;
+        Ok(Self {
+            consumer,
+            shared,
+            config: config.clone(),
+            batches,
+            closed,
+        })
+    }
+
+    pub(crate) fn run(self) {
+        let mut last_commit = Instant::now();
+        let mut paused = false;
+        let mut poll_warned: Option<Instant> = None;
+        while !self.closed.load(Ordering::SeqCst) {
+            if last_commit.elapsed() >= self.config.commit_interval {
+                self.shared.commit(&self.consumer, None);
+                last_commit = Instant::now();
+            }
+            let permit = match self.batches.try_reserve() {
+                Ok(permit) => permit,
+                Err(mpsc::error::TrySendError::Full(())) => {
+                    // The workers are behind: read nothing, but stay in the group.
+                    if !paused {
+                        paused = self.set_paused(true);
+                    }
+                    self.idle_poll();
+                    continue;
+                }
+                Err(mpsc::error::TrySendError::Closed(())) => break,
+            };
+            if paused {
+                paused = !self.set_paused(false);
+            }
+            if let Some(batch) = self.gather(&mut poll_warned) {
+                permit.send(batch);
+            }
+        }
+        self.drain();
+    }
+
+    /// Pauses or resumes the whole assignment; returns whether it worked.
+    fn set_paused(&self, pause: bool) -> bool {
+        let assignment = match self.consumer.assignment() {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the assignment failed");
+                return false;
+            }
+        };
+        let result = if pause {
+            self.consumer.pause(&assignment)
+        } else {
+            self.consumer.resume(&assignment)
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, pause, "pausing or resuming partitions failed");
+                false
+            }
+        }
+    }
+
+    /// A poll while paused or draining: it serves rebalances and keeps the membership alive.
+    /// A record it returns anyway (fetched before the pause) is not lost: it was not handed
+    /// out, so its offset is never committed, and it is read again after a seek back.
+    fn idle_poll(&self) {
+        if let Some(Ok(m)) = self.consumer.poll(POLL) {
+            let _ = self.consumer.seek(
+                m.topic(),
+                m.partition(),
+                Offset::Offset(m.offset()),
+                Duration::from_secs(1),
+            );
+        }
+    }
+
+    /// Up to `batch_size` records; waits for the first as long as it takes (checking for a
+    /// close), then at most `delay` for the rest.
+    fn gather(&self, poll_warned: &mut Option<Instant>) -> Option<Batch> {
+        let mut records = Vec::new();
+        let mut ranges: Vec<Range> = Vec::new();
+        let mut filled_by: Option<Instant> = None;
+        while records.len() < self.config.batch_size {
+            let wait = match filled_by {
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) => left.min(POLL),
+                    None => break,
+                },
+                None if self.closed.load(Ordering::SeqCst) => break,
+                None => POLL,
+            };
+            let Some(result) = self.consumer.poll(wait) else {
+                continue;
+            };
+            let m = match result {
+                Ok(m) => m,
+                Err(e) => {
+                    self.shared
+                        .stats
+                        .poll_errors
+                        .fetch_add(1, Ordering::Relaxed);
+                    if poll_warned.is_none_or(|at| at.elapsed() > Duration::from_secs(10)) {
+                        tracing::warn!(topic = %self.config.topic, error = %e, "kafka poll failed; retrying");
+                        *poll_warned = Some(Instant::now());
+                    }
+                    continue;
+                }
+            };
+            let (partition, offset) = (m.partition(), m.offset());
+            let (epoch, start) = self
+                .shared
+                .tracker
+                .lock()
+                .expect("not poisoned")
+                .reading(partition, offset);
+            match ranges
+                .iter_mut()
+                .find(|r| r.partition == partition && r.epoch == epoch)
+            {
+                Some(r) => r.end = offset + 1,
+                None => ranges.push(Range {
+                    partition,
+                    epoch,
+                    start,
+                    end: offset + 1,
+                }),
+            }
+            let payload = m.payload().unwrap_or_default().to_vec();
+            let received_at_ms = envelope::header(&m, envelope::RECEIVED_AT)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| {
+                    m.timestamp()
+                        .to_millis()
+                        .and_then(|t| u64::try_from(t).ok())
+                        .unwrap_or(0)
+                });
+            self.shared
+                .stats
+                .bytes_consumed
+                .fetch_add(payload.len() as u64, Ordering::Relaxed);
+            records.push(Record {
+                payload,
+                key: m.key().map(<[u8]>::to_vec),
+                received_at_ms,
+                origin: format!("kafka:{}/{partition}@{offset}", m.topic()),
+            });
+            filled_by.get_or_insert_with(|| Instant::now() + self.config.delay);
+        }
+        if records.is_empty() {
+            return None;
+        }
+        self.shared
+            .stats
+            .records_consumed
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        self.shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let guard = AckGuard {
+            shared: self.shared.clone(),
+            ranges,
+            acked: false,
+        };
+        let ack = Acknowledgement::new(move || {
+            let mut guard = guard;
+            guard.acked = true;
+        });
+        Some(Batch { records, ack })
+    }
+
+    /// Waits up to `drain_timeout` for the batches handed out, commits, and leaves the group.
+    fn drain(self) {
+        let deadline = Instant::now() + self.config.drain_timeout;
+        self.set_paused(true);
+        while self.shared.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            self.idle_poll();
+        }
+        let left = self.shared.in_flight.load(Ordering::SeqCst);
+        if left > 0 {
+            tracing::warn!(topic = %self.config.topic, batches = left, drain_timeout = ?self.config.drain_timeout,
+                "batches not acknowledged in time; they are read again after a restart");
+        }
+        self.shared.commit(&self.consumer, None);
+        self.shared.tracker.lock().expect("not poisoned").clear();
+        self.consumer.unsubscribe();
+        // Dropping the consumer closes it: it leaves the group.
+    }
+}
+
+/// Acknowledges a batch's ranges when the pipeline acknowledges it; counts a negative
+/// acknowledgement when the batch is dropped without (its offsets are then never committed
+/// by this assignment, and are read again after a restart or rebalance).
+struct AckGuard {
+    shared: Arc<Shared>,
+    ranges: Vec<Range>,
+    acked: bool,
+}
+
+impl Drop for AckGuard {
+    fn drop(&mut self) {
+        let stats = &self.shared.stats;
+        if self.acked {
+            let mut tracker = self.shared.tracker.lock().expect("not poisoned");
+            for range in &self.ranges {
+                tracker.ack(*range);
+            }
+            stats
+                .positive_acknowledgements
+                .fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats
+                .negative_acknowledgements
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,102 @@
+//! The write path: every record of a write is handed to librdkafka, then every delivery report
+//! is awaited. The write succeeds only if Kafka acknowledged all of them (acks=all); the
+//! source tells its client "accepted" only then.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::FutureRecord;
+use sluice_buffer::{BufferWriter, Record, WriteError};
+
+use crate::{KafkaBuffer, envelope};
+
+#[async_trait::async_trait]
+impl BufferWriter for KafkaBuffer {
+    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
+        let inner = &self.inner;
+        if inner.closed.load(Ordering::SeqCst) {
+            return Err(WriteError::Closed);
+        }
+        if let Some(r) = records
+            .iter()
+            .find(|r| r.payload.len() > inner.config.max_request_size)
+        {
+            return Err(WriteError::RecordTooLarge {
+                size: r.payload.len(),
+                max: inner.config.max_request_size,
+            });
+        }
+        let result = self.produce(&records, timeout).await;
+        let stats = &inner.stats;
+        match &result {
+            Ok(()) => stats
+                .records_written
+                .fetch_add(records.len() as u64, Ordering::Relaxed),
+            Err(WriteError::Full(_)) => stats.buffer_size_overflows.fetch_add(1, Ordering::Relaxed),
+            Err(_) => stats.write_failures.fetch_add(1, Ordering::Relaxed),
+        };
+        result
+    }
+
+    fn max_record_size(&self) -> Option<usize> {
+        Some(self.inner.config.max_request_size)
+    }
+}
+
+impl KafkaBuffer {
+    async fn produce(&self, records: &[Record], timeout: Duration) -> Result<(), WriteError> {
+        let inner = &self.inner;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut deliveries = Vec::with_capacity(records.len());
+        for record in records {
+            let mut future = FutureRecord::<[u8], [u8]>::to(&inner.config.topic)
+                .payload(&record.payload)
+                .headers(envelope::headers(record.received_at_ms, &record.origin))
+                .timestamp(i64::try_from(record.received_at_ms).unwrap_or(i64::MAX));
+            if let Some(key) = &record.key {
+                future = future.key(key);
+            }
+            loop {
+                match inner.producer.send_result(future) {
+                    Ok(delivery) => {
+                        deliveries.push(delivery);
+                        break;
+                    }
+                    // The local queue is full: backpressure. Wait for room, up to the deadline.
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                        if tokio::time::Instant::now() >= deadline {
+                            return Err(WriteError::Full(timeout));
+                        }
+                        future = back;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Err((e, _)) => return Err(WriteError::Unavailable(e.to_string())),
+                }
+            }
+        }
+        // Records already handed over may still be delivered after a failure here; the client
+        // was told "not accepted", so a retry can duplicate them (at-least-once), never lose.
+        for delivery in deliveries {
+            match tokio::time::timeout_at(deadline, delivery).await {
+                Ok(Ok(Ok(_))) => {}
+                Ok(Ok(Err((e, _)))) => {
+                    return Err(WriteError::Unavailable(format!(
+                        "kafka did not take the record: {e}"
+                    )));
+                }
+                Ok(Err(_)) => {
+                    return Err(WriteError::Unavailable(
+                        "the producer was dropped".to_owned(),
+                    ));
+                }
+                Err(_) => {
+                    return Err(WriteError::Unavailable(format!(
+                        "no acknowledgement from kafka within {timeout:?}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}

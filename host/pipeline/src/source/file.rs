@@ -1,0 +1,103 @@
+//! The `file` source: each line of the file is one record. It waits for room in the buffer
+//! (a pull source can always wait), and with `tail` keeps reading lines appended later.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_buffer::{BufferWriter, Record, WriteError};
+use sluice_config::FileSource;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+
+use crate::worker::Counters;
+
+/// Lines written to the buffer per write.
+const LINES_PER_WRITE: usize = 100;
+
+/// Why the file source stopped early.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read `{path}`: {source}")]
+pub struct FileSourceError {
+    path: String,
+    source: std::io::Error,
+}
+
+/// Reads until the end (or, with `tail`, until `stop`), writing lines to `writer`.
+pub async fn run(
+    config: FileSource,
+    writer: Arc<dyn BufferWriter>,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), FileSourceError> {
+    let path = config.path.display().to_string();
+    let error = |source| FileSourceError {
+        path: path.clone(),
+        source,
+    };
+    let file = tokio::fs::File::open(&config.path).await.map_err(error)?;
+    let mut reader = BufReader::new(file);
+    let origin = format!("file:{path}");
+    let mut line_number = 0u64;
+    let mut pending = Vec::new();
+    // A line without its newline yet (tail: it is still being written) stays here.
+    let mut line = Vec::new();
+    loop {
+        tokio::select! {
+            n = reader.read_until(b'\n', &mut line) => n.map_err(error)?,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        let complete = line.ends_with(b"\n");
+        let at_end = !complete;
+        if complete || (at_end && !config.tail && !line.is_empty()) {
+            line_number += 1;
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            if !text.is_empty() {
+                pending.push(Record {
+                    payload: text.to_vec(),
+                    key: None,
+                    received_at_ms: super::now_ms(),
+                    origin: format!("{origin}:{line_number}"),
+                });
+            }
+            line.clear();
+        }
+        if pending.len() >= LINES_PER_WRITE || (at_end && !pending.is_empty()) {
+            write(&*writer, std::mem::take(&mut pending), &counters).await;
+        }
+        if at_end {
+            if !config.tail {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = stop.wait_for(|s| *s) => break,
+            }
+        }
+    }
+    if !pending.is_empty() {
+        write(&*writer, pending, &counters).await;
+    }
+    tracing::info!(path = %path, lines = line_number, "file source finished");
+    Ok(())
+}
+
+/// Writes, waiting for room as long as it takes (the file keeps the data meanwhile).
+async fn write(writer: &dyn BufferWriter, records: Vec<Record>, counters: &Counters) {
+    let n = records.len() as u64;
+    loop {
+        match writer.write(records.clone(), Duration::from_secs(1)).await {
+            Ok(()) => {
+                counters
+                    .accepted
+                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            Err(WriteError::Full(_)) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "file source: the buffer refused lines; stopping");
+                return;
+            }
+        }
+    }
+}
