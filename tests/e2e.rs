@@ -8,3 +8,5 @@ mod decode;
 mod http_pipeline;
 // The Kafka buffer against a real broker (Nisshi, started by scripts/test).
 mod kafka_buffer;
+// The binary with the kafka buffer: round trip, kill -9, broker outage, failing sink, scale-out.
+mod kafka_pipeline;

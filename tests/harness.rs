@@ -192,3 +192,164 @@ pub fn unique(prefix: &str) -> String {
         .as_nanos();
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
+
+impl Sluice {
+    /// SIGKILL: no drain, no commit, as in a crash.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts `sluice run` again on the same pipeline file, data dir, port and log (appended).
+    pub fn restart(&mut self, extra: &[&str]) {
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.path("sluice.log"))
+            .unwrap();
+        self.child = Command::new(sluice_bin())
+            .arg("run")
+            .arg(self.path("pipelines.yaml"))
+            .arg("--plugins")
+            .arg(plugin_dir())
+            .arg("--data-dir")
+            .arg(self.path("data"))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting sluice");
+        self.wait_ready();
+    }
+
+    /// POSTs with a deadline: `Err` for a transport error or no answer within `timeout`.
+    pub fn try_post(&self, path: &str, body: &[u8], timeout: Duration) -> Result<u16, String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .build()
+            .into();
+        agent
+            .post(&format!("http://127.0.0.1:{}{path}", self.port))
+            .send(body)
+            .map(|r| r.status().as_u16())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A broker of the test's own (Nisshi with SQLite storage), for tests that stop and restart
+/// it. Needs `nisshi` on the PATH (`scripts/test` installs it).
+pub struct Broker {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Broker {
+    pub fn start() -> Self {
+        let mut b = Self {
+            child: None,
+            dir: tempfile::tempdir().unwrap(),
+            port: free_port(),
+        };
+        b.resume();
+        b
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the broker process (again) on the same port and storage; waits until ready.
+    pub fn resume(&mut self) {
+        let log_path = self.dir.path().join("broker.log");
+        let url = format!("tcp://127.0.0.1:{}", self.port);
+        let started = Instant::now();
+        loop {
+            let _ = std::fs::remove_file(&log_path);
+            let child = Command::new("nisshi")
+                .args([
+                    "broker",
+                    "--listener-url",
+                    &url,
+                    "--advertised-listener-url",
+                    &url,
+                ])
+                .args(["--storage-engine", "sqlite://broker.db"])
+                .current_dir(self.dir.path())
+                .stdout(std::fs::File::create(&log_path).unwrap())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting nisshi (installed by scripts/test)");
+            self.child = Some(child);
+            loop {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                if log.contains("ready in") {
+                    return;
+                }
+                if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                    // The port may still be held by the previous process for a moment.
+                    assert!(
+                        started.elapsed() < Duration::from_secs(30),
+                        "nisshi exited with {status}:\n{log}"
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "nisshi not ready within 30 s:\n{log}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// Kills the broker process (SIGKILL); its storage stays.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// What the group `group` has committed on `topic`, and the end offsets, per partition.
+pub fn committed_and_end(bootstrap: &str, topic: &str, group: &str) -> Vec<(i32, i64, i64)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let timeout = Duration::from_secs(10);
+    let metadata = consumer.fetch_metadata(Some(topic), timeout).unwrap();
+    let partitions: Vec<i32> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| p.id())
+        .collect();
+    let mut list = TopicPartitionList::new();
+    for p in &partitions {
+        list.add_partition(topic, *p);
+    }
+    let committed = consumer.committed_offsets(list, timeout).unwrap();
+    partitions
+        .iter()
+        .map(|p| {
+            let (_, high) = consumer.fetch_watermarks(topic, *p, timeout).unwrap();
+            let c = match committed.find_partition(topic, *p).map(|e| e.offset()) {
+                Some(Offset::Offset(o)) => o,
+                _ => 0,
+            };
+            (*p, c, high)
+        })
+        .collect()
+}

@@ -343,9 +343,10 @@ pub struct KafkaBuffer {
         deserialize_with = "units::duration"
     )]
     pub drain_timeout: Duration,
-    /// The largest Kafka record sluice writes. A larger request body is split on record
-    /// boundaries where the source knows them (the elements of a JSON array); otherwise the
-    /// request is refused (http: 413). Default `1mb`.
+    /// The largest Kafka record sluice writes (payload, key and envelope headers; Kafka
+    /// brokers refuse records over their `message.max.bytes`, 1 MiB by default). A larger
+    /// request body is split on record boundaries where the source knows them (the elements of
+    /// a JSON array); otherwise the request is refused (http: 413). Default `1mb`.
     #[serde(default = "default_max_request_size")]
     pub max_request_size: ByteSize,
     /// How long a write waits for Kafka to acknowledge a record before the source is told it

@@ -260,8 +260,8 @@ impl Consumer {
         }
     }
 
-    /// Up to `batch_size` records; waits for the first as long as it takes (checking for a
-    /// close), then at most `delay` for the rest.
+    /// Up to `batch_size` records: `None` if the first does not come within one poll, else
+    /// waits at most `delay` for the rest.
     fn gather(&self, poll_warned: &mut Option<Instant>) -> Option<Batch> {
         let mut records = Vec::new();
         let mut ranges: Vec<Range> = Vec::new();
@@ -276,6 +276,10 @@ impl Consumer {
                 None => POLL,
             };
             let Some(result) = self.consumer.poll(wait) else {
+                if records.is_empty() {
+                    // Back to the loop, which commits on time and notices a close.
+                    return None;
+                }
                 continue;
             };
             let m = match result {
@@ -288,6 +292,10 @@ impl Consumer {
                     if poll_warned.is_none_or(|at| at.elapsed() > Duration::from_secs(10)) {
                         tracing::warn!(topic = %self.config.topic, error = %e, "kafka poll failed; retrying");
                         *poll_warned = Some(Instant::now());
+                    }
+                    if records.is_empty() {
+                        std::thread::sleep(POLL / 2);
+                        return None;
                     }
                     continue;
                 }

@@ -59,7 +59,7 @@ pub struct KafkaBufferConfig {
     pub produce_timeout: Duration,
     /// How long close waits for read batches to be acknowledged before the last commit.
     pub drain_timeout: Duration,
-    /// The largest record payload written.
+    /// The largest Kafka record written (payload, key and envelope headers).
     pub max_request_size: usize,
     /// Create the topic with (partitions, replication factor) if it does not exist.
     pub create_topic: Option<(i32, i32)>,

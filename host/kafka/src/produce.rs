@@ -18,13 +18,14 @@ impl BufferWriter for KafkaBuffer {
         if inner.closed.load(Ordering::SeqCst) {
             return Err(WriteError::Closed);
         }
+        let max = self.max_payload();
         if let Some(r) = records
             .iter()
-            .find(|r| r.payload.len() > inner.config.max_request_size)
+            .find(|r| r.payload.len() + r.key.as_ref().map_or(0, Vec::len) > max)
         {
             return Err(WriteError::RecordTooLarge {
                 size: r.payload.len(),
-                max: inner.config.max_request_size,
+                max,
             });
         }
         let result = self.produce(&records, timeout).await;
@@ -40,11 +41,24 @@ impl BufferWriter for KafkaBuffer {
     }
 
     fn max_record_size(&self) -> Option<usize> {
-        Some(self.inner.config.max_request_size)
+        Some(self.max_payload())
     }
 }
 
+/// Room kept in a Kafka record for the envelope headers and the record's framing, so that a
+/// whole record, not only its payload, stays within `max_request_size`.
+const ENVELOPE_ROOM: usize = 4096;
+
 impl KafkaBuffer {
+    /// The largest payload (plus key) that fits in one record of `max_request_size`.
+    fn max_payload(&self) -> usize {
+        self.inner
+            .config
+            .max_request_size
+            .saturating_sub(ENVELOPE_ROOM)
+            .max(1)
+    }
+
     async fn produce(&self, records: &[Record], timeout: Duration) -> Result<(), WriteError> {
         let inner = &self.inner;
         let deadline = tokio::time::Instant::now() + timeout;

@@ -1,0 +1,431 @@
+//! The real binary with the kafka buffer against a real broker: HTTP in, Kafka in between,
+//! the json plugin, a file sink out. Round trip, crashes, a broker outage, a failing sink, and
+//! two processes sharing a group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sluice_tests::{Broker, Sluice, committed_and_end, json_lines, kafka_bootstrap, unique};
+
+struct Setup<'a> {
+    bootstrap: &'a str,
+    topic: &'a str,
+    group: &'a str,
+    partitions: u32,
+    /// `None`: `{dir}/out/events.jsonl`.
+    sink: Option<&'a Path>,
+}
+
+fn pipeline(s: &Setup<'_>) -> String {
+    let sink = s.sink.map_or("{dir}/out/events.jsonl".to_owned(), |p| {
+        p.display().to_string()
+    });
+    format!(
+        r#"
+kafka-pipeline:
+  workers: 2
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+      request_timeout: 5s
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      produce_timeout: 3s
+      drain_timeout: 10s
+      topics:
+        - name: {topic}
+          group_id: {group}
+          create_topic: true
+          number_of_partitions: {partitions}
+          commit_interval: 500ms
+          session_timeout: 6s
+          max_poll_records: 50
+  sink:
+    - file:
+        path: {sink}
+  dlq_path: {{dir}}/dlq.jsonl
+"#,
+        bootstrap = s.bootstrap,
+        topic = s.topic,
+        group = s.group,
+        partitions = s.partitions,
+    )
+}
+
+/// A JSON array of events with ids `prefix-first..prefix-(first+n)`.
+fn events(prefix: &str, first: usize, n: usize) -> (Vec<u8>, Vec<String>) {
+    let ids: Vec<String> = (first..first + n)
+        .map(|i| format!("{prefix}-{i}"))
+        .collect();
+    let body: Vec<_> = ids.iter().map(|id| json!({"id": id, "log": "x"})).collect();
+    (serde_json::to_vec(&body).unwrap(), ids)
+}
+
+/// How many times each id is in the sink file(s).
+fn id_counts(paths: &[PathBuf]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for path in paths {
+        for v in json_lines(path) {
+            *counts
+                .entry(v["id"].as_str().unwrap_or_default().to_owned())
+                .or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until every id in `want` is in the sinks; returns (missing, duplicates).
+fn wait_for_ids(paths: &[PathBuf], want: &[String], timeout: Duration) -> (Vec<String>, usize) {
+    let started = Instant::now();
+    loop {
+        let counts = id_counts(paths);
+        let missing: Vec<String> = want
+            .iter()
+            .filter(|id| !counts.contains_key(*id))
+            .cloned()
+            .collect();
+        let duplicates = counts.values().map(|c| c - 1).sum();
+        if missing.is_empty() || started.elapsed() > timeout {
+            return (missing, duplicates);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_end() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("rt"), unique("g"));
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &topic,
+        group: &group,
+        partitions: 2,
+        sink: None,
+    };
+    let mut s = Sluice::start(&pipeline(&setup));
+    let mut want = Vec::new();
+    for i in 0..20 {
+        let (body, ids) = events("small", i * 5, 5);
+        assert_eq!(s.post("/log/ingest", &body), 200, "{}", s.log());
+        want.extend(ids);
+    }
+    // 3 MB: more than `max_request_size` (1mb), so split into several Kafka records.
+    let (big, ids) = events(&format!("big-{}", "p".repeat(1000)), 0, 3000);
+    assert!(big.len() > 3_000_000);
+    assert_eq!(s.post("/log/ingest", &big), 200, "{}", s.log());
+    want.extend(ids);
+    // Too large and not an array: cannot be split.
+    let huge_object = serde_json::to_vec(&json!({"log": "y".repeat(2 << 20)})).unwrap();
+    assert_eq!(s.post("/log/ingest", &huge_object), 413);
+    // Accepted, then dead-lettered by the json plugin.
+    assert_eq!(s.post("/log/ingest", b"{\"oops\": "), 200);
+    assert_eq!(s.post("/log/ingest", b"not json at all"), 200);
+
+    let sink = vec![s.path("out/events.jsonl")];
+    let (missing, _) = wait_for_ids(&sink, &want, Duration::from_secs(90));
+    assert!(
+        missing.is_empty(),
+        "{} events missing:\n{}",
+        missing.len(),
+        s.log()
+    );
+    wait_until("2 dead letters", Duration::from_secs(30), || {
+        json_lines(&s.path("dlq.jsonl")).len() == 2
+    });
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+
+    let counts = id_counts(&sink);
+    assert_eq!(counts.len(), want.len());
+    assert!(
+        counts.values().all(|c| *c == 1),
+        "an event was delivered twice without a crash"
+    );
+    let dlq = json_lines(&s.path("dlq.jsonl"));
+    assert!(
+        dlq.iter().all(|d| d["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("kafka:{topic}/"))),
+        "{dlq:?}"
+    );
+    for (partition, committed, end) in committed_and_end(&bootstrap, &topic, &group) {
+        assert_eq!(
+            committed, end,
+            "partition {partition}: committed {committed} of {end}"
+        );
+    }
+}
+
+#[test]
+fn kill_9_at_random_moments_loses_no_accepted_event() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("crash"), unique("g"));
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &topic,
+        group: &group,
+        partitions: 2,
+        sink: None,
+    };
+    let mut s = Sluice::start(&pipeline(&setup));
+    let port = s.port;
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let poster = {
+        let (acked, stop) = (acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(10)))
+                .build()
+                .into();
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let (body, ids) = events("crash", n, 5);
+                n += 5;
+                match agent
+                    .post(&format!("http://127.0.0.1:{port}/log/ingest"))
+                    .send(&body[..])
+                {
+                    Ok(r) if r.status() == 200 => acked.lock().unwrap().extend(ids),
+                    // Not accepted (503, or the process died mid-request): not owed.
+                    _ => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+        })
+    };
+    // Pseudo-random moments, different each run.
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let mut moments = Vec::new();
+    for _ in 0..3 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let wait = Duration::from_millis(300 + (seed >> 33) % 2500);
+        moments.push(wait);
+        std::thread::sleep(wait);
+        s.kill9();
+        s.restart(&[]);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::SeqCst);
+    poster.join().unwrap();
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() >= 50,
+        "only {} events accepted:\n{}",
+        acked.len(),
+        s.log()
+    );
+
+    let sink = vec![s.path("out/events.jsonl")];
+    let (missing, duplicates) = wait_for_ids(&sink, &acked, Duration::from_secs(120));
+    eprintln!(
+        "kill -9 at {moments:?}: {} events accepted, {duplicates} duplicates, {} missing",
+        acked.len(),
+        missing.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "{} accepted events lost, e.g. {:?}:\n{}",
+        missing.len(),
+        &missing[..missing.len().min(5)],
+        s.log()
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}
+
+#[test]
+fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss() {
+    let mut broker = Broker::start();
+    let bootstrap = broker.bootstrap();
+    let (topic, group) = (unique("outage"), unique("g"));
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &topic,
+        group: &group,
+        partitions: 1,
+        sink: None,
+    };
+    let mut s = Sluice::start(&pipeline(&setup));
+    let mut acked = Vec::new();
+    let (body, ids) = events("before", 0, 5);
+    assert_eq!(s.post("/log/ingest", &body), 200, "{}", s.log());
+    acked.extend(ids);
+
+    broker.stop();
+    let started = Instant::now();
+    let (body, _) = events("during", 0, 5);
+    let status = s.try_post("/log/ingest", &body, Duration::from_secs(30));
+    let took = started.elapsed();
+    assert_eq!(status, Ok(503), "with the broker down:\n{}", s.log());
+    // produce_timeout is 3s: the answer must not hang much past it.
+    assert!(took < Duration::from_secs(10), "503 took {took:?}");
+
+    broker.resume();
+    let mut n = 0;
+    wait_until(
+        "a 200 after the broker came back",
+        Duration::from_secs(60),
+        || {
+            let (body, ids) = events("after", n, 5);
+            n += 5;
+            let ok = s.try_post("/log/ingest", &body, Duration::from_secs(10)) == Ok(200);
+            if ok {
+                acked.extend(ids);
+            }
+            ok
+        },
+    );
+    for _ in 0..5 {
+        let (body, ids) = events("after", n, 5);
+        n += 5;
+        assert_eq!(s.post("/log/ingest", &body), 200);
+        acked.extend(ids);
+    }
+    let sink = vec![s.path("out/events.jsonl")];
+    let (missing, _) = wait_for_ids(&sink, &acked, Duration::from_secs(60));
+    assert!(missing.is_empty(), "lost {missing:?}:\n{}", s.log());
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}
+
+#[test]
+fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("sinkfail"), unique("g"));
+    let sink_dir = tempfile::tempdir().unwrap();
+    let sink_path = sink_dir.path().join("events.jsonl");
+    // Every write fails (ENOSPC) until the link is replaced by a real file.
+    std::os::unix::fs::symlink("/dev/full", &sink_path).unwrap();
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &topic,
+        group: &group,
+        partitions: 1,
+        sink: Some(&sink_path),
+    };
+    let mut s = Sluice::start(&pipeline(&setup));
+    let mut want = Vec::new();
+    for i in 0..4 {
+        let (body, ids) = events("held", i * 5, 5);
+        assert_eq!(s.post("/log/ingest", &body), 200, "{}", s.log());
+        want.extend(ids);
+    }
+    // Several commit intervals pass while the sink fails: nothing may be committed.
+    std::thread::sleep(Duration::from_secs(4));
+    let offsets = committed_and_end(&bootstrap, &topic, &group);
+    assert_eq!(
+        offsets,
+        vec![(0, 0, 4)],
+        "(partition, committed, end) while the sink fails"
+    );
+
+    std::fs::remove_file(&sink_path).unwrap();
+    let sink = vec![sink_path.clone()];
+    let (missing, duplicates) = wait_for_ids(&sink, &want, Duration::from_secs(60));
+    assert!(missing.is_empty(), "lost {missing:?}:\n{}", s.log());
+    assert_eq!(duplicates, 0);
+    let started = Instant::now();
+    let mut offsets = Vec::new();
+    while offsets != vec![(0, 4, 4)] && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+        offsets = committed_and_end(&bootstrap, &topic, &group);
+    }
+    assert_eq!(
+        offsets,
+        vec![(0, 4, 4)],
+        "after the sink recovered:\n{}",
+        s.log()
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}
+
+/// The partitions of the last assignment a process logged.
+fn last_assignment(log: &str) -> Option<String> {
+    log.lines()
+        .filter(|l| l.contains("partitions assigned"))
+        .last()
+        .and_then(|l| l.split("partitions=").nth(1))
+        .map(|rest| rest.split(']').next().unwrap_or_default().to_owned() + "]")
+}
+
+#[test]
+fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("scale"), unique("g"));
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &topic,
+        group: &group,
+        partitions: 4,
+        sink: None,
+    };
+    let mut a = Sluice::start(&pipeline(&setup));
+    let mut b = Sluice::start(&pipeline(&setup));
+    // Both consumers of both processes have joined and split the 4 partitions.
+    wait_until(
+        "both processes to be assigned partitions",
+        Duration::from_secs(90),
+        || {
+            let (la, lb) = (a.log(), b.log());
+            let parts: BTreeSet<String> = [&la, &lb]
+                .iter()
+                .flat_map(|log| {
+                    log.lines()
+                        .filter(|l| l.contains("partitions assigned"))
+                        .filter_map(|l| l.split("partitions=[").nth(1))
+                        .map(|r| r.split(']').next().unwrap_or_default().to_owned())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            !parts.is_empty()
+                && last_assignment(&la).is_some_and(|p| p != "[]")
+                && last_assignment(&lb).is_some_and(|p| p != "[]")
+        },
+    );
+    let mut want = Vec::new();
+    for i in 0..40 {
+        let (body, ids) = events("scale", i * 5, 5);
+        let target = if i % 2 == 0 { &a } else { &b };
+        assert_eq!(target.post("/log/ingest", &body), 200);
+        want.extend(ids);
+    }
+    let sinks = vec![a.path("out/events.jsonl"), b.path("out/events.jsonl")];
+    let (missing, duplicates) = wait_for_ids(&sinks, &want, Duration::from_secs(90));
+    assert!(
+        missing.is_empty(),
+        "lost {}:\n{}\n{}",
+        missing.len(),
+        a.log(),
+        b.log()
+    );
+    assert_eq!(duplicates, 0, "an event was delivered twice");
+    let (in_a, in_b) = (json_lines(&sinks[0]).len(), json_lines(&sinks[1]).len());
+    assert!(
+        in_a > 0 && in_b > 0,
+        "one process did all the work: {in_a} vs {in_b}"
+    );
+    assert_eq!(a.terminate(), 0);
+    assert_eq!(b.terminate(), 0);
+}
