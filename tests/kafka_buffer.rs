@@ -216,3 +216,73 @@ async fn an_unreachable_broker_fails_connect_within_the_timeout() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_an_unknown_envelope_version_are_unreadable_and_raw_records_are_read() {
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let topic = unique("sluice-envelope");
+    let group = unique("group");
+    let buffer = KafkaBuffer::connect(config(kafka_bootstrap(), &topic, &group))
+        .await
+        .unwrap();
+    // Another producer writes to the topic: once with no envelope (plain bytes, as kcat
+    // would), once with a version this build does not know.
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", kafka_bootstrap())
+        .create()
+        .unwrap();
+    let timeout = Duration::from_secs(10);
+    producer
+        .send(
+            FutureRecord::<(), _>::to(&topic).payload("{\"plain\":1}"),
+            timeout,
+        )
+        .await
+        .unwrap();
+    let future = OwnedHeaders::new().insert(Header {
+        key: "sluice-envelope",
+        value: Some("9"),
+    });
+    producer
+        .send(
+            FutureRecord::<(), _>::to(&topic)
+                .payload("sealed by a future sluice")
+                .headers(future),
+            timeout,
+        )
+        .await
+        .unwrap();
+
+    let mut reader = buffer.reader();
+    let mut readable = Vec::new();
+    let mut unreadable = Vec::new();
+    let started = Instant::now();
+    while readable.len() + unreadable.len() < 2 && started.elapsed() < Duration::from_secs(60) {
+        if let Ok(Some(batch)) = tokio::time::timeout(Duration::from_secs(5), reader.read()).await {
+            readable.extend(batch.records);
+            unreadable.extend(batch.unreadable);
+            batch.ack.acknowledge();
+        }
+    }
+    assert_eq!(
+        payloads(&readable),
+        BTreeSet::from([b"{\"plain\":1}".to_vec()])
+    );
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0].record.payload, b"sealed by a future sluice");
+    assert!(
+        unreadable[0]
+            .reason
+            .contains("unknown sluice envelope version `9`"),
+        "{}",
+        unreadable[0].reason
+    );
+    let stats = buffer.stats();
+    close(buffer, reader).await;
+    assert_eq!(
+        stats.records_committed.load(Ordering::Relaxed),
+        2,
+        "an unreadable record does not stall commits"
+    );
+}

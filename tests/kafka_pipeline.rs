@@ -80,6 +80,28 @@ fn id_counts(paths: &[PathBuf]) -> BTreeMap<String, usize> {
     counts
 }
 
+fn foreign_record(bootstrap: &str, topic: &str) {
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+    let producer: ThreadedProducer<DefaultProducerContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let headers = OwnedHeaders::new().insert(Header {
+        key: "sluice-envelope",
+        value: Some("2"),
+    });
+    producer
+        .send(
+            BaseRecord::<(), _>::to(topic)
+                .payload("{\"id\":\"from-the-future\"}")
+                .headers(headers),
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
+    producer.flush(Duration::from_secs(10)).unwrap();
+}
+
 fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
@@ -139,6 +161,9 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
     assert_eq!(s.post("/log/ingest", b"{\"oops\": "), 200);
     assert_eq!(s.post("/log/ingest", b"not json at all"), 200);
 
+    // A record of an envelope version this build cannot read, written by another producer.
+    foreign_record(&bootstrap, &topic);
+
     let sink = vec![s.path("out/events.jsonl")];
     let (missing, _) = wait_for_ids(&sink, &want, Duration::from_secs(90));
     assert!(
@@ -147,8 +172,8 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
         missing.len(),
         s.log()
     );
-    wait_until("2 dead letters", Duration::from_secs(30), || {
-        json_lines(&s.path("dlq.jsonl")).len() == 2
+    wait_until("3 dead letters", Duration::from_secs(30), || {
+        json_lines(&s.path("dlq.jsonl")).len() == 3
     });
     assert_eq!(s.terminate(), 0, "{}", s.log());
 
@@ -159,6 +184,13 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
         "an event was delivered twice without a crash"
     );
     let dlq = json_lines(&s.path("dlq.jsonl"));
+    assert!(
+        dlq.iter().any(|d| d["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unknown sluice envelope version `2`")),
+        "{dlq:?}"
+    );
     assert!(
         dlq.iter().all(|d| d["origin"]
             .as_str()
@@ -428,4 +460,22 @@ fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once()
     );
     assert_eq!(a.terminate(), 0);
     assert_eq!(b.terminate(), 0);
+}
+
+#[test]
+fn a_pull_source_with_the_kafka_buffer_fails_validate_and_run() {
+    let file =
+        sluice_tests::root().join("tests/fixtures/config/invalid/17-pull-source-with-kafka.yaml");
+    let expected = "source `file` pulls its data and cannot use the kafka buffer; use bounded_blocking, or a push source such as http";
+    for command in ["validate", "run"] {
+        let out = std::process::Command::new(sluice_tests::sluice_bin())
+            .arg(command)
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "sluice {command}: {stderr}");
+        assert!(stderr.contains(expected), "sluice {command}: {stderr}");
+        assert!(stderr.contains("line 6"), "sluice {command}: {stderr}");
+    }
 }

@@ -75,7 +75,18 @@ pub trait Buffer: Send + Sync {
 /// Records read together, with the handle that acknowledges them.
 pub struct Batch {
     pub records: Vec<Record>,
+    /// Records the buffer read but could not open (an unknown envelope version, and later a
+    /// record that fails to decrypt). They go to the dead-letter file with the reason, never
+    /// to the deserializer, and are acknowledged with the batch so they never stall it.
+    pub unreadable: Vec<Unreadable>,
     pub ack: Acknowledgement,
+}
+
+/// A record the buffer could not open, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub record: Record,
+    pub reason: String,
 }
 
 /// Call [`Acknowledgement::acknowledge`] once every event from the batch is accepted by the

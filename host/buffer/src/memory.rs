@@ -129,7 +129,11 @@ impl BufferReader for MemoryBuffer {
                         let records: Vec<Record> = queue.drain(..n).collect();
                         let room = inner.room.clone();
                         let ack = Acknowledgement::new(move || room.add_permits(n));
-                        return Some(Batch { records, ack });
+                        return Some(Batch {
+                            records,
+                            unreadable: Vec::new(),
+                            ack,
+                        });
                     }
                 }
             }

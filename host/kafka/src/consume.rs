@@ -21,7 +21,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer as _, ConsumerContext
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use sluice_buffer::{Acknowledgement, Batch, Record};
+use sluice_buffer::{Acknowledgement, Batch, Record, Unreadable};
 use tokio::sync::mpsc;
 
 use crate::commit::{Range, Tracker};
@@ -264,9 +264,10 @@ impl Consumer {
     /// waits at most `delay` for the rest.
     fn gather(&self, poll_warned: &mut Option<Instant>) -> Option<Batch> {
         let mut records = Vec::new();
+        let mut unreadable = Vec::new();
         let mut ranges: Vec<Range> = Vec::new();
         let mut filled_by: Option<Instant> = None;
-        while records.len() < self.config.batch_size {
+        while records.len() + unreadable.len() < self.config.batch_size {
             let wait = match filled_by {
                 Some(at) => match at.checked_duration_since(Instant::now()) {
                     Some(left) => left.min(POLL),
@@ -276,7 +277,7 @@ impl Consumer {
                 None => POLL,
             };
             let Some(result) = self.consumer.poll(wait) else {
-                if records.is_empty() {
+                if records.is_empty() && unreadable.is_empty() {
                     // Back to the loop, which commits on time and notices a close.
                     return None;
                 }
@@ -293,7 +294,7 @@ impl Consumer {
                         tracing::warn!(topic = %self.config.topic, error = %e, "kafka poll failed; retrying");
                         *poll_warned = Some(Instant::now());
                     }
-                    if records.is_empty() {
+                    if records.is_empty() && unreadable.is_empty() {
                         std::thread::sleep(POLL / 2);
                         return None;
                     }
@@ -319,6 +320,7 @@ impl Consumer {
                     end: offset + 1,
                 }),
             }
+            let version = envelope::header(&m, envelope::VERSION);
             let payload = m.payload().unwrap_or_default().to_vec();
             let received_at_ms = envelope::header(&m, envelope::RECEIVED_AT)
                 .and_then(|v| v.parse().ok())
@@ -332,21 +334,25 @@ impl Consumer {
                 .stats
                 .bytes_consumed
                 .fetch_add(payload.len() as u64, Ordering::Relaxed);
-            records.push(Record {
+            let record = Record {
                 payload,
                 key: m.key().map(<[u8]>::to_vec),
                 received_at_ms,
                 origin: format!("kafka:{}/{partition}@{offset}", m.topic()),
-            });
+            };
+            match envelope::readable(version) {
+                Ok(()) => records.push(record),
+                Err(reason) => unreadable.push(Unreadable { record, reason }),
+            }
             filled_by.get_or_insert_with(|| Instant::now() + self.config.delay);
         }
-        if records.is_empty() {
+        if records.is_empty() && unreadable.is_empty() {
             return None;
         }
         self.shared
             .stats
             .records_consumed
-            .fetch_add(records.len() as u64, Ordering::Relaxed);
+            .fetch_add((records.len() + unreadable.len()) as u64, Ordering::Relaxed);
         self.shared.in_flight.fetch_add(1, Ordering::SeqCst);
         let guard = AckGuard {
             shared: self.shared.clone(),
@@ -357,7 +363,11 @@ impl Consumer {
             let mut guard = guard;
             guard.acked = true;
         });
-        Some(Batch { records, ack })
+        Some(Batch {
+            records,
+            unreadable,
+            ack,
+        })
     }
 
     /// Waits up to `drain_timeout` for the batches handed out, commits, and leaves the group.

@@ -29,6 +29,18 @@ pub(crate) fn headers(received_at_ms: u64, origin: &str) -> OwnedHeaders {
         })
 }
 
+/// Whether this build can read a record with this version header. A record with no envelope
+/// (written to the topic by another producer) is read as raw bytes.
+pub(crate) fn readable(version: Option<&str>) -> Result<(), String> {
+    match version {
+        None | Some(CURRENT) => Ok(()),
+        Some(other) => Err(format!(
+            "unknown sluice envelope version `{other}` (this sluice reads version {CURRENT}); \
+             upgrade sluice to read it"
+        )),
+    }
+}
+
 /// A header's text value.
 pub(crate) fn header<'a>(m: &'a impl Message, name: &str) -> Option<&'a str> {
     m.headers()?

@@ -43,20 +43,14 @@ pub struct Outputs {
 /// Runs until the buffer is closed and drained.
 pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: Arc<Outputs>) {
     let mut decoder = Some(decoder);
-    while let Some(batch) = reader.read().await {
-        outputs
-            .counters
-            .consumed
-            .fetch_add(batch.records.len() as u64, Ordering::Relaxed);
-        let records: Vec<RawRecord> = batch
-            .records
+    while let Some(mut batch) = reader.read().await {
+        outputs.counters.consumed.fetch_add(
+            (batch.records.len() + batch.unreadable.len()) as u64,
+            Ordering::Relaxed,
+        );
+        let records: Vec<RawRecord> = std::mem::take(&mut batch.records)
             .into_iter()
-            .map(|r| RawRecord {
-                payload: r.payload,
-                key: r.key,
-                received_at_ms: r.received_at_ms,
-                origin: r.origin,
-            })
+            .map(raw)
             .collect();
         let mut d = decoder
             .take()
@@ -70,7 +64,15 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
         .expect("the decoder does not panic: plugin faults are values");
         decoder = Some(d);
 
-        let (events, dead) = sort(&outputs.pipeline, &records, decoded);
+        let (events, mut dead) = sort(&outputs.pipeline, &records, decoded);
+        for u in &batch.unreadable {
+            tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
+            dead.push(dead_letter(
+                &outputs.pipeline,
+                &raw(u.record.clone()),
+                &u.reason,
+            ));
+        }
         let n_dead = dead.len() as u64;
         deliver(&outputs.dlq, &lines(&dead)).await;
         let n_events = events.len() as u64;
@@ -91,6 +93,15 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
             .counters
             .acknowledged
             .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn raw(r: sluice_buffer::Record) -> RawRecord {
+    RawRecord {
+        payload: r.payload,
+        key: r.key,
+        received_at_ms: r.received_at_ms,
+        origin: r.origin,
     }
 }
 
