@@ -8,6 +8,16 @@ fn main() {
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/target/wasm32-wasip2/release");
+    // Cargo does not notice a watched file that appears later, so also watch the deepest
+    // folder that exists: building the plugins then changes it and re-runs this script.
+    let mut watch = dir.as_path();
+    while !watch.exists() {
+        match watch.parent() {
+            Some(parent) => watch = parent,
+            None => break,
+        }
+    }
+    println!("cargo:rerun-if-changed={}", watch.display());
     let mut code = String::from("pub(crate) const BUILTIN: &[(&str, &[u8])] = &[\n");
     for name in ["json", "ndjson"] {
         let path = dir.join(format!("{name}.wasm"));

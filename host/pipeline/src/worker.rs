@@ -64,7 +64,7 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
         .expect("the decoder does not panic: plugin faults are values");
         decoder = Some(d);
 
-        let (events, mut dead) = sort(&outputs.pipeline, &records, decoded);
+        let (events, n_events, mut dead) = sort(&outputs.pipeline, &records, decoded);
         for u in &batch.unreadable {
             tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
             dead.push(dead_letter(
@@ -75,8 +75,7 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
         }
         let n_dead = dead.len() as u64;
         deliver(&outputs.dlq, &lines(&dead)).await;
-        let n_events = events.len() as u64;
-        let events = lines(&events);
+        let n_events = n_events as u64;
         for sink in &outputs.sinks {
             deliver(sink, &events).await;
         }
@@ -105,43 +104,63 @@ fn raw(r: sluice_buffer::Record) -> RawRecord {
     }
 }
 
-/// Splits outcomes into events and dead-letter entries. A record whose plugin output is not
-/// all JSON objects is dead-lettered whole, so a record is never half-delivered.
-fn sort(pipeline: &str, records: &[RawRecord], decoded: Vec<Decoded>) -> (Vec<Value>, Vec<Value>) {
+/// Splits outcomes into event lines (ready for the sinks) and dead-letter entries. A record
+/// whose plugin output is not all JSON objects is dead-lettered whole, so a record is never
+/// half-delivered.
+fn sort(
+    pipeline: &str,
+    records: &[RawRecord],
+    decoded: Vec<Decoded>,
+) -> (Vec<u8>, usize, Vec<Value>) {
     let mut events = Vec::new();
+    let mut n_events = 0;
     let mut dead = Vec::new();
     for (record, outcome) in records.iter().zip(decoded) {
         let reason = match outcome {
-            Decoded::Events(texts) => match parse_events(&texts) {
-                Ok(parsed) => {
-                    events.extend(parsed);
-                    continue;
+            Decoded::Events(texts) => {
+                let mark = events.len();
+                match append_events(&texts, &mut events) {
+                    Ok(()) => {
+                        n_events += texts.len();
+                        continue;
+                    }
+                    Err(reason) => {
+                        events.truncate(mark);
+                        reason
+                    }
                 }
-                Err(reason) => reason,
-            },
+            }
             Decoded::Malformed(reason) => reason,
             Decoded::Trapped(reason) => format!("plugin trapped: {reason}"),
         };
         tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
         dead.push(dead_letter(pipeline, record, &reason));
     }
-    (events, dead)
+    (events, n_events, dead)
 }
 
-fn parse_events(texts: &[String]) -> Result<Vec<Value>, String> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, text)| match serde_json::from_str::<Value>(text) {
-            Ok(v @ Value::Object(_)) => Ok(v),
-            Ok(_) => Err(format!(
+/// Checks that each text is one JSON object and appends it as one line. The plugin's text is
+/// kept as it is (validated, not rebuilt) unless it spans lines.
+fn append_events(texts: &[String], out: &mut Vec<u8>) -> Result<(), String> {
+    for (i, text) in texts.iter().enumerate() {
+        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(text)
+            .map_err(|e| format!("plugin returned event {i} that is not valid JSON: {e}"))?;
+        let raw = raw.get().trim();
+        if !raw.starts_with('{') {
+            return Err(format!(
                 "plugin returned event {i} that is not a JSON object"
-            )),
-            Err(e) => Err(format!(
-                "plugin returned event {i} that is not valid JSON: {e}"
-            )),
-        })
-        .collect()
+            ));
+        }
+        if raw.contains('\n') {
+            // Whitespace between tokens (strings cannot hold a raw newline): re-serialize.
+            let v: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            out.extend_from_slice(v.to_string().as_bytes());
+        } else {
+            out.extend_from_slice(raw.as_bytes());
+        }
+        out.push(b'\n');
+    }
+    Ok(())
 }
 
 fn dead_letter(pipeline: &str, record: &RawRecord, reason: &str) -> Value {
