@@ -96,6 +96,44 @@ impl Sluice {
         s
     }
 
+    /// [`Sluice::start`] for pipelines without an http source: returns once the log says
+    /// every pipeline is ready.
+    pub fn start_without_listener(pipeline_yaml: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = pipeline_yaml.replace("{dir}", &dir.path().display().to_string());
+        let file = dir.path().join("pipelines.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        let child = Command::new(sluice_bin())
+            .arg("run")
+            .arg(&file)
+            .arg("--plugins")
+            .arg(plugin_dir())
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap())
+            .spawn()
+            .expect("starting sluice");
+        let mut s = Self {
+            child,
+            dir,
+            port: 0,
+        };
+        let started = Instant::now();
+        while !s.log().contains("all pipelines ready") {
+            if let Some(status) = s.child.try_wait().unwrap() {
+                panic!("sluice exited with {status}:\n{}", s.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "not ready:\n{}",
+                s.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+
     fn wait_ready(&mut self) {
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {

@@ -204,3 +204,38 @@ fn plugins_list_shows_built_ins_and_folder_plugins() {
     // The folder's files replace the built-ins of the same name: one line each.
     assert_eq!(lines.len(), 2, "{stdout}");
 }
+
+#[test]
+fn the_file_source_reads_every_line_and_dead_letters_the_bad_one() {
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        input.path(),
+        "{\"n\":1}\n{\"n\":2}\r\n\nnot json\n{\"n\":3}",
+    )
+    .unwrap();
+    let yaml = format!(
+        "file-pipeline:\n  delay: 20ms\n  source:\n    file:\n      path: {}\n  sink:\n    - file:\n        path: {{dir}}/out.jsonl\n  dlq_path: {{dir}}/dlq.jsonl\n# port {{port}} unused\n",
+        input.path().display()
+    );
+    let mut s = Sluice::start_without_listener(&yaml);
+    let started = std::time::Instant::now();
+    while json_lines(&s.path("out.jsonl")).len() < 3 || json_lines(&s.path("dlq.jsonl")).is_empty()
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+    let got = json_lines(&s.path("out.jsonl"));
+    assert_eq!(got, vec![json!({"n":1}), json!({"n":2}), json!({"n":3})]);
+    let dlq = json_lines(&s.path("dlq.jsonl"));
+    assert_eq!(dlq.len(), 1);
+    assert_eq!(
+        dlq[0]["origin"],
+        format!("file:{}:4", input.path().display()),
+        "the origin names the file and line"
+    );
+}

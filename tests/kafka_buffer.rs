@@ -40,6 +40,7 @@ fn record(i: usize) -> Record {
         key: Some(format!("k{i}").into_bytes()),
         received_at_ms: 1_700_000_000_000 + i as u64,
         origin: "http:/log/ingest".to_owned(),
+        content_type: Some("application/json".to_owned()),
     }
 }
 
@@ -109,7 +110,16 @@ async fn records_round_trip_once_and_a_restart_resumes_after_the_commit() {
         record(0).received_at_ms,
         "receive time survives the buffer"
     );
-    assert_eq!(first.origin, format!("kafka:{topic}/0@0"));
+    assert_eq!(
+        first.content_type.as_deref(),
+        Some("application/json"),
+        "the content type survives the buffer"
+    );
+    assert_eq!(
+        first.origin,
+        format!("http:/log/ingest via kafka:{topic}/0@0"),
+        "the source's origin survives, with the Kafka position"
+    );
     let stats = buffer.stats();
     close(buffer, reader).await;
     assert_eq!(stats.records_committed.load(Ordering::Relaxed), 40);

@@ -195,15 +195,34 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
         dlq.iter().all(|d| d["origin"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("kafka:{topic}/"))),
+            .contains(&format!("kafka:{topic}/"))),
         "{dlq:?}"
     );
-    for (partition, committed, end) in committed_and_end(&bootstrap, &topic, &group) {
+    let offsets = committed_and_end(&bootstrap, &topic, &group);
+    for (partition, committed, end) in &offsets {
         assert_eq!(
             committed, end,
             "partition {partition}: committed {committed} of {end}"
         );
     }
+    // The buffer's counters (logged at shutdown) match what Kafka holds.
+    let records: i64 = offsets.iter().map(|(_, _, end)| end).sum();
+    let log = s.log();
+    for counter in ["records_consumed", "records_committed"] {
+        assert_eq!(
+            logged(&log, counter),
+            Some(records),
+            "{counter} in the shutdown summary:\n{log}"
+        );
+    }
+    assert_eq!(logged(&log, "negative_acknowledgements"), Some(0));
+}
+
+/// A `key=value` number from the `kafka buffer stopped` log line.
+fn logged(log: &str, key: &str) -> Option<i64> {
+    let line = log.lines().find(|l| l.contains("kafka buffer stopped"))?;
+    let rest = line.split(&format!(" {key}=")).nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub struct Record {
     pub received_at_ms: u64,
     /// Where it came from, for error reports (`http:/log/ingest`).
     pub origin: String,
+    /// What the source was told the bytes are (http: the `Content-Type` header), when known.
+    pub content_type: Option<String>,
 }
 
 /// Why a write was refused. Nothing refused was accepted: the source tells its client.

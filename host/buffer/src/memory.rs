@@ -157,6 +157,7 @@ mod tests {
             key: None,
             received_at_ms: 0,
             origin: "t".into(),
+            content_type: None,
         }
     }
 

@@ -334,11 +334,17 @@ impl Consumer {
                 .stats
                 .bytes_consumed
                 .fetch_add(payload.len() as u64, Ordering::Relaxed);
+            let position = format!("kafka:{}/{partition}@{offset}", m.topic());
             let record = Record {
                 payload,
                 key: m.key().map(<[u8]>::to_vec),
                 received_at_ms,
-                origin: format!("kafka:{}/{partition}@{offset}", m.topic()),
+                // Where the source got it, and where it sits in Kafka.
+                origin: match envelope::header(&m, envelope::ORIGIN) {
+                    Some(source) => format!("{source} via {position}"),
+                    None => position,
+                },
+                content_type: envelope::header(&m, envelope::CONTENT_TYPE).map(str::to_owned),
             };
             match envelope::readable(version) {
                 Ok(()) => records.push(record),

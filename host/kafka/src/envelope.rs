@@ -8,13 +8,18 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 pub(crate) const VERSION: &str = "sluice-envelope";
 pub(crate) const RECEIVED_AT: &str = "sluice-received-at-ms";
 pub(crate) const ORIGIN: &str = "sluice-origin";
+pub(crate) const CONTENT_TYPE: &str = "sluice-content-type";
 
 /// The version this build writes.
 pub(crate) const CURRENT: &str = "1";
 
-pub(crate) fn headers(received_at_ms: u64, origin: &str) -> OwnedHeaders {
+pub(crate) fn headers(
+    received_at_ms: u64,
+    origin: &str,
+    content_type: Option<&str>,
+) -> OwnedHeaders {
     let received = received_at_ms.to_string();
-    OwnedHeaders::new_with_capacity(3)
+    let headers = OwnedHeaders::new_with_capacity(4)
         .insert(Header {
             key: VERSION,
             value: Some(CURRENT),
@@ -26,7 +31,14 @@ pub(crate) fn headers(received_at_ms: u64, origin: &str) -> OwnedHeaders {
         .insert(Header {
             key: ORIGIN,
             value: Some(origin),
-        })
+        });
+    match content_type {
+        Some(value) => headers.insert(Header {
+            key: CONTENT_TYPE,
+            value: Some(value),
+        }),
+        None => headers,
+    }
 }
 
 /// Whether this build can read a record with this version header. A record with no envelope

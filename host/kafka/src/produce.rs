@@ -66,7 +66,11 @@ impl KafkaBuffer {
         for record in records {
             let mut future = FutureRecord::<[u8], [u8]>::to(&inner.config.topic)
                 .payload(&record.payload)
-                .headers(envelope::headers(record.received_at_ms, &record.origin))
+                .headers(envelope::headers(
+                    record.received_at_ms,
+                    &record.origin,
+                    record.content_type.as_deref(),
+                ))
                 .timestamp(i64::try_from(record.received_at_ms).unwrap_or(i64::MAX));
             if let Some(key) = &record.key {
                 future = future.key(key);

@@ -48,6 +48,11 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
             (batch.records.len() + batch.unreadable.len()) as u64,
             Ordering::Relaxed,
         );
+        let content_types: Vec<Option<String>> = batch
+            .records
+            .iter()
+            .map(|r| r.content_type.clone())
+            .collect();
         let records: Vec<RawRecord> = std::mem::take(&mut batch.records)
             .into_iter()
             .map(raw)
@@ -64,12 +69,14 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
         .expect("the decoder does not panic: plugin faults are values");
         decoder = Some(d);
 
-        let (events, n_events, mut dead) = sort(&outputs.pipeline, &records, decoded);
+        let (events, n_events, mut dead) =
+            sort(&outputs.pipeline, &records, &content_types, decoded);
         for u in &batch.unreadable {
             tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
             dead.push(dead_letter(
                 &outputs.pipeline,
                 &raw(u.record.clone()),
+                u.record.content_type.as_deref(),
                 &u.reason,
             ));
         }
@@ -110,12 +117,13 @@ fn raw(r: sluice_buffer::Record) -> RawRecord {
 fn sort(
     pipeline: &str,
     records: &[RawRecord],
+    content_types: &[Option<String>],
     decoded: Vec<Decoded>,
 ) -> (Vec<u8>, usize, Vec<Value>) {
     let mut events = Vec::new();
     let mut n_events = 0;
     let mut dead = Vec::new();
-    for (record, outcome) in records.iter().zip(decoded) {
+    for ((record, outcome), content_type) in records.iter().zip(decoded).zip(content_types) {
         let reason = match outcome {
             Decoded::Events(texts) => {
                 let mark = events.len();
@@ -134,7 +142,12 @@ fn sort(
             Decoded::Trapped(reason) => format!("plugin trapped: {reason}"),
         };
         tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
-        dead.push(dead_letter(pipeline, record, &reason));
+        dead.push(dead_letter(
+            pipeline,
+            record,
+            content_type.as_deref(),
+            &reason,
+        ));
     }
     (events, n_events, dead)
 }
@@ -163,7 +176,12 @@ fn append_events(texts: &[String], out: &mut Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
-fn dead_letter(pipeline: &str, record: &RawRecord, reason: &str) -> Value {
+fn dead_letter(
+    pipeline: &str,
+    record: &RawRecord,
+    content_type: Option<&str>,
+    reason: &str,
+) -> Value {
     let b64 = base64::engine::general_purpose::STANDARD;
     let now = SystemTime::now();
     json!({
@@ -172,6 +190,7 @@ fn dead_letter(pipeline: &str, record: &RawRecord, reason: &str) -> Value {
         "reason": reason,
         "payload": b64.encode(&record.payload),
         "key": record.key.as_ref().map(|k| b64.encode(k)),
+        "content_type": content_type,
         "received_at_ms": record.received_at_ms,
         "time": humantime::format_rfc3339_seconds(now).to_string(),
     })

@@ -58,6 +58,7 @@ pub async fn run(
                     key: None,
                     received_at_ms: super::now_ms(),
                     origin: format!("{origin}:{line_number}"),
+                    content_type: None,
                 });
             }
             line.clear();

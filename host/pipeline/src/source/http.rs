@@ -47,7 +47,15 @@ pub fn router(
         .with_state(state)
 }
 
-async fn ingest(State(state): State<Arc<HttpState>>, body: Bytes) -> Response {
+async fn ingest(
+    State(state): State<Arc<HttpState>>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     if body.is_empty() {
         return (StatusCode::BAD_REQUEST, "empty request body\n").into_response();
     }
@@ -68,6 +76,7 @@ async fn ingest(State(state): State<Arc<HttpState>>, body: Bytes) -> Response {
             key: None,
             received_at_ms,
             origin: state.origin.clone(),
+            content_type: content_type.clone(),
         })
         .collect();
     match state.writer.write(records, state.timeout).await {
