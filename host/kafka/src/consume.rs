@@ -4,9 +4,10 @@
 //! the worker that acknowledges), commit at most every `commit_interval`, and
 //! - when the batch channel has room: resume, poll up to `batch_size` records (waiting at most
 //!   `delay` once the first arrived) and send them as one batch;
-//! - when it is full (the sinks are behind): pause the assignment and keep polling, which
-//!   reads nothing but keeps the consumer in the group (Data Prepper stops polling here and
-//!   gets kicked out after `max.poll.interval.ms`).
+//! - when it is full (the sinks are behind) for more than a second: pause the assignment and
+//!   keep polling, which reads nothing but keeps the consumer in the group (Data Prepper stops
+//!   polling here and gets kicked out after `max.poll.interval.ms`). Shorter waits do not
+//!   pause: a pause drops librdkafka's prefetched records, which are fetched again.
 //!
 //! On revoke, acknowledged offsets of the revoked partitions are committed before they go.
 //! On close: stop reading, wait up to `drain_timeout` for the batches already handed out to
@@ -30,6 +31,9 @@ use crate::{KafkaBufferConfig, KafkaBufferError, KafkaStats, envelope};
 /// How long one poll blocks when there is nothing to read, and so how quickly the loop
 /// notices a close or room in the channel.
 const POLL: Duration = Duration::from_millis(100);
+
+/// How long the workers may be behind before the consumer pauses its partitions.
+const PAUSE_AFTER: Duration = Duration::from_secs(1);
 
 /// What the consumer thread and the acknowledging workers share.
 struct Shared {
@@ -195,6 +199,7 @@ impl Consumer {
     pub(crate) fn run(self) {
         let mut last_commit = Instant::now();
         let mut paused = false;
+        let mut full_since: Option<Instant> = None;
         let mut poll_warned: Option<Instant> = None;
         while !self.closed.load(Ordering::SeqCst) {
             if last_commit.elapsed() >= self.config.commit_interval {
@@ -204,7 +209,15 @@ impl Consumer {
             let permit = match self.batches.try_reserve() {
                 Ok(permit) => permit,
                 Err(mpsc::error::TrySendError::Full(())) => {
-                    // The workers are behind: read nothing, but stay in the group.
+                    // The workers are behind. Briefly, just wait: pausing drops what
+                    // librdkafka prefetched and it is fetched again on resume, which costs the
+                    // broker more than a short wait. For longer, pause and keep polling, so
+                    // nothing more is fetched and the consumer stays in the group.
+                    let since = *full_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < PAUSE_AFTER {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
                     if !paused {
                         paused = self.set_paused(true);
                     }
@@ -213,6 +226,7 @@ impl Consumer {
                 }
                 Err(mpsc::error::TrySendError::Closed(())) => break,
             };
+            full_since = None;
             if paused {
                 paused = !self.set_paused(false);
             }

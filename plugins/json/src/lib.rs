@@ -7,6 +7,7 @@ wit_bindgen::generate!({ world: "configurable-deserializer", path: "../../wit" }
 use exports::sluice::plugin::configure::{Guest as Configure, OptionEntry};
 use exports::sluice::plugin::raw_byte_handler::{Guest, Outcome, RawRecord};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 struct Json;
 
@@ -25,20 +26,51 @@ impl Configure for Json {
     }
 }
 
+/// Validates without building a tree: each object's text is returned as it was sent (same key
+/// order and spelling), which is also much cheaper than parsing into `Value`s and printing
+/// them again.
 fn parse(payload: &[u8]) -> Outcome {
-    match serde_json::from_slice::<Value>(payload) {
-        Ok(Value::Object(object)) => Outcome::Events(vec![Value::Object(object).to_string()]),
-        Ok(Value::Array(items)) => items
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Value::Object(_) => Ok(item.to_string()),
-                other => Err(format!("element {i} of the array is {}, not an object", kind(&other))),
-            })
-            .collect::<Result<_, _>>()
-            .map_or_else(Outcome::Malformed, Outcome::Events),
-        Ok(other) => Outcome::Malformed(format!("expected a JSON object or array of objects, got {}", kind(&other))),
-        Err(e) => Outcome::Malformed(format!("invalid JSON: {e}")),
+    let text = match std::str::from_utf8(payload) {
+        Ok(text) => text,
+        Err(e) => return Outcome::Malformed(format!("invalid JSON: not UTF-8 ({e})")),
+    };
+    match text.trim_start().as_bytes().first() {
+        Some(b'{') => match serde_json::from_str::<&RawValue>(text) {
+            Ok(object) => Outcome::Events(vec![object.get().to_owned()]),
+            Err(e) => Outcome::Malformed(format!("invalid JSON: {e}")),
+        },
+        Some(b'[') => match serde_json::from_str::<Vec<&RawValue>>(text) {
+            Ok(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match raw_kind(item) {
+                    "an object" => Ok(item.get().to_owned()),
+                    other => Err(format!("element {i} of the array is {other}, not an object")),
+                })
+                .collect::<Result<_, _>>()
+                .map_or_else(Outcome::Malformed, Outcome::Events),
+            Err(e) => Outcome::Malformed(format!("invalid JSON: {e}")),
+        },
+        // Not an object or array: say what it is (this path is rare, so a full parse is fine).
+        _ => match serde_json::from_str::<Value>(text) {
+            Ok(other) => Outcome::Malformed(format!(
+                "expected a JSON object or array of objects, got {}",
+                kind(&other)
+            )),
+            Err(e) => Outcome::Malformed(format!("invalid JSON: {e}")),
+        },
+    }
+}
+
+/// What a (valid) raw JSON value is, from its first character.
+fn raw_kind(value: &RawValue) -> &'static str {
+    match value.get().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
     }
 }
 
