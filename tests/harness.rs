@@ -56,6 +56,22 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Starts `sluice run DIR/pipelines.yaml` with its data in `DIR/data` and stderr to `log`.
+fn run_command(dir: &Path, extra: &[&str], log: std::fs::File) -> Child {
+    Command::new(sluice_bin())
+        .arg("run")
+        .arg(dir.join("pipelines.yaml"))
+        .arg("--plugins")
+        .arg(plugin_dir())
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("starting sluice")
+}
+
 /// A running `sluice run`.
 pub struct Sluice {
     pub child: Child,
@@ -79,18 +95,11 @@ impl Sluice {
             .replace("{dir}", &dir.path().display().to_string());
         let file = dir.path().join("pipelines.yaml");
         std::fs::write(&file, yaml).unwrap();
-        let child = Command::new(sluice_bin())
-            .arg("run")
-            .arg(&file)
-            .arg("--plugins")
-            .arg(plugin_dir())
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap())
-            .spawn()
-            .expect("starting sluice");
+        let child = run_command(
+            dir.path(),
+            extra,
+            std::fs::File::create(dir.path().join("sluice.log")).unwrap(),
+        );
         let mut s = Self { child, dir, port };
         s.wait_ready();
         s
@@ -103,17 +112,11 @@ impl Sluice {
         let yaml = pipeline_yaml.replace("{dir}", &dir.path().display().to_string());
         let file = dir.path().join("pipelines.yaml");
         std::fs::write(&file, yaml).unwrap();
-        let child = Command::new(sluice_bin())
-            .arg("run")
-            .arg(&file)
-            .arg("--plugins")
-            .arg(plugin_dir())
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap())
-            .spawn()
-            .expect("starting sluice");
+        let child = run_command(
+            dir.path(),
+            &[],
+            std::fs::File::create(dir.path().join("sluice.log")).unwrap(),
+        );
         let mut s = Self {
             child,
             dir,
@@ -244,18 +247,7 @@ impl Sluice {
             .append(true)
             .open(self.path("sluice.log"))
             .unwrap();
-        self.child = Command::new(sluice_bin())
-            .arg("run")
-            .arg(self.path("pipelines.yaml"))
-            .arg("--plugins")
-            .arg(plugin_dir())
-            .arg("--data-dir")
-            .arg(self.path("data"))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("starting sluice");
+        self.child = run_command(self.dir.path(), extra, log);
         self.wait_ready();
     }
 

@@ -796,6 +796,16 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
     }
     for (i, topic) in kafka.topics.iter().enumerate() {
         let at = format!("{path}.topics[{i}]");
+        if topic.max_poll_interval < topic.session_timeout {
+            errors.at(
+                &join(&at, "max_poll_interval"),
+                format!(
+                    "`{at}.max_poll_interval` ({}) must be at least `session_timeout` ({}), as Kafka requires",
+                    humantime::format_duration(topic.max_poll_interval),
+                    humantime::format_duration(topic.session_timeout)
+                ),
+            );
+        }
         for (field, value) in [("name", &topic.name), ("group_id", &topic.group_id)] {
             if value.trim().is_empty() {
                 errors.at(
