@@ -56,11 +56,14 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Starts `sluice run DIR/pipelines.yaml` with its data in `DIR/data` and stderr to `log`.
-fn run_command(dir: &Path, extra: &[&str], log: std::fs::File) -> Child {
+/// Starts `sluice run DIR/pipelines.yaml` with its data in `DIR/data`, `/metrics` on
+/// `metrics_port` and stderr to `log`.
+fn run_command(dir: &Path, metrics_port: u16, extra: &[&str], log: std::fs::File) -> Child {
     Command::new(sluice_bin())
         .arg("run")
         .arg(dir.join("pipelines.yaml"))
+        .arg("--metrics-addr")
+        .arg(format!("127.0.0.1:{metrics_port}"))
         .arg("--plugins")
         .arg(plugin_dir())
         .arg("--data-dir")
@@ -77,6 +80,8 @@ pub struct Sluice {
     pub child: Child,
     pub dir: tempfile::TempDir,
     pub port: u16,
+    /// Where `/metrics` and `/health` are served.
+    pub metrics_port: u16,
 }
 
 impl Sluice {
@@ -95,12 +100,19 @@ impl Sluice {
             .replace("{dir}", &dir.path().display().to_string());
         let file = dir.path().join("pipelines.yaml");
         std::fs::write(&file, yaml).unwrap();
+        let metrics_port = free_port();
         let child = run_command(
             dir.path(),
+            metrics_port,
             extra,
             std::fs::File::create(dir.path().join("sluice.log")).unwrap(),
         );
-        let mut s = Self { child, dir, port };
+        let mut s = Self {
+            child,
+            dir,
+            port,
+            metrics_port,
+        };
         s.wait_ready();
         s
     }
@@ -112,8 +124,10 @@ impl Sluice {
         let yaml = pipeline_yaml.replace("{dir}", &dir.path().display().to_string());
         let file = dir.path().join("pipelines.yaml");
         std::fs::write(&file, yaml).unwrap();
+        let metrics_port = free_port();
         let child = run_command(
             dir.path(),
+            metrics_port,
             &[],
             std::fs::File::create(dir.path().join("sluice.log")).unwrap(),
         );
@@ -121,6 +135,7 @@ impl Sluice {
             child,
             dir,
             port: 0,
+            metrics_port,
         };
         let started = Instant::now();
         while !s.log().contains("all pipelines ready") {
@@ -247,8 +262,28 @@ impl Sluice {
             .append(true)
             .open(self.path("sluice.log"))
             .unwrap();
-        self.child = run_command(self.dir.path(), extra, log);
+        self.child = run_command(self.dir.path(), self.metrics_port, extra, log);
         self.wait_ready();
+    }
+
+    /// GETs `path` on the metrics server: (status, body).
+    pub fn get_metrics_server(&self, path: &str) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut response = agent
+            .get(&format!("http://127.0.0.1:{}{path}", self.metrics_port))
+            .call()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = response.status().as_u16();
+        (status, response.body_mut().read_to_string().unwrap())
+    }
+
+    /// The value of the Prometheus sample `name{...pipeline="PIPELINE"...}`, if exported.
+    pub fn metric(&self, name: &str, pipeline: &str) -> Option<f64> {
+        let (_, text) = self.get_metrics_server("/metrics");
+        prometheus_value(&text, name, &[("pipeline", pipeline)])
     }
 
     /// POSTs with a deadline: `Err` for a transport error or no answer within `timeout`.
@@ -382,4 +417,21 @@ pub fn committed_and_end(bootstrap: &str, topic: &str, group: &str) -> Vec<(i32,
             (*p, c, high)
         })
         .collect()
+}
+
+/// The value of sample `name` whose labels include `labels`, from Prometheus text.
+pub fn prometheus_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = series.split_once('{').unwrap_or((series, "}"));
+            if metric != name {
+                return None;
+            }
+            let all = labels
+                .iter()
+                .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")));
+            all.then(|| value.parse().ok()).flatten()
+        })
 }

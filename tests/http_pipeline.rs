@@ -39,6 +39,30 @@ fn events_reach_the_file_sink_and_malformed_bodies_the_dlq() {
     assert_eq!(s.post("/log/ingest", b""), 400);
     assert_eq!(s.post("/log/ingest", &vec![b' '; 2048]), 413);
     assert_eq!(s.post("/other/path", b"{}"), 404);
+    // Metrics count what happened, once the workers are through.
+    let started = std::time::Instant::now();
+    while s.metric("sluice_eventsWritten", "http-pipeline") != Some(40.0)
+        || s.metric("sluice_recordsDeadLettered", "http-pipeline") != Some(1.0)
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let p = "http-pipeline";
+    assert_eq!(s.metric("bounded_blocking_recordsWritten", p), Some(21.0));
+    assert_eq!(
+        s.metric("bounded_blocking_numberOfRecordsFailedToParse", p),
+        Some(1.0)
+    );
+    assert_eq!(
+        s.metric("bounded_blocking_numberOfBufferSizeOverflows", p),
+        Some(0.0),
+        "413 comes from max_request_length, before the buffer"
+    );
+    assert_eq!(s.get_metrics_server("/health").0, 200);
     // Shutdown drains everything accepted.
     assert_eq!(s.terminate(), 0, "{}", s.log());
 
@@ -157,6 +181,8 @@ fn startup_names_the_plugin_and_pipeline_when_options_are_refused() {
         file.to_str().unwrap(),
         "--data-dir",
         data.to_str().unwrap(),
+        "--metrics-addr",
+        "127.0.0.1:0",
     ]);
     assert_eq!(code, Some(1));
     assert!(

@@ -4,7 +4,6 @@
 //! group; an unreachable broker fails fast.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use sluice_buffer::{Buffer, BufferReader, Record};
@@ -31,6 +30,8 @@ pub(crate) fn config(bootstrap: String, topic: &str, group: &str) -> KafkaBuffer
         sasl: None,
         producer_properties: BTreeMap::new(),
         consumer_properties: BTreeMap::new(),
+        pipeline: "test".to_owned(),
+        metric_prefix: "kafka_buffer".to_owned(),
     }
 }
 
@@ -122,8 +123,8 @@ async fn records_round_trip_once_and_a_restart_resumes_after_the_commit() {
     );
     let stats = buffer.stats();
     close(buffer, reader).await;
-    assert_eq!(stats.records_committed.load(Ordering::Relaxed), 40);
-    assert!(stats.positive_acknowledgements.load(Ordering::Relaxed) >= 3);
+    assert_eq!(stats.records_committed.get(), 40);
+    assert!(stats.positive_acknowledgements.get() >= 3);
 
     // The same group again: only what was written after the commit.
     let buffer = KafkaBuffer::connect(config(kafka_bootstrap(), &topic, &group))
@@ -160,11 +161,8 @@ async fn unacknowledged_batches_are_not_committed_and_are_read_again() {
     assert_eq!(acked.len() + dropped.len(), 30);
     let stats = buffer.stats();
     close(buffer, reader).await;
-    assert_eq!(
-        stats.records_committed.load(Ordering::Relaxed),
-        acked.len() as u64
-    );
-    assert!(stats.negative_acknowledgements.load(Ordering::Relaxed) >= 1);
+    assert_eq!(stats.records_committed.get(), acked.len() as u64);
+    assert!(stats.negative_acknowledgements.get() >= 1);
 
     let buffer = KafkaBuffer::connect(config(kafka_bootstrap(), &topic, &group))
         .await
@@ -194,12 +192,12 @@ async fn a_consumer_with_stalled_workers_keeps_polling_and_stays_in_the_group() 
     tokio::time::sleep(Duration::from_secs(10)).await;
     let stats = buffer.stats();
     assert!(
-        stats.records_consumed.load(Ordering::Relaxed) < 50,
+        stats.records_consumed.get() < 50,
         "a paused consumer still read everything"
     );
     let rest = read(&mut reader, 50 - first.len(), true).await;
     assert_eq!(
-        stats.partitions_revoked.load(Ordering::Relaxed),
+        stats.partitions_revoked.get(),
         0,
         "the stalled consumer lost its partitions"
     );
@@ -291,7 +289,7 @@ async fn records_of_an_unknown_envelope_version_are_unreadable_and_raw_records_a
     let stats = buffer.stats();
     close(buffer, reader).await;
     assert_eq!(
-        stats.records_committed.load(Ordering::Relaxed),
+        stats.records_committed.get(),
         2,
         "an unreadable record does not stall commits"
     );

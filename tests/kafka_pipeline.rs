@@ -18,6 +18,8 @@ struct Setup<'a> {
     partitions: u32,
     /// `None`: `{dir}/out/events.jsonl`.
     sink: Option<&'a Path>,
+    /// `custom_metric_prefix`, if any.
+    prefix: Option<&'a str>,
 }
 
 fn pipeline(s: &Setup<'_>) -> String {
@@ -38,6 +40,7 @@ kafka-pipeline:
       bootstrap_servers: [{bootstrap}]
       produce_timeout: 3s
       drain_timeout: 10s
+      {prefix}
       topics:
         - name: {topic}
           group_id: {group}
@@ -55,6 +58,9 @@ kafka-pipeline:
         topic = s.topic,
         group = s.group,
         partitions = s.partitions,
+        prefix = s
+            .prefix
+            .map_or(String::new(), |p| format!("custom_metric_prefix: {p}")),
     )
 }
 
@@ -141,6 +147,7 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
         group: &group,
         partitions: 2,
         sink: None,
+        prefix: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -175,6 +182,57 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
     wait_until("3 dead letters", Duration::from_secs(30), || {
         json_lines(&s.path("dlq.jsonl")).len() == 3
     });
+    // The metrics endpoint counts what this test did (all of it was consumed by now).
+    let (status, _) = s.get_metrics_server("/health");
+    assert_eq!(status, 200, "/health once every pipeline is ready");
+    let records: i64 = committed_and_end(&bootstrap, &topic, &group)
+        .iter()
+        .map(|(_, _, end)| end)
+        .sum();
+    let p = "kafka-pipeline";
+    let metric = |name: &str| s.metric(name, p);
+    wait_until(
+        "the consumed counter to reach the end offsets",
+        Duration::from_secs(10),
+        || metric("kafka_buffer_numberOfRecordsConsumed") == Some(records as f64),
+    );
+    assert_eq!(
+        metric("kafka_buffer_numberOfRecordsFailedToParse"),
+        Some(2.0),
+        "2 malformed bodies"
+    );
+    assert_eq!(
+        metric("kafka_buffer_numberOfRecordsUnreadable"),
+        Some(1.0),
+        "1 foreign envelope"
+    );
+    assert_eq!(
+        metric("kafka_buffer_numberOfBufferSizeOverflows"),
+        Some(1.0),
+        "the 413"
+    );
+    assert_eq!(
+        metric("kafka_buffer_recordsWritten"),
+        Some((records - 1) as f64),
+        "every record but the foreign one came through the http source"
+    );
+    assert_eq!(metric("sluice_eventsWritten"), Some(want.len() as f64));
+    assert!(metric("kafka_buffer_numberOfBytesConsumed").is_some_and(|b| b > 3_000_000.0));
+    assert!(metric("kafka_buffer_numberOfPositiveAcknowledgements").is_some_and(|n| n >= 1.0));
+    assert_eq!(
+        metric("kafka_buffer_numberOfNegativeAcknowledgements"),
+        Some(0.0)
+    );
+    let (_, text) = s.get_metrics_server("/metrics");
+    let calls = sluice_tests::prometheus_value(
+        &text,
+        "sluice_plugin_calls",
+        &[("pipeline", p), ("plugin", "json")],
+    );
+    assert!(
+        calls.is_some_and(|c| c >= 1.0),
+        "plugin calls: {calls:?}\n{text}"
+    );
     assert_eq!(s.terminate(), 0, "{}", s.log());
 
     let counts = id_counts(&sink);
@@ -235,6 +293,7 @@ fn kill_9_at_random_moments_loses_no_accepted_event() {
         group: &group,
         partitions: 2,
         sink: None,
+        prefix: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let port = s.port;
@@ -318,6 +377,7 @@ fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss(
         group: &group,
         partitions: 1,
         sink: None,
+        prefix: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut acked = Vec::new();
@@ -375,6 +435,7 @@ fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
         group: &group,
         partitions: 1,
         sink: Some(&sink_path),
+        prefix: Some("dns"),
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -409,6 +470,15 @@ fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
         "after the sink recovered:\n{}",
         s.log()
     );
+    // `custom_metric_prefix` names the buffer's metrics.
+    assert_eq!(
+        s.metric("dns_numberOfRecordsCommitted", "kafka-pipeline"),
+        Some(4.0)
+    );
+    assert_eq!(
+        s.metric("kafka_buffer_numberOfRecordsCommitted", "kafka-pipeline"),
+        None
+    );
     assert_eq!(s.terminate(), 0, "{}", s.log());
 }
 
@@ -431,6 +501,7 @@ fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once()
         group: &group,
         partitions: 4,
         sink: None,
+        prefix: None,
     };
     let mut a = Sluice::start(&pipeline(&setup));
     let mut b = Sluice::start(&pipeline(&setup));
@@ -490,6 +561,11 @@ fn a_pull_source_with_the_kafka_buffer_fails_validate_and_run() {
         let out = std::process::Command::new(sluice_tests::sluice_bin())
             .arg(command)
             .arg(&file)
+            .args(if command == "run" {
+                &["--metrics-addr", "127.0.0.1:0"][..]
+            } else {
+                &[]
+            })
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -324,6 +324,8 @@ fn sluice_end_to_end(args: &Args, bodies: &[Vec<u8>]) -> anyhow::Result<Duration
     let child = Command::new(&bin)
         .arg("run")
         .arg(&file)
+        .arg("--metrics-addr")
+        .arg("127.0.0.1:0")
         .arg("--plugins")
         .arg(&args.plugins)
         .arg("--data-dir")

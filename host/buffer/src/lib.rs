@@ -43,6 +43,40 @@ pub enum WriteError {
     Unavailable(String),
 }
 
+/// A count that is both readable in-process (shutdown summaries, tests) and exported as a
+/// metric (`metrics` facade; the binary installs the Prometheus exporter).
+pub struct Count {
+    value: std::sync::atomic::AtomicU64,
+    metric: metrics::Counter,
+}
+
+impl Count {
+    /// The counter `name{pipeline}`.
+    pub fn new(name: &str, pipeline: &str) -> Self {
+        Self {
+            value: std::sync::atomic::AtomicU64::new(0),
+            metric: metrics::counter!(name.to_owned(), "pipeline" => pipeline.to_owned()),
+        }
+    }
+
+    pub fn add(&self, n: u64) {
+        self.value
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        self.metric.increment(n);
+    }
+
+    /// The count so far.
+    pub fn get(&self) -> u64 {
+        self.value.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Count {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
+    }
+}
+
 /// The write half, shared by a pipeline's sources.
 #[async_trait::async_trait]
 pub trait BufferWriter: Send + Sync {

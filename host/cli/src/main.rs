@@ -9,6 +9,8 @@ use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_plugin::{Plugin, PluginHost};
 
+mod server;
+
 mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 }
@@ -44,6 +46,9 @@ enum Command {
         /// How long shutdown may spend draining the buffers through the sinks.
         #[arg(long, default_value = "30s", value_parser = humantime_duration)]
         drain_timeout: Duration,
+        /// Where to serve `/metrics` (Prometheus) and `/health`.
+        #[arg(long, default_value = "0.0.0.0:4900")]
+        metrics_addr: std::net::SocketAddr,
     },
     /// Check a pipeline file: exit 0, or print every error and exit 2.
     Validate {
@@ -117,7 +122,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             plugins,
             data_dir,
             drain_timeout,
+            metrics_addr,
         } => {
+            let metrics = server::install_recorder()?;
             let host = PluginHost::new(Some(data_dir.join("plugin-cache")))?;
             let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
             let Some(config) = load_config(&file, &plugins)? else {
@@ -128,15 +135,21 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 drain_timeout,
             };
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            runtime.block_on(sluice_pipeline::run(
-                config,
-                &plugins,
-                options,
-                shutdown_signal(),
-                || {
+            let health = server::Health::default();
+            runtime.block_on(async {
+                server::serve(metrics_addr, metrics, health.clone()).await?;
+                let draining = health.clone();
+                let shutdown = async move {
+                    shutdown_signal().await;
+                    draining.set(false);
+                };
+                sluice_pipeline::run(config, &plugins, options, shutdown, || {
+                    health.set(true);
                     tracing::info!("all pipelines ready");
-                },
-            ))?;
+                })
+                .await?;
+                anyhow::Ok(())
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, plugins } => {

@@ -64,9 +64,7 @@ impl Shared {
             Ok(()) => {
                 let mut tracker = self.tracker.lock().expect("not poisoned");
                 let moved = tracker.committed(&offsets);
-                self.stats
-                    .records_committed
-                    .fetch_add(moved, Ordering::Relaxed);
+                self.stats.records_committed.add(moved);
                 tracing::debug!(topic = %self.topic, ?offsets, "committed");
             }
             Err(e) => {
@@ -82,6 +80,19 @@ pub(crate) struct Context {
 }
 
 impl ClientContext for Context {
+    /// librdkafka's statistics (every `statistics.interval.ms`): the consumer lag per partition.
+    fn stats(&self, statistics: rdkafka::Statistics) {
+        let Some(topic) = statistics.topics.get(&self.shared.topic) else {
+            return;
+        };
+        for (partition, p) in &topic.partitions {
+            // -1 is librdkafka's internal unassigned partition; a negative lag is unknown.
+            if *partition >= 0 && p.consumer_lag >= 0 {
+                self.shared.stats.consumer_lag(*partition, p.consumer_lag);
+            }
+        }
+    }
+
     fn error(&self, error: KafkaError, reason: &str) {
         let code = error.rdkafka_error_code();
         if matches!(
@@ -93,15 +104,9 @@ impl ClientContext for Context {
                     | RDKafkaErrorCode::GroupAuthorizationFailed
             )
         ) {
-            self.shared
-                .stats
-                .poll_auth_errors
-                .fetch_add(1, Ordering::Relaxed);
+            self.shared.stats.poll_auth_errors.add(1);
         }
-        self.shared
-            .stats
-            .poll_errors
-            .fetch_add(1, Ordering::Relaxed);
+        self.shared.stats.poll_errors.add(1);
         tracing::warn!(topic = %self.shared.topic, error = %error, reason, "kafka client error");
     }
 }
@@ -124,7 +129,7 @@ impl ConsumerContext for Context {
                 self.shared
                     .stats
                     .partitions_revoked
-                    .fetch_add(partitions.len() as u64, Ordering::Relaxed);
+                    .add(partitions.len() as u64);
                 tracing::info!(topic = %self.shared.topic, ?partitions, "partitions revoked");
             }
             Rebalance::Assign(list) => {
@@ -165,6 +170,7 @@ impl Consumer {
         client
             .set("group.id", &config.group_id)
             .set("client.id", format!("sluice-{}-{index}", config.group_id))
+            .set("statistics.interval.ms", "5000")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", &config.auto_offset_reset)
@@ -300,10 +306,7 @@ impl Consumer {
             let m = match result {
                 Ok(m) => m,
                 Err(e) => {
-                    self.shared
-                        .stats
-                        .poll_errors
-                        .fetch_add(1, Ordering::Relaxed);
+                    self.shared.stats.poll_errors.add(1);
                     if poll_warned.is_none_or(|at| at.elapsed() > Duration::from_secs(10)) {
                         tracing::warn!(topic = %self.config.topic, error = %e, "kafka poll failed; retrying");
                         *poll_warned = Some(Instant::now());
@@ -344,10 +347,7 @@ impl Consumer {
                         .and_then(|t| u64::try_from(t).ok())
                         .unwrap_or(0)
                 });
-            self.shared
-                .stats
-                .bytes_consumed
-                .fetch_add(payload.len() as u64, Ordering::Relaxed);
+            self.shared.stats.bytes_consumed.add(payload.len() as u64);
             let position = format!("kafka:{}/{partition}@{offset}", m.topic());
             let record = Record {
                 payload,
@@ -372,11 +372,18 @@ impl Consumer {
         self.shared
             .stats
             .records_consumed
-            .fetch_add((records.len() + unreadable.len()) as u64, Ordering::Relaxed);
+            .add((records.len() + unreadable.len()) as u64);
         self.shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let n = (records.len() + unreadable.len()) as f64;
+        self.shared.stats.in_flight.increment(n);
+        self.shared
+            .stats
+            .records_unreadable
+            .add(unreadable.len() as u64);
         let guard = AckGuard {
             shared: self.shared.clone(),
             ranges,
+            records: n,
             acked: false,
         };
         let ack = Acknowledgement::new(move || {
@@ -415,6 +422,7 @@ impl Consumer {
 struct AckGuard {
     shared: Arc<Shared>,
     ranges: Vec<Range>,
+    records: f64,
     acked: bool,
 }
 
@@ -426,14 +434,11 @@ impl Drop for AckGuard {
             for range in &self.ranges {
                 tracker.ack(*range);
             }
-            stats
-                .positive_acknowledgements
-                .fetch_add(1, Ordering::Relaxed);
+            stats.positive_acknowledgements.add(1);
         } else {
-            stats
-                .negative_acknowledgements
-                .fetch_add(1, Ordering::Relaxed);
+            stats.negative_acknowledgements.add(1);
         }
+        stats.in_flight.decrement(self.records);
         self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }

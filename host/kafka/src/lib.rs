@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -24,7 +24,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, Producer};
-use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter};
+use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter, Count};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 mod commit;
@@ -69,6 +69,10 @@ pub struct KafkaBufferConfig {
     pub producer_properties: BTreeMap<String, String>,
     /// Extra librdkafka consumer properties (likewise).
     pub consumer_properties: BTreeMap<String, String>,
+    /// The pipeline, for metric labels.
+    pub pipeline: String,
+    /// The start of this buffer's metric names (`kafka_buffer` unless configured).
+    pub metric_prefix: String,
 }
 
 impl std::fmt::Debug for KafkaBufferConfig {
@@ -136,38 +140,72 @@ pub enum KafkaBufferError {
     },
 }
 
-/// Counts of one Kafka buffer, named after Data Prepper's metrics.
-#[derive(Debug, Default)]
+/// Counts of one Kafka buffer. Exported as `<prefix>_<name>{pipeline}` with Data Prepper's
+/// names; the prefix is `custom_metric_prefix`, by default `kafka_buffer`.
+#[derive(Debug)]
 pub struct KafkaStats {
-    /// Records Kafka acknowledged to the producer.
-    pub records_written: AtomicU64,
-    /// Writes that failed: Kafka refused or did not acknowledge in time.
-    pub write_failures: AtomicU64,
-    /// Writes refused because the producer's local queue stayed full
-    /// (numberOfBufferSizeOverflows).
-    pub buffer_size_overflows: AtomicU64,
+    /// numberOfRecordsProduced: records Kafka acknowledged to the producer.
+    pub records_written: Count,
+    /// numberOfWriteFailures: writes Kafka refused or did not acknowledge in time.
+    pub write_failures: Count,
+    /// numberOfProducerQueueFull: writes refused because the producer's local queue stayed full.
+    pub write_timeouts: Count,
     /// numberOfRecordsConsumed.
-    pub records_consumed: AtomicU64,
+    pub records_consumed: Count,
     /// numberOfBytesConsumed (payload bytes).
-    pub bytes_consumed: AtomicU64,
+    pub bytes_consumed: Count,
     /// numberOfRecordsCommitted: offsets moved by commits.
-    pub records_committed: AtomicU64,
+    pub records_committed: Count,
     /// numberOfPositiveAcknowledgements: batches the pipeline acknowledged.
-    pub positive_acknowledgements: AtomicU64,
+    pub positive_acknowledgements: Count,
     /// numberOfNegativeAcknowledgements: batches dropped unacknowledged (their offsets are
     /// not committed; they are read again after a restart or rebalance).
-    pub negative_acknowledgements: AtomicU64,
-    /// Poll errors (broker down, ...).
-    pub poll_errors: AtomicU64,
+    pub negative_acknowledgements: Count,
+    /// numberOfPollErrors: poll and client errors (broker down, ...).
+    pub poll_errors: Count,
     /// numberOfPollAuthErrors.
-    pub poll_auth_errors: AtomicU64,
-    /// Rebalances that revoked partitions from this process.
-    pub partitions_revoked: AtomicU64,
+    pub poll_auth_errors: Count,
+    /// numberOfPartitionsRevoked.
+    pub partitions_revoked: Count,
+    /// numberOfRecordsUnreadable: records whose envelope this build cannot open.
+    pub records_unreadable: Count,
+    /// recordsInFlight: records handed to the workers and not yet acknowledged.
+    pub(crate) in_flight: metrics::Gauge,
+    prefix: String,
+    pipeline: String,
 }
 
 impl KafkaStats {
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
+    /// Registers the metrics of `pipeline`'s buffer under `prefix`.
+    pub fn new(prefix: &str, pipeline: &str) -> Self {
+        let count = |name: &str| Count::new(&format!("{prefix}_{name}"), pipeline);
+        Self {
+            records_written: count("numberOfRecordsProduced"),
+            write_failures: count("numberOfWriteFailures"),
+            write_timeouts: count("numberOfProducerQueueFull"),
+            records_consumed: count("numberOfRecordsConsumed"),
+            bytes_consumed: count("numberOfBytesConsumed"),
+            records_committed: count("numberOfRecordsCommitted"),
+            positive_acknowledgements: count("numberOfPositiveAcknowledgements"),
+            negative_acknowledgements: count("numberOfNegativeAcknowledgements"),
+            poll_errors: count("numberOfPollErrors"),
+            poll_auth_errors: count("numberOfPollAuthErrors"),
+            partitions_revoked: count("numberOfPartitionsRevoked"),
+            records_unreadable: count("numberOfRecordsUnreadable"),
+            in_flight: metrics::gauge!(format!("{prefix}_recordsInFlight"), "pipeline" => pipeline.to_owned()),
+            prefix: prefix.to_owned(),
+            pipeline: pipeline.to_owned(),
+        }
+    }
+
+    /// Sets the lag gauge of one partition.
+    pub(crate) fn consumer_lag(&self, partition: i32, lag: i64) {
+        metrics::gauge!(
+            format!("{}_consumerLag", self.prefix),
+            "pipeline" => self.pipeline.clone(),
+            "partition" => partition.to_string()
+        )
+        .set(lag as f64);
     }
 }
 
@@ -218,7 +256,7 @@ impl KafkaBuffer {
         }
         check_reachable(&producer, &config).await?;
 
-        let stats = Arc::new(KafkaStats::default());
+        let stats = Arc::new(KafkaStats::new(&config.metric_prefix, &config.pipeline));
         let closed = Arc::new(AtomicBool::new(false));
         // Room for one waiting batch per consumer: enough to keep workers busy, small enough
         // that a stalled sink holds at most `consumers` batches in memory beyond the workers'.

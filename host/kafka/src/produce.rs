@@ -31,11 +31,9 @@ impl BufferWriter for KafkaBuffer {
         let result = self.produce(&records, timeout).await;
         let stats = &inner.stats;
         match &result {
-            Ok(()) => stats
-                .records_written
-                .fetch_add(records.len() as u64, Ordering::Relaxed),
-            Err(WriteError::Full(_)) => stats.buffer_size_overflows.fetch_add(1, Ordering::Relaxed),
-            Err(_) => stats.write_failures.fetch_add(1, Ordering::Relaxed),
+            Ok(()) => stats.records_written.add(records.len() as u64),
+            Err(WriteError::Full(_)) => stats.write_timeouts.add(1),
+            Err(_) => stats.write_failures.add(1),
         };
         result
     }

@@ -6,12 +6,11 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use sluice_buffer::memory::MemoryBuffer;
 use sluice_config::{Buffer, Config, Sink, Source};
-use sluice_kafka::{KafkaBuffer, KafkaBufferConfig, KafkaBufferError, KafkaStats};
+use sluice_kafka::{KafkaBuffer, KafkaBufferConfig, KafkaBufferError};
 use sluice_plugin::{Decoder, Limits, Plugin, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -83,15 +82,14 @@ impl PipelineBuffer {
             }
             PipelineBuffer::Kafka(b) => {
                 let s = b.stats();
-                let get = KafkaStats::get;
                 tracing::info!(
                     pipeline,
-                    records_written = get(&s.records_written),
-                    write_failures = get(&s.write_failures),
-                    records_consumed = get(&s.records_consumed),
-                    records_committed = get(&s.records_committed),
-                    positive_acknowledgements = get(&s.positive_acknowledgements),
-                    negative_acknowledgements = get(&s.negative_acknowledgements),
+                    records_written = s.records_written.get(),
+                    write_failures = s.write_failures.get(),
+                    records_consumed = s.records_consumed.get(),
+                    records_committed = s.records_committed.get(),
+                    positive_acknowledgements = s.positive_acknowledgements.get(),
+                    negative_acknowledgements = s.negative_acknowledgements.get(),
                     "kafka buffer stopped"
                 );
             }
@@ -195,11 +193,11 @@ pub async fn run(
         let c = &outputs.counters;
         tracing::info!(
             pipeline = %name,
-            accepted = c.accepted.load(Ordering::Relaxed),
-            refused = c.refused.load(Ordering::Relaxed),
-            consumed = c.consumed.load(Ordering::Relaxed),
-            events = c.events.load(Ordering::Relaxed),
-            dead_lettered = c.dead_lettered.load(Ordering::Relaxed),
+            accepted = c.accepted.get(),
+            refused = c.refused.get(),
+            consumed = c.consumed.get(),
+            events = c.events.get(),
+            dead_lettered = c.dead_lettered.get(),
             "pipeline stopped"
         );
         buffer.log_summary(name);
@@ -208,6 +206,18 @@ pub async fn run(
         tracing::error!(drain_timeout = ?drain_timeout, "drain timed out; records not yet in the sinks are lost from memory buffers, and read again from kafka buffers after a restart");
     }
     Ok(())
+}
+
+/// The start of a buffer's metric names: `custom_metric_prefix`, else the buffer's name
+/// (`kafka_buffer`, `bounded_blocking`).
+pub(crate) fn buffer_metric_prefix(buffer: &Buffer) -> String {
+    match buffer {
+        Buffer::Kafka(k) => k
+            .custom_metric_prefix
+            .clone()
+            .unwrap_or_else(|| "kafka_buffer".to_owned()),
+        Buffer::BoundedBlocking(_) => "bounded_blocking".to_owned(),
+    }
 }
 
 /// The kafka buffer's settings from the pipeline file.
@@ -240,6 +250,8 @@ fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> 
             }),
         producer_properties: k.producer_properties.clone(),
         consumer_properties: k.consumer_properties.clone(),
+        pipeline: p.name.clone(),
+        metric_prefix: buffer_metric_prefix(&p.buffer),
     }
 }
 
@@ -305,7 +317,7 @@ async fn build(
                 source,
             })?,
     );
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(Counters::new(&name, &buffer_metric_prefix(&p.buffer)));
     let outputs = Arc::new(Outputs {
         pipeline: name.clone(),
         sinks,

@@ -3,31 +3,55 @@
 //! A sink failure is retried with backoff, and the batch is not acknowledged until it succeeds.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use sluice_buffer::BufferReader;
-use sluice_plugin::{Decoded, Decoder, RawRecord};
+use sluice_buffer::{BufferReader, Count};
+use sluice_plugin::{Decoded, Decoder, DecoderStats, RawRecord};
 
 use crate::sink::LineSink;
 
-/// Counts of one pipeline, logged at shutdown (and the metrics endpoint's source, later).
-#[derive(Debug, Default)]
+/// Counts of one pipeline, exported as metrics (`<buffer prefix>_<name>{pipeline}` for the
+/// buffer's, `sluice_<name>{pipeline}` for the rest) and logged at shutdown.
+#[derive(Debug)]
 pub struct Counters {
-    /// Records the source handed to the buffer.
-    pub accepted: AtomicU64,
-    /// Requests refused because the buffer was full or closing.
-    pub refused: AtomicU64,
-    /// Records read from the buffer.
-    pub consumed: AtomicU64,
-    /// Events written to the sinks.
-    pub events: AtomicU64,
-    /// Records sent to the dead-letter file.
-    pub dead_lettered: AtomicU64,
-    /// Batches acknowledged.
-    pub acknowledged: AtomicU64,
+    /// recordsWritten: records the sources handed to the buffer.
+    pub accepted: Count,
+    /// writeTimeouts: writes refused because the buffer stayed full.
+    pub write_timeouts: Count,
+    /// numberOfBufferSizeOverflows: writes refused as larger than the buffer takes.
+    pub overflows: Count,
+    /// requestsRefused (sluice_): requests refused for any reason (full, closing, Kafka down).
+    pub refused: Count,
+    /// recordsRead: records read from the buffer.
+    pub consumed: Count,
+    /// numberOfRecordsFailedToParse: records the deserializer rejected or trapped on.
+    pub failed_to_parse: Count,
+    /// eventsWritten (sluice_): events written to the sinks.
+    pub events: Count,
+    /// recordsDeadLettered (sluice_): records sent to the dead-letter file.
+    pub dead_lettered: Count,
+    /// batchesAcknowledged (sluice_).
+    pub acknowledged: Count,
+}
+
+impl Counters {
+    pub fn new(pipeline: &str, buffer_prefix: &str) -> Self {
+        let buffer = |name: &str| Count::new(&format!("{buffer_prefix}_{name}"), pipeline);
+        let own = |name: &str| Count::new(&format!("sluice_{name}"), pipeline);
+        Self {
+            accepted: buffer("recordsWritten"),
+            write_timeouts: buffer("writeTimeouts"),
+            overflows: buffer("numberOfBufferSizeOverflows"),
+            refused: own("requestsRefused"),
+            consumed: buffer("recordsRead"),
+            failed_to_parse: buffer("numberOfRecordsFailedToParse"),
+            events: own("eventsWritten"),
+            dead_lettered: own("recordsDeadLettered"),
+            acknowledged: own("batchesAcknowledged"),
+        }
+    }
 }
 
 /// What a worker needs besides its reader and decoder.
@@ -40,14 +64,47 @@ pub struct Outputs {
     pub drain_timeout: Duration,
 }
 
+/// Metrics of one pipeline's deserializer plugin, labelled `{pipeline, plugin}`.
+struct PluginMetrics {
+    calls: metrics::Counter,
+    faults: metrics::Counter,
+    deadline_hits: metrics::Counter,
+    batch_seconds: metrics::Histogram,
+}
+
+impl PluginMetrics {
+    fn new(pipeline: &str, plugin: &str) -> Self {
+        let labels = [
+            ("pipeline", pipeline.to_owned()),
+            ("plugin", plugin.to_owned()),
+        ];
+        Self {
+            calls: metrics::counter!("sluice_plugin_calls", &labels),
+            faults: metrics::counter!("sluice_plugin_traps", &labels),
+            deadline_hits: metrics::counter!("sluice_plugin_deadline_hits", &labels),
+            batch_seconds: metrics::histogram!("sluice_plugin_batch_seconds", &labels),
+        }
+    }
+
+    /// Records what one batch cost, from the decoder's counters before and after it.
+    fn batch(&self, before: DecoderStats, after: DecoderStats, took: Duration) {
+        self.calls.increment(after.calls - before.calls);
+        self.faults.increment(after.faults - before.faults);
+        self.deadline_hits
+            .increment(after.deadline_hits - before.deadline_hits);
+        self.batch_seconds.record(took.as_secs_f64());
+    }
+}
+
 /// Runs until the buffer is closed and drained.
 pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: Arc<Outputs>) {
+    let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.plugin().name());
     let mut decoder = Some(decoder);
     while let Some(mut batch) = reader.read().await {
-        outputs.counters.consumed.fetch_add(
-            (batch.records.len() + batch.unreadable.len()) as u64,
-            Ordering::Relaxed,
-        );
+        outputs
+            .counters
+            .consumed
+            .add((batch.records.len() + batch.unreadable.len()) as u64);
         let content_types: Vec<Option<String>> = batch
             .records
             .iter()
@@ -61,16 +118,20 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
             .take()
             .expect("decoder is returned after every batch");
         // Sync wasm calls must not run on the reactor.
-        let (d, records, decoded) = tokio::task::spawn_blocking(move || {
+        let (d, records, decoded, before, took) = tokio::task::spawn_blocking(move || {
+            let before = d.stats();
+            let started = std::time::Instant::now();
             let decoded = d.decode(&records);
-            (d, records, decoded)
+            (d, records, decoded, before, started.elapsed())
         })
         .await
         .expect("the decoder does not panic: plugin faults are values");
+        plugin_metrics.batch(before, d.stats(), took);
         decoder = Some(d);
 
         let (events, n_events, mut dead) =
             sort(&outputs.pipeline, &records, &content_types, decoded);
+        outputs.counters.failed_to_parse.add(dead.len() as u64);
         for u in &batch.unreadable {
             tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
             dead.push(dead_letter(
@@ -87,18 +148,9 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
             deliver(sink, &events).await;
         }
         batch.ack.acknowledge();
-        outputs
-            .counters
-            .events
-            .fetch_add(n_events, Ordering::Relaxed);
-        outputs
-            .counters
-            .dead_lettered
-            .fetch_add(n_dead, Ordering::Relaxed);
-        outputs
-            .counters
-            .acknowledged
-            .fetch_add(1, Ordering::Relaxed);
+        outputs.counters.events.add(n_events);
+        outputs.counters.dead_lettered.add(n_dead);
+        outputs.counters.acknowledged.add(1);
     }
 }
 

@@ -89,9 +89,7 @@ async fn write(writer: &dyn BufferWriter, records: Vec<Record>, counters: &Count
     loop {
         match writer.write(records.clone(), Duration::from_secs(1)).await {
             Ok(()) => {
-                counters
-                    .accepted
-                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                counters.accepted.add(n);
                 return;
             }
             Err(WriteError::Full(_)) => continue,

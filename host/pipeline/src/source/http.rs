@@ -63,7 +63,10 @@ async fn ingest(
     let payloads = match state.writer.max_record_size() {
         Some(max) if body.len() > max => match split_json_array(&body, max) {
             Ok(parts) => parts,
-            Err(why) => return (StatusCode::PAYLOAD_TOO_LARGE, format!("{why}\n")).into_response(),
+            Err(why) => {
+                state.counters.overflows.add(1);
+                return (StatusCode::PAYLOAD_TOO_LARGE, format!("{why}\n")).into_response();
+            }
         },
         // No copy when the body is uniquely owned, which it is here.
         _ => vec![Vec::from(body)],
@@ -81,20 +84,18 @@ async fn ingest(
         .collect();
     match state.writer.write(records, state.timeout).await {
         Ok(()) => {
-            state
-                .counters
-                .accepted
-                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            state.counters.accepted.add(n);
             StatusCode::OK.into_response()
         }
         Err(e @ (WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. })) => {
+            state.counters.overflows.add(1);
             (StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n")).into_response()
         }
         Err(e) => {
-            state
-                .counters
-                .refused
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let WriteError::Full(_) = e {
+                state.counters.write_timeouts.add(1);
+            }
+            state.counters.refused.add(1);
             tracing::warn!(pipeline = %state.pipeline, error = %e, "refusing request");
             (
                 StatusCode::SERVICE_UNAVAILABLE,

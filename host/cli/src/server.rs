@@ -1,0 +1,76 @@
+//! The process's own HTTP server (Data Prepper's port 4900): `/metrics` in the Prometheus text
+//! format, and `/health`, which answers 200 only once every pipeline is ready (buffers
+//! connected, plugins loaded, sources listening) and 503 while starting or shutting down.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+/// Whether the pipelines are ready; shared with the run loop.
+#[derive(Clone, Default)]
+pub(crate) struct Health(Arc<AtomicBool>);
+
+impl Health {
+    pub(crate) fn set(&self, ready: bool) {
+        self.0.store(ready, Ordering::SeqCst);
+    }
+}
+
+/// Installs the Prometheus recorder for the `metrics` facade; call before anything records.
+pub(crate) fn install_recorder() -> anyhow::Result<PrometheusHandle> {
+    PrometheusBuilder::new()
+        .install_recorder()
+        .context("installing the metrics recorder")
+}
+
+/// Binds `addr` and serves until the process ends.
+pub(crate) async fn serve(
+    addr: SocketAddr,
+    metrics: PrometheusHandle,
+    health: Health,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("cannot listen on {addr} for /metrics and /health (--metrics-addr)")
+    })?;
+    let app = Router::new()
+        .route("/metrics", get(render))
+        .with_state(metrics)
+        .merge(
+            Router::new()
+                .route("/health", get(health_check))
+                .with_state(health),
+        );
+    tracing::info!(%addr, "serving /metrics and /health");
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "the metrics server stopped");
+        }
+    });
+    Ok(())
+}
+
+async fn render(State(handle): State<PrometheusHandle>) -> impl IntoResponse {
+    (
+        [("content-type", "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+}
+
+async fn health_check(State(health): State<Health>) -> impl IntoResponse {
+    if health.0.load(Ordering::SeqCst) {
+        (StatusCode::OK, "{\"status\":\"ready\"}\n")
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{\"status\":\"not ready\"}\n",
+        )
+    }
+}
