@@ -782,6 +782,44 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
             ),
         );
     }
+    if let Some(e) = &kafka.encryption {
+        let at = join(path, "encryption");
+        let given = [e.kms.is_some(), e.key.is_some(), e.key_file.is_some()]
+            .iter()
+            .filter(|g| **g)
+            .count();
+        if given != 1 {
+            errors.at(
+                &at,
+                format!("`{at}` needs exactly one of `kms`, `key` or `key_file`, got {given}"),
+            );
+        }
+        if let Some(key) = &e.key {
+            use base64::Engine as _;
+            match base64::engine::general_purpose::STANDARD.decode(key.0.trim()) {
+                Ok(bytes) if bytes.len() == 32 => {}
+                Ok(bytes) => errors.at(
+                    &join(&at, "key"),
+                    format!(
+                        "`{at}.key` decodes to {} bytes; an AES-256 key is 32 (e.g. `openssl rand -base64 32`)",
+                        bytes.len()
+                    ),
+                ),
+                Err(_) => errors.at(
+                    &join(&at, "key"),
+                    format!("`{at}.key` is not base64; write 32 random bytes in base64 (e.g. `openssl rand -base64 32`)"),
+                ),
+            }
+        }
+        if let Some(kms) = &e.kms
+            && kms.data_key_lifetime.is_zero()
+        {
+            errors.at(
+                &join(&at, "kms.data_key_lifetime"),
+                format!("`{at}.kms.data_key_lifetime` must be more than zero"),
+            );
+        }
+    }
     if kafka.max_request_size.bytes() < 1024 {
         errors.at(
             &join(path, "max_request_size"),

@@ -359,6 +359,9 @@ pub struct KafkaBuffer {
     /// SASL credentials for the brokers. Default: none.
     #[serde(default)]
     pub authentication: Option<KafkaAuthentication>,
+    /// Encryption of records at rest in Kafka (AES-256-GCM envelopes). Default: none.
+    #[serde(default)]
+    pub encryption: Option<BufferEncryption>,
     /// Extra librdkafka producer settings, passed through as written (e.g. `linger.ms: 5`,
     /// `compression.type: lz4`). Keys sluice sets itself are refused.
     #[serde(default, deserialize_with = "units::properties")]
@@ -380,6 +383,7 @@ pub const KAFKA_FIELDS: &[&str] = &[
     "max_request_size",
     "produce_timeout",
     "authentication",
+    "encryption",
     "producer_properties",
     "consumer_properties",
     "custom_metric_prefix",
@@ -395,6 +399,65 @@ const fn default_max_request_size() -> ByteSize {
 
 const fn default_produce_timeout() -> Duration {
     Duration::from_secs(10)
+}
+
+/// `encryption` of the kafka buffer: exactly one of `kms`, `key` or `key_file`.
+/// ```yaml
+/// encryption:
+///   kms:
+///     key_id: alias/sluice-buffer
+///     region: us-east-1
+///     encryption_context: {pipeline: log-pipeline}
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferEncryption {
+    /// Data keys from AWS KMS (`GenerateDataKey`), wrapped by this KMS key.
+    #[serde(default)]
+    pub kms: Option<KmsEncryption>,
+    /// A static AES-256 key, base64 (32 bytes), instead of KMS. Never printed.
+    #[serde(default)]
+    pub key: Option<Secret>,
+    /// A file holding the static key (base64, or 32 raw bytes), instead of `key`.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+}
+
+/// `encryption.kms`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KmsEncryption {
+    /// The KMS key that wraps the data keys: an id, ARN or `alias/...`. Required.
+    pub key_id: String,
+    /// The AWS region. Required.
+    pub region: String,
+    /// A KMS-compatible endpoint instead of AWS's, e.g. `http://127.0.0.1:4566`. Default: AWS.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Sent with every GenerateDataKey and Decrypt; KMS refuses to unwrap with another.
+    #[serde(default)]
+    pub encryption_context: BTreeMap<String, String>,
+    /// How long one data key seals records before the next is fetched. Default `1h`.
+    #[serde(
+        default = "default_data_key_lifetime",
+        deserialize_with = "units::duration"
+    )]
+    pub data_key_lifetime: Duration,
+}
+
+const fn default_data_key_lifetime() -> Duration {
+    Duration::from_secs(3600)
+}
+
+/// A secret from the file: printed as `<redacted>`.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// One topic of the kafka buffer.

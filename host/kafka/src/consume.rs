@@ -150,6 +150,7 @@ pub(crate) struct Consumer {
     config: KafkaBufferConfig,
     batches: mpsc::Sender<Batch>,
     closed: Arc<AtomicBool>,
+    opener: Option<sluice_crypt::Opener>,
 }
 
 impl Consumer {
@@ -159,6 +160,7 @@ impl Consumer {
         batches: mpsc::Sender<Batch>,
         stats: Arc<KafkaStats>,
         closed: Arc<AtomicBool>,
+        opener: Option<sluice_crypt::Opener>,
     ) -> Result<Self, KafkaBufferError> {
         let shared = Arc::new(Shared {
             topic: config.topic.clone(),
@@ -199,6 +201,7 @@ impl Consumer {
             config: config.clone(),
             batches,
             closed,
+            opener,
         })
     }
 
@@ -360,9 +363,9 @@ impl Consumer {
                 },
                 content_type: envelope::header(&m, envelope::CONTENT_TYPE).map(str::to_owned),
             };
-            match envelope::readable(version) {
-                Ok(()) => records.push(record),
-                Err(reason) => unreadable.push(Unreadable { record, reason }),
+            match self.open(version, record, &m) {
+                Ok(record) => records.push(record),
+                Err(unread) => unreadable.push(unread),
             }
             filled_by.get_or_insert_with(|| Instant::now() + self.config.delay);
         }
@@ -395,6 +398,48 @@ impl Consumer {
             unreadable,
             ack,
         })
+    }
+
+    /// A record as the workers get it: sealed ones opened; what cannot be read comes back with
+    /// the reason, and goes to the dead-letter file as it was stored.
+    fn open(
+        &self,
+        version: Option<&str>,
+        mut record: Record,
+        m: &rdkafka::message::BorrowedMessage<'_>,
+    ) -> Result<Record, Unreadable> {
+        if let Err(reason) = envelope::readable(version) {
+            return Err(Unreadable { record, reason });
+        }
+        if version != Some(envelope::SEALED) {
+            return Ok(record);
+        }
+        let Some(opener) = &self.opener else {
+            self.shared.stats.decrypt_failures.add(1);
+            return Err(Unreadable {
+                record,
+                reason: "the record is encrypted and this buffer has no `encryption` configured"
+                    .to_owned(),
+            });
+        };
+        let metadata = envelope::sealed_metadata(
+            envelope::header(m, envelope::RECEIVED_AT).unwrap_or_default(),
+            envelope::header(m, envelope::ORIGIN).unwrap_or_default(),
+            envelope::header(m, envelope::CONTENT_TYPE).unwrap_or_default(),
+        );
+        match opener.open(&record.payload, &metadata) {
+            Ok(plain) => {
+                record.payload = plain;
+                Ok(record)
+            }
+            Err(e) => {
+                self.shared.stats.decrypt_failures.add(1);
+                Err(Unreadable {
+                    record,
+                    reason: format!("cannot decrypt: {e}"),
+                })
+            }
+        }
     }
 
     /// Waits up to `drain_timeout` for the batches handed out, commits, and leaves the group.

@@ -10,10 +10,13 @@ pub(crate) const RECEIVED_AT: &str = "sluice-received-at-ms";
 pub(crate) const ORIGIN: &str = "sluice-origin";
 pub(crate) const CONTENT_TYPE: &str = "sluice-content-type";
 
-/// The version this build writes.
-pub(crate) const CURRENT: &str = "1";
+/// Plain records: the payload is the raw bytes.
+pub(crate) const PLAIN: &str = "1";
+/// Sealed records: the payload is a `sluice_crypt` envelope.
+pub(crate) const SEALED: &str = "2";
 
 pub(crate) fn headers(
+    version: &str,
     received_at_ms: u64,
     origin: &str,
     content_type: Option<&str>,
@@ -22,7 +25,7 @@ pub(crate) fn headers(
     let headers = OwnedHeaders::new_with_capacity(4)
         .insert(Header {
             key: VERSION,
-            value: Some(CURRENT),
+            value: Some(version),
         })
         .insert(Header {
             key: RECEIVED_AT,
@@ -45,12 +48,20 @@ pub(crate) fn headers(
 /// (written to the topic by another producer) is read as raw bytes.
 pub(crate) fn readable(version: Option<&str>) -> Result<(), String> {
     match version {
-        None | Some(CURRENT) => Ok(()),
+        None | Some(PLAIN) | Some(SEALED) => Ok(()),
         Some(other) => Err(format!(
-            "unknown sluice envelope version `{other}` (this sluice reads version {CURRENT}); \
-             upgrade sluice to read it"
+            "unknown sluice envelope version `{other}` (this sluice reads versions {PLAIN} and \
+             {SEALED}); upgrade sluice to read it"
         )),
     }
+}
+
+/// The metadata a sealed record authenticates with its payload: the header values, so that a
+/// changed receive time, origin or content type fails to open too.
+pub(crate) fn sealed_metadata(received_at_ms: &str, origin: &str, content_type: &str) -> Vec<u8> {
+    [received_at_ms, origin, content_type]
+        .join("\n")
+        .into_bytes()
 }
 
 /// A header's text value.

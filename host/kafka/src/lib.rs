@@ -69,10 +69,19 @@ pub struct KafkaBufferConfig {
     pub producer_properties: BTreeMap<String, String>,
     /// Extra librdkafka consumer properties (likewise).
     pub consumer_properties: BTreeMap<String, String>,
+    /// Seal records at rest (AES-256-GCM envelopes).
+    pub encryption: Option<Encryption>,
     /// The pipeline, for metric labels.
     pub pipeline: String,
     /// The start of this buffer's metric names (`kafka_buffer` unless configured).
     pub metric_prefix: String,
+}
+
+/// Where the buffer's data keys come from, and how long each seals records.
+#[derive(Clone)]
+pub struct Encryption {
+    pub keys: Arc<dyn sluice_crypt::KeySource>,
+    pub data_key_lifetime: Duration,
 }
 
 impl std::fmt::Debug for KafkaBufferConfig {
@@ -132,6 +141,8 @@ pub enum KafkaBufferError {
         timeout: Duration,
         source: KafkaError,
     },
+    #[error("encryption: {0}")]
+    Encryption(#[from] sluice_crypt::CryptError),
     #[error("cannot create topic `{topic}` on `{servers}`: {reason}")]
     CreateTopic {
         topic: String,
@@ -169,6 +180,9 @@ pub struct KafkaStats {
     pub partitions_revoked: Count,
     /// numberOfRecordsUnreadable: records whose envelope this build cannot open.
     pub records_unreadable: Count,
+    /// numberOfRecordsFailedToDecrypt: sealed records that did not open (wrong key or
+    /// context, a changed byte, KMS refused), or that this buffer has no key for.
+    pub decrypt_failures: Count,
     /// recordsInFlight: records handed to the workers and not yet acknowledged.
     pub(crate) in_flight: metrics::Gauge,
     prefix: String,
@@ -192,6 +206,7 @@ impl KafkaStats {
             poll_auth_errors: count("numberOfPollAuthErrors"),
             partitions_revoked: count("numberOfPartitionsRevoked"),
             records_unreadable: count("numberOfRecordsUnreadable"),
+            decrypt_failures: count("numberOfRecordsFailedToDecrypt"),
             in_flight: metrics::gauge!(format!("{prefix}_recordsInFlight"), "pipeline" => pipeline.to_owned()),
             prefix: prefix.to_owned(),
             pipeline: pipeline.to_owned(),
@@ -219,6 +234,7 @@ pub struct KafkaBuffer {
 struct Inner {
     config: KafkaBufferConfig,
     producer: FutureProducer,
+    sealer: Option<sluice_crypt::Sealer>,
     stats: Arc<KafkaStats>,
     closed: Arc<AtomicBool>,
     closing: Arc<Notify>,
@@ -255,6 +271,14 @@ impl KafkaBuffer {
             create_topic(&config, partitions, replication).await?;
         }
         check_reachable(&producer, &config).await?;
+        let sealer = match &config.encryption {
+            Some(e) => {
+                let sealer = sluice_crypt::Sealer::new(e.keys.clone(), e.data_key_lifetime);
+                sealer.warm_up().await?;
+                Some(sealer)
+            }
+            None => None,
+        };
 
         let stats = Arc::new(KafkaStats::new(&config.metric_prefix, &config.pipeline));
         let closed = Arc::new(AtomicBool::new(false));
@@ -263,8 +287,17 @@ impl KafkaBuffer {
         let (tx, rx) = mpsc::channel(config.consumers.max(1));
         let mut threads = Vec::new();
         for i in 0..config.consumers {
-            let consumer =
-                consume::Consumer::new(&config, i, tx.clone(), stats.clone(), closed.clone())?;
+            let opener = config.encryption.as_ref().map(|e| {
+                sluice_crypt::Opener::new(e.keys.clone(), tokio::runtime::Handle::current())
+            });
+            let consumer = consume::Consumer::new(
+                &config,
+                i,
+                tx.clone(),
+                stats.clone(),
+                closed.clone(),
+                opener,
+            )?;
             let handle = std::thread::Builder::new()
                 .name(format!("kafka-consumer-{i}"))
                 .spawn(move || consumer.run())
@@ -275,6 +308,7 @@ impl KafkaBuffer {
             inner: Arc::new(Inner {
                 config,
                 producer,
+                sealer,
                 stats,
                 closed,
                 closing: Arc::new(Notify::new()),

@@ -62,9 +62,28 @@ impl KafkaBuffer {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut deliveries = Vec::with_capacity(records.len());
         for record in records {
+            let (version, payload) = match &inner.sealer {
+                None => (
+                    envelope::PLAIN,
+                    std::borrow::Cow::Borrowed(&record.payload[..]),
+                ),
+                Some(sealer) => {
+                    let metadata = envelope::sealed_metadata(
+                        &record.received_at_ms.to_string(),
+                        &record.origin,
+                        record.content_type.as_deref().unwrap_or_default(),
+                    );
+                    let sealed = sealer
+                        .seal(&record.payload, &metadata)
+                        .await
+                        .map_err(|e| WriteError::Unavailable(format!("encryption: {e}")))?;
+                    (envelope::SEALED, std::borrow::Cow::Owned(sealed))
+                }
+            };
             let mut future = FutureRecord::<[u8], [u8]>::to(&inner.config.topic)
-                .payload(&record.payload)
+                .payload(&payload[..])
                 .headers(envelope::headers(
+                    version,
                     record.received_at_ms,
                     &record.origin,
                     record.content_type.as_deref(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sluice_buffer::memory::MemoryBuffer;
 use sluice_config::{Buffer, Config, Sink, Source};
-use sluice_kafka::{KafkaBuffer, KafkaBufferConfig, KafkaBufferError};
+use sluice_kafka::{Encryption, KafkaBuffer, KafkaBufferConfig, KafkaBufferError};
 use sluice_plugin::{Decoder, Limits, Plugin, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -44,6 +44,8 @@ pub enum PipelineError {
         pipeline: String,
         source: KafkaBufferError,
     },
+    #[error("pipeline `{pipeline}`: kafka buffer encryption: {reason}")]
+    Encryption { pipeline: String, reason: String },
     #[error("pipeline `{pipeline}`: cannot listen on port {port}: {source}")]
     Listen {
         pipeline: String,
@@ -220,6 +222,50 @@ pub(crate) fn buffer_metric_prefix(buffer: &Buffer) -> String {
     }
 }
 
+/// The key source of the kafka buffer's `encryption`, if any.
+async fn encryption(k: &sluice_config::KafkaBuffer) -> Result<Option<Encryption>, String> {
+    use base64::Engine as _;
+    let Some(e) = &k.encryption else {
+        return Ok(None);
+    };
+    let decode = |text: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| "the key is not base64".to_owned())
+    };
+    let (keys, lifetime): (Arc<dyn sluice_crypt::KeySource>, Duration) = if let Some(kms) = &e.kms {
+        let keys = sluice_crypt::KmsKeys::new(
+            kms.key_id.clone(),
+            kms.region.clone(),
+            kms.endpoint.clone(),
+            kms.encryption_context.clone().into_iter().collect(),
+        )
+        .await;
+        (Arc::new(keys), kms.data_key_lifetime)
+    } else {
+        let bytes = match (&e.key, &e.key_file) {
+            (Some(key), _) => decode(&key.0)?,
+            (None, Some(path)) => {
+                let raw = std::fs::read(path)
+                    .map_err(|err| format!("cannot read `key_file` {}: {err}", path.display()))?;
+                if raw.len() == 32 {
+                    raw
+                } else {
+                    decode(&String::from_utf8_lossy(&raw))
+                        .map_err(|err| format!("`key_file` {}: {err}", path.display()))?
+                }
+            }
+            (None, None) => return Err("no key given".to_owned()),
+        };
+        let key = sluice_crypt::StaticKey::new(&bytes).map_err(|err| err.to_string())?;
+        (Arc::new(key), Duration::from_secs(3600))
+    };
+    Ok(Some(Encryption {
+        keys,
+        data_key_lifetime: lifetime,
+    }))
+}
+
 /// The kafka buffer's settings from the pipeline file.
 fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> KafkaBufferConfig {
     let topic = &k.topics[0];
@@ -250,6 +296,7 @@ fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> 
             }),
         producer_properties: k.producer_properties.clone(),
         consumer_properties: k.consumer_properties.clone(),
+        encryption: None,
         pipeline: p.name.clone(),
         metric_prefix: buffer_metric_prefix(&p.buffer),
     }
@@ -279,12 +326,21 @@ async fn build(
         }
         Buffer::Kafka(k) => {
             drain_timeout = k.drain_timeout;
-            let kafka = KafkaBuffer::connect(kafka_config(&p, k))
-                .await
-                .map_err(|source| PipelineError::Kafka {
-                    pipeline: name.clone(),
-                    source,
-                })?;
+            let mut config = kafka_config(&p, k);
+            config.encryption =
+                encryption(k)
+                    .await
+                    .map_err(|reason| PipelineError::Encryption {
+                        pipeline: name.clone(),
+                        reason,
+                    })?;
+            let kafka =
+                KafkaBuffer::connect(config)
+                    .await
+                    .map_err(|source| PipelineError::Kafka {
+                        pipeline: name.clone(),
+                        source,
+                    })?;
             tracing::info!(pipeline = %name, topic = %k.topics[0].name, group_id = %k.topics[0].group_id, consumers = k.topics[0].workers, "kafka buffer connected");
             PipelineBuffer::Kafka(kafka)
         }
