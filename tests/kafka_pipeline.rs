@@ -20,6 +20,8 @@ struct Setup<'a> {
     sink: Option<&'a Path>,
     /// `custom_metric_prefix`, if any.
     prefix: Option<&'a str>,
+    /// `encryption:` lines (indented for the kafka block), if any.
+    encryption: Option<String>,
 }
 
 fn pipeline(s: &Setup<'_>) -> String {
@@ -41,6 +43,7 @@ kafka-pipeline:
       produce_timeout: 3s
       drain_timeout: 10s
       {prefix}
+{encryption}
       topics:
         - name: {topic}
           group_id: {group}
@@ -61,6 +64,7 @@ kafka-pipeline:
         prefix = s
             .prefix
             .map_or(String::new(), |p| format!("custom_metric_prefix: {p}")),
+        encryption = s.encryption.clone().unwrap_or_default(),
     )
 }
 
@@ -148,6 +152,7 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
         partitions: 2,
         sink: None,
         prefix: None,
+        encryption: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -294,6 +299,7 @@ fn kill_9_at_random_moments_loses_no_accepted_event() {
         partitions: 2,
         sink: None,
         prefix: None,
+        encryption: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let port = s.port;
@@ -378,6 +384,7 @@ fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss(
         partitions: 1,
         sink: None,
         prefix: None,
+        encryption: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut acked = Vec::new();
@@ -436,6 +443,7 @@ fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
         partitions: 1,
         sink: Some(&sink_path),
         prefix: Some("dns"),
+        encryption: None,
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -502,6 +510,7 @@ fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once()
         partitions: 4,
         sink: None,
         prefix: None,
+        encryption: None,
     };
     let mut a = Sluice::start(&pipeline(&setup));
     let mut b = Sluice::start(&pipeline(&setup));
@@ -573,4 +582,112 @@ fn a_pull_source_with_the_kafka_buffer_fails_validate_and_run() {
         assert!(stderr.contains(expected), "sluice {command}: {stderr}");
         assert!(stderr.contains("line 6"), "sluice {command}: {stderr}");
     }
+}
+
+fn kms_encryption(key_id: &str) -> String {
+    format!(
+        "      encryption:\n        kms:\n          key_id: {key_id}\n          region: us-east-1\n          endpoint: {}\n          encryption_context: {{pipeline: kafka-pipeline}}\n",
+        sluice_tests::kms_endpoint()
+    )
+}
+
+#[test]
+fn with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("kms"), unique("g"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let key = runtime.block_on(sluice_tests::kms_key());
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &topic,
+        group: &group,
+        partitions: 1,
+        sink: None,
+        prefix: None,
+        encryption: Some(kms_encryption(&key)),
+    };
+    let mut s = Sluice::start(&pipeline(&setup));
+    let mut want = Vec::new();
+    for i in 0..5 {
+        let (body, ids) = events("sealed", i * 4, 4);
+        assert_eq!(s.post("/log/ingest", &body), 200, "{}", s.log());
+        want.extend(ids);
+    }
+    let sink = vec![s.path("out/events.jsonl")];
+    let (missing, _) = wait_for_ids(&sink, &want, Duration::from_secs(60));
+    assert!(missing.is_empty(), "lost {missing:?}:\n{}", s.log());
+    assert_eq!(
+        s.metric(
+            "kafka_buffer_numberOfRecordsFailedToDecrypt",
+            "kafka-pipeline"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+
+    // What Kafka stores: envelope version 2, no event text.
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::{Headers, Message};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("group.id", unique("raw"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[&topic]).unwrap();
+    let mut seen = 0;
+    let started = Instant::now();
+    while seen < 5 && started.elapsed() < Duration::from_secs(30) {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let version = m
+                .headers()
+                .and_then(|h| h.iter().find(|h| h.key == "sluice-envelope"))
+                .and_then(|h| h.value);
+            assert_eq!(version, Some(&b"2"[..]));
+            let text = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+            assert!(
+                !text.contains("sealed-"),
+                "an event is stored in the clear: {text}"
+            );
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 5);
+}
+
+#[test]
+fn an_unusable_kms_key_fails_startup_naming_the_key() {
+    let bootstrap = kafka_bootstrap();
+    let setup = Setup {
+        bootstrap: &bootstrap,
+        topic: &unique("nokey"),
+        group: &unique("g"),
+        partitions: 1,
+        sink: None,
+        prefix: None,
+        encryption: Some(kms_encryption("alias/does-not-exist")),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    let yaml = pipeline(&setup)
+        .replace("{port}", &sluice_tests::free_port().to_string())
+        .replace("{dir}", &dir.path().display().to_string());
+    std::fs::write(&file, yaml).unwrap();
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("KMS GenerateDataKey with key `alias/does-not-exist` failed"),
+        "{stderr}"
+    );
 }
