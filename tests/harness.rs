@@ -59,7 +59,15 @@ pub fn free_port() -> u16 {
 /// Starts `sluice run DIR/pipelines.yaml` with its data in `DIR/data`, `/metrics` on
 /// `metrics_port` and stderr to `log`.
 fn run_command(dir: &Path, metrics_port: u16, extra: &[&str], log: std::fs::File) -> Child {
-    Command::new(sluice_bin())
+    run_command_builder(dir, metrics_port, extra)
+        .stderr(log)
+        .spawn()
+        .expect("starting sluice")
+}
+
+fn run_command_builder(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
+    let mut command = Command::new(sluice_bin());
+    command
         .arg("run")
         .arg(dir.join("pipelines.yaml"))
         .arg("--metrics-addr")
@@ -72,10 +80,8 @@ fn run_command(dir: &Path, metrics_port: u16, extra: &[&str], log: std::fs::File
         .arg("--data-dir")
         .arg(dir.join("data"))
         .args(extra)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("starting sluice")
+        .stdout(Stdio::null());
+    command
 }
 
 /// A running `sluice run`.
@@ -92,6 +98,31 @@ impl Sluice {
     /// the http port accepts connections.
     pub fn start(pipeline_yaml: &str) -> Self {
         Self::start_with(pipeline_yaml, &[])
+    }
+
+    /// [`Sluice::start`] with extra environment variables for the process.
+    pub fn start_with_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let yaml = pipeline_yaml
+            .replace("{port}", &port.to_string())
+            .replace("{dir}", &dir.path().display().to_string());
+        std::fs::write(dir.path().join("pipelines.yaml"), yaml).unwrap();
+        let metrics_port = free_port();
+        let mut command = run_command_builder(dir.path(), metrics_port, &[]);
+        command.stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let child = command.spawn().expect("starting sluice");
+        let mut s = Self {
+            child,
+            dir,
+            port,
+            metrics_port,
+        };
+        s.wait_ready();
+        s
     }
 
     /// [`Sluice::start`] with extra `sluice run` arguments.
@@ -310,6 +341,10 @@ pub struct Broker {
     child: Option<Child>,
     pub dir: tempfile::TempDir,
     pub port: u16,
+    /// Extra `nisshi broker` arguments (`--authentication`, `--cert`...), used by `resume`.
+    pub args: Vec<String>,
+    /// `tcp` or `tls`, for the listener URLs.
+    pub scheme: &'static str,
 }
 
 impl Broker {
@@ -318,6 +353,26 @@ impl Broker {
             child: None,
             dir: tempfile::tempdir().unwrap(),
             port: free_port(),
+            args: Vec::new(),
+            scheme: "tcp",
+        };
+        b.resume();
+        b
+    }
+
+    /// A broker that accepts TLS only, with this certificate chain and PKCS#8 key.
+    pub fn start_tls(cert: &Path, key: &Path) -> Self {
+        let mut b = Self {
+            child: None,
+            dir: tempfile::tempdir().unwrap(),
+            port: free_port(),
+            args: vec![
+                "--cert".to_owned(),
+                cert.display().to_string(),
+                "--key".to_owned(),
+                key.display().to_string(),
+            ],
+            scheme: "tcp",
         };
         b.resume();
         b
@@ -330,7 +385,7 @@ impl Broker {
     /// Starts the broker process (again) on the same port and storage; waits until ready.
     pub fn resume(&mut self) {
         let log_path = self.dir.path().join("broker.log");
-        let url = format!("tcp://127.0.0.1:{}", self.port);
+        let url = format!("{}://127.0.0.1:{}", self.scheme, self.port);
         let started = Instant::now();
         loop {
             let _ = std::fs::remove_file(&log_path);
@@ -343,6 +398,7 @@ impl Broker {
                     &url,
                 ])
                 .args(["--storage-engine", "sqlite://broker.db"])
+                .args(&self.args)
                 .current_dir(self.dir.path())
                 .stdout(std::fs::File::create(&log_path).unwrap())
                 .stderr(Stdio::null())
@@ -370,6 +426,20 @@ impl Broker {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+
+    /// Provisions a SASL/SCRAM-SHA-512 user, the way Nisshi does it: `nisshi user create`
+    /// (Kafka's AlterUserScramCredentials) against the running broker. Call it before the
+    /// broker requires authentication, then restart it with `--authentication`.
+    pub fn create_scram_user(&self, name: &str, password: &str) {
+        let status = Command::new("nisshi")
+            .args(["user", "create", name, password, "--mechanism", "scram512"])
+            .arg("--broker")
+            .arg(format!("tcp://127.0.0.1:{}", self.port))
+            .stdout(Stdio::null())
+            .status()
+            .expect("running nisshi user create");
+        assert!(status.success(), "nisshi user create failed");
     }
 
     /// Kills the broker process (SIGKILL); its storage stays.

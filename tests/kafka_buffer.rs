@@ -28,6 +28,7 @@ pub(crate) fn config(bootstrap: String, topic: &str, group: &str) -> KafkaBuffer
         max_request_size: 1 << 20,
         create_topic: Some((1, 1)),
         sasl: None,
+        tls: None,
         producer_properties: BTreeMap::new(),
         consumer_properties: BTreeMap::new(),
         encryption: None,
@@ -173,7 +174,10 @@ async fn unacknowledged_batches_are_not_committed_and_are_read_again() {
     assert_eq!(
         payloads(&again),
         payloads(&dropped),
-        "exactly the unacknowledged records come back"
+        "exactly the unacknowledged records come back ({} acknowledged, {} dropped, {} read again)",
+        acked.len(),
+        dropped.len(),
+        again.len()
     );
     close(buffer, reader).await;
 }

@@ -521,6 +521,15 @@ fn misplaced(wrong: &str, parent: &str) -> Option<String> {
         };
         return Some(format!("`{wrong}` is not a field of `kafka`; {fix}"));
     }
+    if parent.ends_with("buffer.kafka.encryption")
+        && matches!(wrong, "type" | "certificate" | "insecure")
+    {
+        return Some(format!(
+            "`{wrong}` is not a field of `encryption` (encryption at rest: `kms`, `key`, \
+             `key_file`); TLS to the brokers is `encryption_in_transit: {{type: ssl, certificate: ca.pem}}`, \
+             Data Prepper's `encryption: {{type: ssl}}`"
+        ));
+    }
     if parent.ends_with("buffer.kafka.authentication") && wrong.starts_with("sasl_") {
         return Some(format!(
             "`{wrong}` is not a field of `authentication`; write \
@@ -770,6 +779,18 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
                 "the kafka buffer takes exactly one topic, `{path}.topics` has {}; write \
                  `topics: [{{name: ..., group_id: ...}}]`",
                 kafka.topics.len()
+            ),
+        );
+    }
+    if let Some(KafkaAuthentication { sasl: Some(sasl) }) = &kafka.authentication
+        && sasl.count() != 1
+    {
+        errors.at(
+            &join(path, "authentication.sasl"),
+            format!(
+                "`{path}.authentication.sasl` needs exactly one of `plain`, `scram_sha_256` or \
+                 `scram_sha_512`, got {}",
+                sasl.count()
             ),
         );
     }

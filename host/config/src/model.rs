@@ -362,6 +362,9 @@ pub struct KafkaBuffer {
     /// Encryption of records at rest in Kafka (AES-256-GCM envelopes). Default: none.
     #[serde(default)]
     pub encryption: Option<BufferEncryption>,
+    /// TLS to the brokers. Default: none (plaintext). Data Prepper's `encryption: {type: ssl}`.
+    #[serde(default)]
+    pub encryption_in_transit: Option<InTransit>,
     /// Extra librdkafka producer settings, passed through as written (e.g. `linger.ms: 5`,
     /// `compression.type: lz4`). Keys sluice sets itself are refused.
     #[serde(default, deserialize_with = "units::properties")]
@@ -384,6 +387,7 @@ pub const KAFKA_FIELDS: &[&str] = &[
     "produce_timeout",
     "authentication",
     "encryption",
+    "encryption_in_transit",
     "producer_properties",
     "consumer_properties",
     "custom_metric_prefix",
@@ -447,6 +451,29 @@ pub struct KmsEncryption {
 
 const fn default_data_key_lifetime() -> Duration {
     Duration::from_secs(3600)
+}
+
+/// `encryption_in_transit`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InTransit {
+    /// `ssl` (TLS) or `none`. Required.
+    #[serde(rename = "type")]
+    pub kind: TransitType,
+    /// A PEM file of the CA that signed the brokers' certificates. Default: the system's CAs.
+    #[serde(default)]
+    pub certificate: Option<PathBuf>,
+    /// Skip verifying the brokers' certificates (tests only). Default false.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// `encryption_in_transit.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransitType {
+    Ssl,
+    None,
 }
 
 /// A secret from the file: printed as `<redacted>`.
@@ -583,26 +610,41 @@ pub struct KafkaAuthentication {
     pub sasl: Option<KafkaSasl>,
 }
 
-/// One SASL mechanism.
+/// One SASL mechanism: exactly one of the fields. (A struct rather than an enum so that YAML's
+/// `scram_sha_512: {...}` map form parses inside the buffer's settings.)
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum KafkaSasl {
+#[serde(deny_unknown_fields)]
+pub struct KafkaSasl {
     /// SASL/PLAIN.
-    Plain(Credentials),
+    #[serde(default)]
+    pub plain: Option<Credentials>,
     /// SASL/SCRAM-SHA-256.
-    ScramSha256(Credentials),
+    #[serde(default)]
+    pub scram_sha_256: Option<Credentials>,
     /// SASL/SCRAM-SHA-512.
-    ScramSha512(Credentials),
+    #[serde(default)]
+    pub scram_sha_512: Option<Credentials>,
 }
 
 impl KafkaSasl {
-    /// librdkafka's `sasl.mechanism` and the credentials.
-    pub fn mechanism(&self) -> (&'static str, &Credentials) {
-        match self {
-            KafkaSasl::Plain(c) => ("PLAIN", c),
-            KafkaSasl::ScramSha256(c) => ("SCRAM-SHA-256", c),
-            KafkaSasl::ScramSha512(c) => ("SCRAM-SHA-512", c),
-        }
+    /// librdkafka's `sasl.mechanism` and the credentials (the first given; validation
+    /// requires exactly one).
+    pub fn mechanism(&self) -> Option<(&'static str, &Credentials)> {
+        None.or(self.plain.as_ref().map(|c| ("PLAIN", c)))
+            .or(self.scram_sha_256.as_ref().map(|c| ("SCRAM-SHA-256", c)))
+            .or(self.scram_sha_512.as_ref().map(|c| ("SCRAM-SHA-512", c)))
+    }
+
+    /// How many mechanisms are given.
+    pub fn count(&self) -> usize {
+        [
+            self.plain.is_some(),
+            self.scram_sha_256.is_some(),
+            self.scram_sha_512.is_some(),
+        ]
+        .iter()
+        .filter(|g| **g)
+        .count()
     }
 }
 
@@ -612,8 +654,30 @@ impl KafkaSasl {
 pub struct Credentials {
     /// The user name. Required.
     pub username: String,
-    /// The password. Required.
+    /// The password: the text itself, `${env:NAME}` (an environment variable) or
+    /// `${file:PATH}` (a file's first line). Required.
     pub password: String,
+}
+
+impl Credentials {
+    /// The password, with `${env:...}` / `${file:...}` resolved. Errors never hold it.
+    pub fn resolved_password(&self) -> Result<String, String> {
+        resolve_secret(&self.password)
+    }
+}
+
+/// `${env:NAME}` → the variable, `${file:PATH}` → the file's first line, else the text.
+pub fn resolve_secret(text: &str) -> Result<String, String> {
+    let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'));
+    match inner.and_then(|t| t.split_once(':')) {
+        Some(("env", name)) => {
+            std::env::var(name).map_err(|_| format!("the environment variable `{name}` is not set"))
+        }
+        Some(("file", path)) => std::fs::read_to_string(path)
+            .map(|t| t.lines().next().unwrap_or_default().to_owned())
+            .map_err(|e| format!("cannot read the secret file `{path}`: {e}")),
+        _ => Ok(text.to_owned()),
+    }
 }
 
 impl std::fmt::Debug for Credentials {

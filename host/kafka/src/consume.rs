@@ -184,10 +184,10 @@ impl Consumer {
                 "max.poll.interval.ms",
                 config.max_poll_interval.as_millis().to_string(),
             );
-        let error = |source| KafkaBufferError::Client {
+        let error = |error| KafkaBufferError::Client {
             role: "consumer",
             servers: config.servers(),
-            source,
+            error,
         };
         let consumer: BaseConsumer<Context> = client
             .create_with_context(Context {

@@ -65,6 +65,8 @@ pub struct KafkaBufferConfig {
     pub create_topic: Option<(i32, i32)>,
     /// SASL (mechanism, username, password).
     pub sasl: Option<(String, String, String)>,
+    /// TLS to the brokers: the CA file (else the system's), and whether to skip verification.
+    pub tls: Option<(Option<std::path::PathBuf>, bool)>,
     /// Extra librdkafka producer properties (already checked against the keys sluice owns).
     pub producer_properties: BTreeMap<String, String>,
     /// Extra librdkafka consumer properties (likewise).
@@ -105,12 +107,28 @@ impl KafkaBufferConfig {
     fn client(&self, extra: &BTreeMap<String, String>) -> ClientConfig {
         let mut client = ClientConfig::new();
         client.set("bootstrap.servers", self.bootstrap_servers.join(","));
+        let protocol = match (&self.sasl, &self.tls) {
+            (None, None) => "PLAINTEXT",
+            (Some(_), None) => "SASL_PLAINTEXT",
+            (None, Some(_)) => "SSL",
+            (Some(_), Some(_)) => "SASL_SSL",
+        };
+        client.set("security.protocol", protocol);
         if let Some((mechanism, username, password)) = &self.sasl {
             client
-                .set("security.protocol", "SASL_PLAINTEXT")
                 .set("sasl.mechanism", mechanism)
                 .set("sasl.username", username)
                 .set("sasl.password", password);
+        }
+        if let Some((ca, insecure)) = &self.tls {
+            if let Some(ca) = ca {
+                client.set("ssl.ca.location", ca.display().to_string());
+            }
+            if *insecure {
+                client
+                    .set("enable.ssl.certificate.verification", "false")
+                    .set("ssl.endpoint.identification.algorithm", "none");
+            }
         }
         for (k, v) in extra {
             client.set(k, v);
@@ -121,25 +139,46 @@ impl KafkaBufferConfig {
     fn servers(&self) -> String {
         self.bootstrap_servers.join(",")
     }
+
+    /// What to check besides the address, for connection errors.
+    fn security_hint(&self) -> String {
+        let mut hint = String::new();
+        if let Some((mechanism, username, _)) = &self.sasl {
+            hint.push_str(&format!(
+                ", and the SASL {mechanism} credentials of user `{username}`"
+            ));
+        }
+        if let Some((ca, _)) = &self.tls {
+            hint.push_str(&match ca {
+                Some(ca) => format!(
+                    ", and that the brokers' TLS certificates are signed by {}",
+                    ca.display()
+                ),
+                None => ", and that the brokers' TLS certificates are trusted".to_owned(),
+            });
+        }
+        hint
+    }
 }
 
 /// Why the Kafka buffer could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum KafkaBufferError {
-    #[error("cannot create the kafka {role} for `{servers}`: {source}")]
+    #[error("cannot create the kafka {role} for `{servers}`: {error}")]
     Client {
         role: &'static str,
         servers: String,
-        source: KafkaError,
+        error: KafkaError,
     },
     #[error(
-        "cannot reach kafka at `{servers}` within {timeout:?}: {source}; check \
-         `bootstrap_servers` and that the brokers are up"
+        "cannot reach kafka at `{servers}` within {timeout:?}: {error}; check \
+         `bootstrap_servers`, that the brokers are up{hint}"
     )]
     Unreachable {
         servers: String,
         timeout: Duration,
-        source: KafkaError,
+        error: KafkaError,
+        hint: String,
     },
     #[error("encryption: {0}")]
     Encryption(#[from] sluice_crypt::CryptError),
@@ -262,15 +301,15 @@ impl KafkaBuffer {
         let producer: FutureProducer =
             producer_config
                 .create()
-                .map_err(|source| KafkaBufferError::Client {
+                .map_err(|error| KafkaBufferError::Client {
                     role: "producer",
                     servers: config.servers(),
-                    source,
+                    error,
                 })?;
+        check_reachable(&producer, &config).await?;
         if let Some((partitions, replication)) = config.create_topic {
             create_topic(&config, partitions, replication).await?;
         }
-        check_reachable(&producer, &config).await?;
         let sealer = match &config.encryption {
             Some(e) => {
                 let sealer = sluice_crypt::Sealer::new(e.keys.clone(), e.data_key_lifetime);
@@ -343,20 +382,19 @@ async fn check_reachable(
     config: &KafkaBufferConfig,
 ) -> Result<(), KafkaBufferError> {
     let producer = producer.clone();
-    let topic = config.topic.clone();
     let timeout = config.produce_timeout;
+    // Metadata of every topic, not of ours: asking for a missing topic would auto-create it
+    // with the broker's defaults before `create_topic` could set its partitions.
     let result = tokio::task::spawn_blocking(move || {
-        producer
-            .client()
-            .fetch_metadata(Some(&topic), timeout)
-            .map(|_| ())
+        producer.client().fetch_metadata(None, timeout).map(|_| ())
     })
     .await
     .expect("metadata fetch does not panic");
-    result.map_err(|source| KafkaBufferError::Unreachable {
+    result.map_err(|error| KafkaBufferError::Unreachable {
         servers: config.servers(),
         timeout,
-        source,
+        error,
+        hint: config.security_hint(),
     })
 }
 
@@ -368,10 +406,10 @@ async fn create_topic(
     let admin: AdminClient<DefaultClientContext> = config
         .client(&BTreeMap::new())
         .create()
-        .map_err(|source| KafkaBufferError::Client {
+        .map_err(|error| KafkaBufferError::Client {
             role: "admin client",
             servers: config.servers(),
-            source,
+            error,
         })?;
     let topic = NewTopic::new(
         &config.topic,
@@ -384,10 +422,13 @@ async fn create_topic(
         servers: config.servers(),
         reason,
     };
-    let results = admin
-        .create_topics([&topic], &options)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
+    let results = tokio::time::timeout(
+        config.produce_timeout,
+        admin.create_topics([&topic], &options),
+    )
+    .await
+    .map_err(|_| fail(format!("no answer within {:?}", config.produce_timeout)))?
+    .map_err(|e| fail(e.to_string()))?;
     for result in results {
         match result {
             Ok(_) => tracing::info!(topic = %config.topic, partitions, "created the buffer topic"),

@@ -32,25 +32,25 @@ pub struct RunOptions {
 pub enum PipelineError {
     #[error("pipeline `{pipeline}`: deserializer `{plugin}` is not loaded")]
     MissingPlugin { pipeline: String, plugin: String },
-    #[error("pipeline `{pipeline}`: {source}")]
+    #[error("pipeline `{pipeline}`: {error}")]
     Plugin {
         pipeline: String,
-        source: PluginError,
+        error: PluginError,
     },
-    #[error("pipeline `{pipeline}`: {source}")]
-    Sink { pipeline: String, source: SinkError },
-    #[error("pipeline `{pipeline}`: kafka buffer: {source}")]
+    #[error("pipeline `{pipeline}`: {error}")]
+    Sink { pipeline: String, error: SinkError },
+    #[error("pipeline `{pipeline}`: kafka buffer: {error}")]
     Kafka {
         pipeline: String,
-        source: KafkaBufferError,
+        error: KafkaBufferError,
     },
-    #[error("pipeline `{pipeline}`: kafka buffer encryption: {reason}")]
-    Encryption { pipeline: String, reason: String },
-    #[error("pipeline `{pipeline}`: cannot listen on port {port}: {source}")]
+    #[error("pipeline `{pipeline}`: kafka buffer: {reason}")]
+    Security { pipeline: String, reason: String },
+    #[error("pipeline `{pipeline}`: cannot listen on port {port}: {error}")]
     Listen {
         pipeline: String,
         port: u16,
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -286,14 +286,12 @@ fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> 
         create_topic: topic
             .create_topic
             .then_some((topic.number_of_partitions, topic.replication_factor)),
-        sasl: k
-            .authentication
+        sasl: None,
+        tls: k
+            .encryption_in_transit
             .as_ref()
-            .and_then(|a| a.sasl.as_ref())
-            .map(|sasl| {
-                let (mechanism, c) = sasl.mechanism();
-                (mechanism.to_owned(), c.username.clone(), c.password.clone())
-            }),
+            .filter(|t| t.kind == sluice_config::TransitType::Ssl)
+            .map(|t| (t.certificate.clone(), t.insecure)),
         producer_properties: k.producer_properties.clone(),
         consumer_properties: k.consumer_properties.clone(),
         encryption: None,
@@ -327,19 +325,32 @@ async fn build(
         Buffer::Kafka(k) => {
             drain_timeout = k.drain_timeout;
             let mut config = kafka_config(&p, k);
-            config.encryption =
-                encryption(k)
-                    .await
-                    .map_err(|reason| PipelineError::Encryption {
+            if let Some((mechanism, c)) = k
+                .authentication
+                .as_ref()
+                .and_then(|a| a.sasl.as_ref())
+                .and_then(|sasl| sasl.mechanism())
+            {
+                let password = c
+                    .resolved_password()
+                    .map_err(|reason| PipelineError::Security {
                         pipeline: name.clone(),
-                        reason,
+                        reason: format!("authentication: {reason}"),
                     })?;
+                config.sasl = Some((mechanism.to_owned(), c.username.clone(), password));
+            }
+            config.encryption = encryption(k)
+                .await
+                .map_err(|reason| PipelineError::Security {
+                    pipeline: name.clone(),
+                    reason,
+                })?;
             let kafka =
                 KafkaBuffer::connect(config)
                     .await
-                    .map_err(|source| PipelineError::Kafka {
+                    .map_err(|error| PipelineError::Kafka {
                         pipeline: name.clone(),
-                        source,
+                        error,
                     })?;
             tracing::info!(pipeline = %name, topic = %k.topics[0].name, group_id = %k.topics[0].group_id, consumers = k.topics[0].workers, "kafka buffer connected");
             PipelineBuffer::Kafka(kafka)
@@ -353,9 +364,9 @@ async fn build(
             Sink::File(f) => {
                 LineSink::file(&f.path)
                     .await
-                    .map_err(|source| PipelineError::Sink {
+                    .map_err(|error| PipelineError::Sink {
                         pipeline: name.clone(),
-                        source,
+                        error,
                     })?
             }
         };
@@ -368,9 +379,9 @@ async fn build(
     let dlq = Arc::new(
         LineSink::file(&dlq_path)
             .await
-            .map_err(|source| PipelineError::Sink {
+            .map_err(|error| PipelineError::Sink {
                 pipeline: name.clone(),
-                source,
+                error,
             })?,
     );
     let counters = Arc::new(Counters::new(&name, &buffer_metric_prefix(&p.buffer)));
@@ -384,22 +395,23 @@ async fn build(
 
     let mut workers = Vec::new();
     for _ in 0..p.workers {
-        let decoder = Decoder::new(plugin.clone(), deserializer.option_pairs(), limits).map_err(
-            |source| PipelineError::Plugin {
-                pipeline: name.clone(),
-                source,
-            },
-        )?;
+        let decoder =
+            Decoder::new(plugin.clone(), deserializer.option_pairs(), limits).map_err(|error| {
+                PipelineError::Plugin {
+                    pipeline: name.clone(),
+                    error,
+                }
+            })?;
         workers.push((buffer.get().reader(), decoder));
     }
     let source = match &p.source {
         Source::Http(http) => {
             let listener = tokio::net::TcpListener::bind(("0.0.0.0", http.port))
                 .await
-                .map_err(|source| PipelineError::Listen {
+                .map_err(|error| PipelineError::Listen {
                     pipeline: name.clone(),
                     port: http.port,
-                    source,
+                    error,
                 })?;
             let router = crate::source::http::router(&name, http, buffer.get().writer(), counters);
             tracing::info!(pipeline = %name, port = http.port, path = %http.path, "http source listening");
