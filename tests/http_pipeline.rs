@@ -63,6 +63,16 @@ fn events_reach_the_file_sink_and_malformed_bodies_the_dlq() {
         "413 comes from max_request_length, before the buffer"
     );
     assert_eq!(s.get_metrics_server("/health").0, 200);
+    let started = std::time::Instant::now();
+    while s.metric("bounded_blocking_bufferUsage", p).is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no bufferUsage gauge"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let usage = s.metric("bounded_blocking_bufferUsage", p).unwrap();
+    assert!((0.0..=1.0).contains(&usage), "{usage}");
     // Shutdown drains everything accepted.
     assert_eq!(s.terminate(), 0, "{}", s.log());
 

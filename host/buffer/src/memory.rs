@@ -55,6 +55,11 @@ impl MemoryBuffer {
     pub fn used(&self) -> usize {
         self.inner.capacity - self.inner.room.available_permits()
     }
+
+    /// The most records it holds.
+    pub fn capacity(&self) -> usize {
+        self.inner.capacity
+    }
 }
 
 impl Buffer for MemoryBuffer {

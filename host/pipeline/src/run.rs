@@ -165,7 +165,30 @@ pub async fn run(
         pipelines.push((b.name, b.buffer, b.outputs));
     }
 
+    // The memory buffers' gauges (the kafka buffer keeps its own).
+    let gauges: Vec<(MemoryBuffer, metrics::Gauge, metrics::Gauge)> = pipelines
+        .iter()
+        .filter_map(|(name, buffer, _)| match buffer {
+            PipelineBuffer::Memory(b) => Some((
+                b.clone(),
+                metrics::gauge!("bounded_blocking_recordsInFlight", "pipeline" => name.clone()),
+                metrics::gauge!("bounded_blocking_bufferUsage", "pipeline" => name.clone()),
+            )),
+            PipelineBuffer::Kafka(_) => None,
+        })
+        .collect();
+    let gauge_task = tokio::spawn(async move {
+        loop {
+            for (buffer, in_flight, usage) in &gauges {
+                in_flight.set(buffer.used() as f64);
+                usage.set(buffer.used() as f64 / buffer.capacity().max(1) as f64);
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+
     shutdown.await;
+    gauge_task.abort();
     tracing::info!("shutting down: stopping sources, then draining buffers");
     let _ = stop_tx.send(true);
     let deadline = tokio::time::Instant::now() + drain_timeout;
