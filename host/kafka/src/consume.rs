@@ -340,9 +340,10 @@ impl Consumer {
                     end: offset + 1,
                 }),
             }
-            let version = envelope::header(&m, envelope::VERSION);
+            let meta = envelope::Meta::read(&m);
             let payload = m.payload().unwrap_or_default().to_vec();
-            let received_at_ms = envelope::header(&m, envelope::RECEIVED_AT)
+            let received_at_ms = meta
+                .received_at_ms
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| {
                     m.timestamp()
@@ -357,13 +358,13 @@ impl Consumer {
                 key: m.key().map(<[u8]>::to_vec),
                 received_at_ms,
                 // Where the source got it, and where it sits in Kafka.
-                origin: match envelope::header(&m, envelope::ORIGIN) {
+                origin: match meta.origin {
                     Some(source) => format!("{source} via {position}"),
                     None => position,
                 },
-                content_type: envelope::header(&m, envelope::CONTENT_TYPE).map(str::to_owned),
+                content_type: meta.content_type.map(str::to_owned),
             };
-            match self.open(version, record, &m) {
+            match self.open(&meta, record) {
                 Ok(record) => records.push(record),
                 Err(unread) => unreadable.push(unread),
             }
@@ -402,16 +403,11 @@ impl Consumer {
 
     /// A record as the workers get it: sealed ones opened; what cannot be read comes back with
     /// the reason, and goes to the dead-letter file as it was stored.
-    fn open(
-        &self,
-        version: Option<&str>,
-        mut record: Record,
-        m: &rdkafka::message::BorrowedMessage<'_>,
-    ) -> Result<Record, Unreadable> {
-        if let Err(reason) = envelope::readable(version) {
+    fn open(&self, meta: &envelope::Meta<'_>, mut record: Record) -> Result<Record, Unreadable> {
+        if let Err(reason) = envelope::readable(meta.version) {
             return Err(Unreadable { record, reason });
         }
-        if version != Some(envelope::SEALED) {
+        if meta.version != Some(envelope::SEALED) {
             return Ok(record);
         }
         let Some(opener) = &self.opener else {
@@ -422,12 +418,7 @@ impl Consumer {
                     .to_owned(),
             });
         };
-        let metadata = envelope::sealed_metadata(
-            envelope::header(m, envelope::RECEIVED_AT).unwrap_or_default(),
-            envelope::header(m, envelope::ORIGIN).unwrap_or_default(),
-            envelope::header(m, envelope::CONTENT_TYPE).unwrap_or_default(),
-        );
-        match opener.open(&record.payload, &metadata) {
+        match opener.open(&record.payload, &meta.sealed_metadata()) {
             Ok(plain) => {
                 record.payload = plain;
                 Ok(record)

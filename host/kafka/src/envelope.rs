@@ -1,7 +1,7 @@
-//! The record envelope, format version 1: the payload is the raw bytes exactly as received,
-//! and metadata travels in Kafka headers so it survives the buffer (Data Prepper loses it,
-//! issue #4092). A reader refuses a record whose version it does not know rather than guess.
-//! The next format (encryption) will change the version header, not the payload of version 1.
+//! The record envelope. Metadata travels in Kafka headers so it survives the buffer (Data
+//! Prepper loses it, issue #4092); the version header says what the payload is: version 1 the
+//! raw bytes exactly as received, version 2 a `sluice_crypt` sealed envelope. A reader refuses
+//! a record whose version it does not know rather than guess.
 
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 
@@ -15,13 +15,13 @@ pub(crate) const PLAIN: &str = "1";
 /// Sealed records: the payload is a `sluice_crypt` envelope.
 pub(crate) const SEALED: &str = "2";
 
+/// The headers of a record; `received_at_ms` is the receive time as its decimal text.
 pub(crate) fn headers(
     version: &str,
-    received_at_ms: u64,
+    received_at_ms: &str,
     origin: &str,
     content_type: Option<&str>,
 ) -> OwnedHeaders {
-    let received = received_at_ms.to_string();
     let headers = OwnedHeaders::new_with_capacity(4)
         .insert(Header {
             key: VERSION,
@@ -29,7 +29,7 @@ pub(crate) fn headers(
         })
         .insert(Header {
             key: RECEIVED_AT,
-            value: Some(&received),
+            value: Some(received_at_ms),
         })
         .insert(Header {
             key: ORIGIN,
@@ -64,11 +64,42 @@ pub(crate) fn sealed_metadata(received_at_ms: &str, origin: &str, content_type: 
         .into_bytes()
 }
 
-/// A header's text value.
-pub(crate) fn header<'a>(m: &'a impl Message, name: &str) -> Option<&'a str> {
-    m.headers()?
-        .iter()
-        .find(|h| h.key == name)
-        .and_then(|h| h.value)
-        .and_then(|v| std::str::from_utf8(v).ok())
+/// The envelope headers of a consumed record, read in one pass over its headers.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Meta<'a> {
+    pub(crate) version: Option<&'a str>,
+    pub(crate) received_at_ms: Option<&'a str>,
+    pub(crate) origin: Option<&'a str>,
+    pub(crate) content_type: Option<&'a str>,
+}
+
+impl<'a> Meta<'a> {
+    pub(crate) fn read(m: &'a impl Message) -> Self {
+        let mut meta = Meta::default();
+        let Some(headers) = m.headers() else {
+            return meta;
+        };
+        for h in headers.iter() {
+            let slot = match h.key {
+                VERSION => &mut meta.version,
+                RECEIVED_AT => &mut meta.received_at_ms,
+                ORIGIN => &mut meta.origin,
+                CONTENT_TYPE => &mut meta.content_type,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = h.value.and_then(|v| std::str::from_utf8(v).ok());
+            }
+        }
+        meta
+    }
+
+    /// What a sealed record authenticated with its payload ([`sealed_metadata`]).
+    pub(crate) fn sealed_metadata(&self) -> Vec<u8> {
+        sealed_metadata(
+            self.received_at_ms.unwrap_or_default(),
+            self.origin.unwrap_or_default(),
+            self.content_type.unwrap_or_default(),
+        )
+    }
 }

@@ -62,6 +62,8 @@ impl KafkaBuffer {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut deliveries = Vec::with_capacity(records.len());
         for record in records {
+            // One text for the header and, when sealed, the authenticated metadata.
+            let received_at = record.received_at_ms.to_string();
             let (version, payload) = match &inner.sealer {
                 None => (
                     envelope::PLAIN,
@@ -69,7 +71,7 @@ impl KafkaBuffer {
                 ),
                 Some(sealer) => {
                     let metadata = envelope::sealed_metadata(
-                        &record.received_at_ms.to_string(),
+                        &received_at,
                         &record.origin,
                         record.content_type.as_deref().unwrap_or_default(),
                     );
@@ -84,7 +86,7 @@ impl KafkaBuffer {
                 .payload(&payload[..])
                 .headers(envelope::headers(
                     version,
-                    record.received_at_ms,
+                    &received_at,
                     &record.origin,
                     record.content_type.as_deref(),
                 ))
