@@ -56,16 +56,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Starts `sluice run DIR/pipelines.yaml` with its data in `DIR/data`, `/metrics` on
-/// `metrics_port` and stderr to `log`.
-fn run_command(dir: &Path, metrics_port: u16, extra: &[&str], log: std::fs::File) -> Child {
-    run_command_builder(dir, metrics_port, extra)
-        .stderr(log)
-        .spawn()
-        .expect("starting sluice")
-}
-
-fn run_command_builder(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
+/// `sluice run DIR/pipelines.yaml` with its data in `DIR/data` and `/metrics` on
+/// `metrics_port`; the caller sets stderr and spawns it.
+fn run_command(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
     let mut command = Command::new(sluice_bin());
     command
         .arg("run")
@@ -100,8 +93,9 @@ impl Sluice {
         Self::start_with(pipeline_yaml, &[])
     }
 
-    /// [`Sluice::start`] with extra environment variables for the process.
-    pub fn start_with_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
+    /// Writes the pipeline file (with `{port}` and `{dir}` replaced) and starts `sluice run`
+    /// on it with `extra` arguments and `env` variables; does not wait.
+    fn spawn(pipeline_yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let yaml = pipeline_yaml
@@ -109,44 +103,30 @@ impl Sluice {
             .replace("{dir}", &dir.path().display().to_string());
         std::fs::write(dir.path().join("pipelines.yaml"), yaml).unwrap();
         let metrics_port = free_port();
-        let mut command = run_command_builder(dir.path(), metrics_port, &[]);
+        let mut command = run_command(dir.path(), metrics_port, extra);
         command.stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap());
         for (k, v) in env {
             command.env(k, v);
         }
         let child = command.spawn().expect("starting sluice");
-        let mut s = Self {
+        Self {
             child,
             dir,
             port,
             metrics_port,
-        };
+        }
+    }
+
+    /// [`Sluice::start`] with extra environment variables for the process.
+    pub fn start_with_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, &[], env);
         s.wait_ready();
         s
     }
 
     /// [`Sluice::start`] with extra `sluice run` arguments.
     pub fn start_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let yaml = pipeline_yaml
-            .replace("{port}", &port.to_string())
-            .replace("{dir}", &dir.path().display().to_string());
-        let file = dir.path().join("pipelines.yaml");
-        std::fs::write(&file, yaml).unwrap();
-        let metrics_port = free_port();
-        let child = run_command(
-            dir.path(),
-            metrics_port,
-            extra,
-            std::fs::File::create(dir.path().join("sluice.log")).unwrap(),
-        );
-        let mut s = Self {
-            child,
-            dir,
-            port,
-            metrics_port,
-        };
+        let mut s = Self::spawn(pipeline_yaml, extra, &[]);
         s.wait_ready();
         s
     }
@@ -154,23 +134,7 @@ impl Sluice {
     /// [`Sluice::start`] for pipelines without an http source: returns once the log says
     /// every pipeline is ready.
     pub fn start_without_listener(pipeline_yaml: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let yaml = pipeline_yaml.replace("{dir}", &dir.path().display().to_string());
-        let file = dir.path().join("pipelines.yaml");
-        std::fs::write(&file, yaml).unwrap();
-        let metrics_port = free_port();
-        let child = run_command(
-            dir.path(),
-            metrics_port,
-            &[],
-            std::fs::File::create(dir.path().join("sluice.log")).unwrap(),
-        );
-        let mut s = Self {
-            child,
-            dir,
-            port: 0,
-            metrics_port,
-        };
+        let mut s = Self::spawn(pipeline_yaml, &[], &[]);
         let started = Instant::now();
         while !s.log().contains("all pipelines ready") {
             if let Some(status) = s.child.try_wait().unwrap() {
@@ -296,7 +260,10 @@ impl Sluice {
             .append(true)
             .open(self.path("sluice.log"))
             .unwrap();
-        self.child = run_command(self.dir.path(), self.metrics_port, extra, log);
+        self.child = run_command(self.dir.path(), self.metrics_port, extra)
+            .stderr(log)
+            .spawn()
+            .expect("starting sluice");
         self.wait_ready();
     }
 
@@ -543,4 +510,37 @@ pub async fn kms_key() -> String {
         .expect("key metadata")
         .key_id()
         .to_owned()
+}
+
+/// The records of `topic` as Kafka stores them, read from the start by a fresh group until
+/// `want` arrived or 60 s passed: (envelope version header, payload, headers).
+pub fn stored_records(
+    bootstrap: &str,
+    topic: &str,
+    want: usize,
+) -> Vec<(String, Vec<u8>, rdkafka::message::OwnedHeaders)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::{Headers, Message};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", unique("raw-reader"))
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let mut out = Vec::new();
+    let started = Instant::now();
+    while out.len() < want && started.elapsed() < Duration::from_secs(60) {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let headers = m.headers().map(|h| h.detach()).unwrap_or_default();
+            let version = headers
+                .iter()
+                .find(|h| h.key == "sluice-envelope")
+                .and_then(|h| h.value)
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .unwrap_or_default();
+            out.push((version, m.payload().unwrap_or_default().to_vec(), headers));
+        }
+    }
+    out
 }

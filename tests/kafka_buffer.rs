@@ -311,8 +311,7 @@ mod encrypted {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+    use rdkafka::message::{Header, Headers, OwnedHeaders};
     use rdkafka::producer::{FutureProducer, FutureRecord};
     use sluice_buffer::Buffer;
     use sluice_kafka::{Encryption, KafkaBuffer};
@@ -346,30 +345,8 @@ mod encrypted {
         KafkaBuffer::connect(c).await.unwrap()
     }
 
-    /// Every record of the topic as stored: (envelope version, payload, headers).
     fn raw_records(topic: &str, want: usize) -> Vec<(String, Vec<u8>, OwnedHeaders)> {
-        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", kafka_bootstrap())
-            .set("group.id", unique("raw-reader"))
-            .set("auto.offset.reset", "earliest")
-            .create()
-            .unwrap();
-        consumer.subscribe(&[topic]).unwrap();
-        let mut out = Vec::new();
-        let started = std::time::Instant::now();
-        while out.len() < want && started.elapsed() < Duration::from_secs(60) {
-            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-                let headers = m.headers().map(|h| h.detach()).unwrap_or_default();
-                let version = headers
-                    .iter()
-                    .find(|h| h.key == "sluice-envelope")
-                    .and_then(|h| h.value)
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
-                    .unwrap_or_default();
-                out.push((version, m.payload().unwrap_or_default().to_vec(), headers));
-            }
-        }
-        out
+        sluice_tests::stored_records(&kafka_bootstrap(), topic, want)
     }
 
     /// The (key id, wrapped key) a sealed payload carries (format: crate docs of sluice-crypt).

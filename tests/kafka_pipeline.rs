@@ -24,6 +24,21 @@ struct Setup<'a> {
     encryption: Option<String>,
 }
 
+impl<'a> Setup<'a> {
+    /// A plain setup: the default sink, no metric prefix, no encryption.
+    fn new(bootstrap: &'a str, topic: &'a str, group: &'a str, partitions: u32) -> Self {
+        Self {
+            bootstrap,
+            topic,
+            group,
+            partitions,
+            sink: None,
+            prefix: None,
+            encryption: None,
+        }
+    }
+}
+
 fn pipeline(s: &Setup<'_>) -> String {
     let sink = s.sink.map_or("{dir}/out/events.jsonl".to_owned(), |p| {
         p.display().to_string()
@@ -145,15 +160,7 @@ fn wait_for_ids(paths: &[PathBuf], want: &[String], timeout: Duration) -> (Vec<S
 fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_end() {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("rt"), unique("g"));
-    let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 2,
-        sink: None,
-        prefix: None,
-        encryption: None,
-    };
+    let setup = Setup::new(&bootstrap, &topic, &group, 2);
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
     for i in 0..20 {
@@ -292,15 +299,7 @@ fn logged(log: &str, key: &str) -> Option<i64> {
 fn kill_9_at_random_moments_loses_no_accepted_event() {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("crash"), unique("g"));
-    let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 2,
-        sink: None,
-        prefix: None,
-        encryption: None,
-    };
+    let setup = Setup::new(&bootstrap, &topic, &group, 2);
     let mut s = Sluice::start(&pipeline(&setup));
     let port = s.port;
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -377,15 +376,7 @@ fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss(
     let mut broker = Broker::start();
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("outage"), unique("g"));
-    let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 1,
-        sink: None,
-        prefix: None,
-        encryption: None,
-    };
+    let setup = Setup::new(&bootstrap, &topic, &group, 1);
     let mut s = Sluice::start(&pipeline(&setup));
     let mut acked = Vec::new();
     let (body, ids) = events("before", 0, 5);
@@ -437,13 +428,9 @@ fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
     // Every write fails (ENOSPC) until the link is replaced by a real file.
     std::os::unix::fs::symlink("/dev/full", &sink_path).unwrap();
     let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 1,
         sink: Some(&sink_path),
         prefix: Some("dns"),
-        encryption: None,
+        ..Setup::new(&bootstrap, &topic, &group, 1)
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -503,15 +490,7 @@ fn last_assignment(log: &str) -> Option<String> {
 fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once() {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("scale"), unique("g"));
-    let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 4,
-        sink: None,
-        prefix: None,
-        encryption: None,
-    };
+    let setup = Setup::new(&bootstrap, &topic, &group, 4);
     let mut a = Sluice::start(&pipeline(&setup));
     let mut b = Sluice::start(&pipeline(&setup));
     // Both consumers of both processes have joined and split the 4 partitions.
@@ -598,13 +577,8 @@ fn with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let key = runtime.block_on(sluice_tests::kms_key());
     let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 1,
-        sink: None,
-        prefix: None,
         encryption: Some(kms_encryption(&key)),
+        ..Setup::new(&bootstrap, &topic, &group, 1)
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -626,66 +600,28 @@ fn with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records() {
     assert_eq!(s.terminate(), 0, "{}", s.log());
 
     // What Kafka stores: envelope version 2, no event text.
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::message::{Headers, Message};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .set("group.id", unique("raw"))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    consumer.subscribe(&[&topic]).unwrap();
-    let mut seen = 0;
-    let started = Instant::now();
-    while seen < 5 && started.elapsed() < Duration::from_secs(30) {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let version = m
-                .headers()
-                .and_then(|h| h.iter().find(|h| h.key == "sluice-envelope"))
-                .and_then(|h| h.value);
-            assert_eq!(version, Some(&b"2"[..]));
-            let text = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-            assert!(
-                !text.contains("sealed-"),
-                "an event is stored in the clear: {text}"
-            );
-            seen += 1;
-        }
+    let stored = sluice_tests::stored_records(&bootstrap, &topic, 5);
+    assert_eq!(stored.len(), 5);
+    for (version, payload, _) in &stored {
+        assert_eq!(version, "2");
+        let text = String::from_utf8_lossy(payload);
+        assert!(
+            !text.contains("sealed-"),
+            "an event is stored in the clear: {text}"
+        );
     }
-    assert_eq!(seen, 5);
 }
 
 #[test]
 fn an_unusable_kms_key_fails_startup_naming_the_key() {
     let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("nokey"), unique("g"));
     let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &unique("nokey"),
-        group: &unique("g"),
-        partitions: 1,
-        sink: None,
-        prefix: None,
         encryption: Some(kms_encryption("alias/does-not-exist")),
+        ..Setup::new(&bootstrap, &topic, &group, 1)
     };
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("p.yaml");
-    let yaml = pipeline(&setup)
-        .replace("{port}", &sluice_tests::free_port().to_string())
-        .replace("{dir}", &dir.path().display().to_string());
-    std::fs::write(&file, yaml).unwrap();
-    let out = std::process::Command::new(sluice_tests::sluice_bin())
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (code, stderr, _) = failed_start(&pipeline(&setup));
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("KMS GenerateDataKey with key `alias/does-not-exist` failed"),
         "{stderr}"
@@ -693,7 +629,8 @@ fn an_unusable_kms_key_fails_startup_naming_the_key() {
 }
 
 /// Runs `sluice run` on `yaml` (with `{port}`/`{dir}` filled) expecting a startup failure;
-/// returns (exit code, stderr, how long it took).
+/// returns (exit code, stderr, how long it took). The test KMS's credentials are set, as for
+/// every sluice the tests start.
 fn failed_start(yaml: &str) -> (Option<i32>, String, Duration) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("p.yaml");
@@ -709,6 +646,8 @@ fn failed_start(yaml: &str) -> (Option<i32>, String, Duration) {
             "--metrics-addr",
             "127.0.0.1:0",
         ])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
         .unwrap();
     (
@@ -736,15 +675,7 @@ fn sasl_scram_right_credentials_flow_and_a_wrong_password_fails_startup_naming_t
     broker.resume();
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("sasl"), unique("g"));
-    let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 1,
-        sink: None,
-        prefix: None,
-        encryption: None,
-    };
+    let setup = Setup::new(&bootstrap, &topic, &group, 1);
 
     // The password from an environment variable, as a deployment would give it.
     let yaml = authenticated(
@@ -856,15 +787,7 @@ fn tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup() {
     let mut broker = Broker::start_tls(&cert, &key);
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("tls"), unique("g"));
-    let setup = Setup {
-        bootstrap: &bootstrap,
-        topic: &topic,
-        group: &group,
-        partitions: 1,
-        sink: None,
-        prefix: None,
-        encryption: None,
-    };
+    let setup = Setup::new(&bootstrap, &topic, &group, 1);
     let with_tls = |ca: &str| {
         pipeline(&setup).replace(
             "      produce_timeout: 3s",
