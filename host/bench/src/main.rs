@@ -66,27 +66,12 @@ fn main() -> anyhow::Result<()> {
     );
     let runtime = tokio::runtime::Runtime::new()?;
     let raw = runtime.block_on(raw_librdkafka(&args, &bodies, None))?;
-    println!(
-        "raw librdkafka produce+consume: {:>8.2} s  {:>9.0} records/s  {:>9.0} events/s",
-        raw.as_secs_f64(),
-        args.requests as f64 / raw.as_secs_f64(),
-        (args.requests * args.events) as f64 / raw.as_secs_f64()
-    );
+    throughput("raw librdkafka produce+consume", raw, &args);
     let acked = runtime.block_on(raw_librdkafka(&args, &bodies, Some(args.clients)))?;
-    println!(
-        "raw, {:>3} senders each awaiting its ack: {:>6.2} s  {:>9.0} records/s  {:>9.0} events/s",
-        args.clients,
-        acked.as_secs_f64(),
-        args.requests as f64 / acked.as_secs_f64(),
-        (args.requests * args.events) as f64 / acked.as_secs_f64()
-    );
+    let label = format!("raw, {} senders each awaiting its ack", args.clients);
+    throughput(&label, acked, &args);
     let sluice = sluice_end_to_end(&args, &bodies, "")?;
-    println!(
-        "sluice http→kafka→json→file:    {:>8.2} s  {:>9.0} records/s  {:>9.0} events/s",
-        sluice.as_secs_f64(),
-        args.requests as f64 / sluice.as_secs_f64(),
-        (args.requests * args.events) as f64 / sluice.as_secs_f64()
-    );
+    throughput("sluice http→kafka→json→file", sluice, &args);
     println!(
         "ratio sluice/raw throughput: {:.2} (target >= 0.80)",
         raw.as_secs_f64() / sluice.as_secs_f64()
@@ -98,17 +83,22 @@ fn main() -> anyhow::Result<()> {
     // The same with every record sealed (AES-256-GCM; a static key, so KMS is not measured:
     // with KMS it is one call per data-key lifetime).
     let sealed = sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION)?;
-    println!(
-        "sluice with encryption:         {:>8.2} s  {:>9.0} records/s  {:>9.0} events/s",
-        sealed.as_secs_f64(),
-        args.requests as f64 / sealed.as_secs_f64(),
-        (args.requests * args.events) as f64 / sealed.as_secs_f64()
-    );
+    throughput("sluice with encryption", sealed, &args);
     println!(
         "ratio encryption on/off: {:.2} (target >= 0.95)",
         sluice.as_secs_f64() / sealed.as_secs_f64()
     );
     Ok(())
+}
+
+/// One result line: time, records/s and events/s over the whole payload set.
+fn throughput(label: &str, took: Duration, args: &Args) {
+    let secs = took.as_secs_f64();
+    println!(
+        "{label:<40} {secs:>6.2} s  {:>9.0} records/s  {:>9.0} events/s",
+        args.requests as f64 / secs,
+        (args.requests * args.events) as f64 / secs
+    );
 }
 
 /// Request bodies: JSON arrays of `events` objects of about `event_bytes` each.
