@@ -14,13 +14,40 @@ pub fn root() -> PathBuf {
         .to_owned()
 }
 
+/// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
+pub const PLUGINS: [&str; 7] = [
+    "csv",
+    "hostile",
+    "json",
+    "logfmt",
+    "logfmt_js",
+    "logfmt_python",
+    "ndjson",
+];
+
+/// Where tests keep compiled plugins between runs, so the big Python and JavaScript components
+/// are compiled once (the host keys entries by content hash and engine).
+pub fn plugin_cache() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .join("plugin-cache");
+    std::fs::create_dir_all(&dir).expect("creating the test plugin cache");
+    dir
+}
+
 /// The folder of built example plugins; builds them when missing (never skips).
 pub fn plugin_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             let dir = root().join("plugins/target/wasm32-wasip2/release");
-            if !dir.join("json.wasm").is_file() || !dir.join("ndjson.wasm").is_file() {
+            if !PLUGINS
+                .iter()
+                .all(|p| dir.join(format!("{p}.wasm")).is_file())
+            {
                 let status = Command::new(root().join("scripts/build-plugins"))
                     .status()
                     .expect("running scripts/build-plugins");

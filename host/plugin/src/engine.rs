@@ -113,7 +113,7 @@ impl PluginHost {
             .collect();
         let unknown: Vec<&String> = imports
             .iter()
-            .filter(|name| !name.starts_with("wasi:"))
+            .filter(|name| !LINKED_WASI.iter().any(|p| name.starts_with(p)))
             .collect();
         if !unknown.is_empty() {
             let imports = unknown
@@ -196,6 +196,18 @@ impl PluginHost {
 }
 
 const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
+
+/// The WASI p2 packages the linker provides (`wasmtime_wasi::p2::add_to_linker_sync`), each
+/// with a context that grants nothing. Anything else a component imports (`wasi:http`, a
+/// custom interface) cannot be satisfied and is reported by name at load time.
+pub const LINKED_WASI: [&str; 6] = [
+    "wasi:cli/",
+    "wasi:clocks/",
+    "wasi:filesystem/",
+    "wasi:io/",
+    "wasi:random/",
+    "wasi:sockets/",
+];
 
 /// Loads a cache entry. Only files this host wrote are in the cache folder, under a name that
 /// holds the sha256 of the component they were compiled from and the engine's compatibility

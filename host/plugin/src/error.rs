@@ -28,7 +28,7 @@ pub enum PluginError {
     WrongWorld { origin: String, reason: String },
 
     #[error(
-        "plugin `{origin}` imports {imports}, which sluice does not provide (only WASI p2 is linked, with no capabilities)"
+        "plugin `{origin}` imports {imports}, which sluice does not provide (only WASI p2's cli, clocks, filesystem, io, random and sockets are linked, with no capabilities); a JavaScript plugin built with componentize-js needs `-d http fetch-event`"
     )]
     UnknownImports { origin: String, imports: String },
 

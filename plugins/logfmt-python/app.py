@@ -1,0 +1,98 @@
+"""`logfmt_python`: logfmt lines (`key=value key2="quoted value" flag`) -> one event per line.
+
+The same format as the Rust `logfmt` and the JavaScript `logfmt_js` plugins; all three pass the
+conformance suite in tests/conformance/logfmt.json. Built by `./scripts/build-plugins` with
+componentize-py (pinned in plugins/tools/requirements.txt).
+
+Rules: lines split on LF (a trailing CR is dropped); blank lines hold no event; a pair is
+`key=value`, `key="quoted"` (escapes \\" \\\\ \\n \\t \\r) or a bare `key` (true); the last
+of a repeated key wins; values are strings. A bad line makes the whole record malformed, with
+a reason that starts `line N:`.
+"""
+
+import json
+
+from wit_world import exports
+from wit_world.exports.raw_byte_handler import Outcome_Events, Outcome_Malformed
+
+ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
+
+
+class LineError(Exception):
+    pass
+
+
+def parse_line(line):
+    event = {}
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in " \t":
+            i += 1
+        if i >= n:
+            return event
+        start = i
+        while i < n and line[i] not in " \t=\"":
+            i += 1
+        key = line[start:i]
+        if not key:
+            raise LineError(f"expected a key at column {i + 1}, found `{line[i]}`")
+        if i >= n or line[i] in " \t":
+            event[key] = True
+            continue
+        if line[i] == '"':
+            raise LineError(f"quote inside key `{key}`")
+        i += 1  # past '='
+        if i < n and line[i] == '"':
+            i += 1
+            value = []
+            while True:
+                if i >= n:
+                    raise LineError(f"unterminated quoted value for key `{key}`")
+                c = line[i]
+                if c == '"':
+                    i += 1
+                    break
+                if c == "\\":
+                    if i + 1 >= n:
+                        raise LineError(f"unterminated quoted value for key `{key}`")
+                    e = line[i + 1]
+                    if e not in ESCAPES:
+                        raise LineError(f"unknown escape `\\{e}` in the value of `{key}`")
+                    value.append(ESCAPES[e])
+                    i += 2
+                    continue
+                value.append(c)
+                i += 1
+            if i < n and line[i] not in " \t":
+                raise LineError(f"expected a space after the quoted value of `{key}`")
+            event[key] = "".join(value)
+        else:
+            start = i
+            while i < n and line[i] not in " \t":
+                if line[i] == '"':
+                    raise LineError(f"quote inside the unquoted value of `{key}`")
+                i += 1
+            event[key] = line[start:i]
+
+
+def parse(payload):
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return Outcome_Malformed(f"not UTF-8 ({e.reason} at byte {e.start})")
+    events = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        try:
+            event = parse_line(line)
+        except LineError as e:
+            return Outcome_Malformed(f"line {number}: {e}")
+        if event:
+            events.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+    return Outcome_Events(events)
+
+
+class RawByteHandler(exports.RawByteHandler):
+    def deserialize_batch(self, batch):
+        return [parse(record.payload) for record in batch]
