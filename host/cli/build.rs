@@ -9,15 +9,20 @@ fn main() {
     let dir =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/target/wasm32-wasip2/release");
     // Cargo does not notice a watched file that appears later, so also watch the deepest
-    // folder that exists: building the plugins then changes it and re-runs this script.
+    // folder that exists: building the plugins then changes it and re-runs this script. Never
+    // above `plugins/`: cargo walks a watched folder recursively, and a checkout that has
+    // since been deleted would otherwise leave `/` watched (seen: a build stuck walking /sys).
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins");
     let mut watch = dir.as_path();
-    while !watch.exists() {
+    while !watch.exists() && watch != plugins {
         match watch.parent() {
             Some(parent) => watch = parent,
             None => break,
         }
     }
-    println!("cargo:rerun-if-changed={}", watch.display());
+    if watch.exists() {
+        println!("cargo:rerun-if-changed={}", watch.display());
+    }
     let mut code = String::from("pub(crate) const BUILTIN: &[(&str, &[u8])] = &[\n");
     for name in ["json", "ndjson"] {
         let path = dir.join(format!("{name}.wasm"));

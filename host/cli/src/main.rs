@@ -1,13 +1,13 @@
 //! `sluice`: the command line. Arguments → config → `sluice_pipeline::run` → exit code.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use sluice_plugin::{Plugin, PluginHost};
+use sluice_plugin::{Catalog, PluginHost};
 
 mod server;
 
@@ -49,6 +49,11 @@ enum Command {
         /// Where to serve `/metrics` (Prometheus) and `/health`.
         #[arg(long, default_value = "0.0.0.0:4900")]
         metrics_addr: std::net::SocketAddr,
+        /// How often to look for new or changed `.wasm` files in the plugin folder (hot reload;
+        /// a changed file is compiled and checked, then used from the next batch). `0s` turns
+        /// hot reload off.
+        #[arg(long, default_value = "1s", value_parser = humantime_duration)]
+        reload_interval: Duration,
     },
     /// Check a pipeline file: exit 0, or print every error and exit 2.
     Validate {
@@ -123,16 +128,20 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             data_dir,
             drain_timeout,
             metrics_addr,
+            reload_interval,
         } => {
             let metrics = server::install_recorder()?;
             let host = PluginHost::new(Some(data_dir.join("plugin-cache")))?;
-            let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
+            let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref())?;
             let Some(config) = load_config(&file, &plugins)? else {
                 return Ok(ExitCode::from(EXIT_INVALID));
             };
             let options = sluice_pipeline::RunOptions {
                 data_dir,
                 drain_timeout,
+                reload: folder
+                    .filter(|_| !reload_interval.is_zero())
+                    .map(|dir| (dir, reload_interval)),
             };
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             let health = server::Health::default();
@@ -153,8 +162,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, plugins } => {
-            let host = PluginHost::new(None)?;
-            let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
+            let (plugins, _) = load_plugins(PluginHost::new(None)?, plugins.plugins.as_deref())?;
             Ok(match load_config(&file, &plugins)? {
                 Some(config) => {
                     println!(
@@ -170,11 +178,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Plugins {
             command: PluginsCommand::List { plugins },
         } => {
-            let host = PluginHost::new(None)?;
-            let plugins = load_plugins(&host, plugins.plugins.as_deref())?;
-            let mut plugins: Vec<&Plugin> = plugins.values().collect();
-            plugins.sort_by(|a, b| a.name().cmp(b.name()));
-            for p in plugins {
+            let (plugins, _) = load_plugins(PluginHost::new(None)?, plugins.plugins.as_deref())?;
+            for p in plugins.plugins() {
                 println!(
                     "{}\t{}\t{} bytes\t{}\timports: {}",
                     p.name(),
@@ -190,14 +195,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 /// Parses and validates; prints the errors and returns `None` when there are any.
-fn load_config(
-    file: &Path,
-    plugins: &HashMap<String, Plugin>,
-) -> anyhow::Result<Option<sluice_config::Config>> {
+fn load_config(file: &Path, plugins: &Catalog) -> anyhow::Result<Option<sluice_config::Config>> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading pipeline file `{}`", file.display()))?;
-    let mut names: Vec<String> = plugins.keys().cloned().collect();
-    names.sort();
+    let names = plugins.names();
     let context = sluice_config::Context {
         deserializers: Some(&names),
     };
@@ -210,33 +211,36 @@ fn load_config(
     }
 }
 
-/// The built-ins, then the plugin folder. A plugin that fails to load stops startup: running
-/// without the deserializer a pipeline names would only fail later.
-fn load_plugins(host: &PluginHost, dir: Option<&Path>) -> anyhow::Result<HashMap<String, Plugin>> {
-    let mut plugins = HashMap::new();
+/// The built-ins, then the plugin folder (returned when there is one, for hot reload). A plugin
+/// that fails to load stops startup: running without the deserializer a pipeline names would
+/// only fail later.
+fn load_plugins(
+    host: PluginHost,
+    dir: Option<&Path>,
+) -> anyhow::Result<(Arc<Catalog>, Option<PathBuf>)> {
+    let catalog = Catalog::new(Arc::new(host));
+    let host = catalog.host();
     for (name, bytes) in builtin::BUILTIN {
-        let plugin = host.load_bytes(name, &format!("built-in {name}"), bytes)?;
-        plugins.insert((*name).to_owned(), plugin);
+        catalog.insert_builtin(host.load_bytes(name, &format!("built-in {name}"), bytes)?);
     }
     let dir = match dir {
         Some(dir) if !dir.is_dir() => bail!("plugin folder `{}` does not exist", dir.display()),
         Some(dir) => dir.to_owned(),
         None => PathBuf::from("./plugins"),
     };
-    if dir.is_dir() {
-        for loaded in host.load_dir(&dir)? {
-            let plugin = loaded?;
-            if plugins.contains_key(plugin.name()) {
-                tracing::info!(
-                    plugin = plugin.name(),
-                    file = plugin.origin(),
-                    "plugin file replaces the built-in of the same name"
-                );
-            }
-            plugins.insert(plugin.name().to_owned(), plugin);
+    if !dir.is_dir() {
+        return Ok((Arc::new(catalog), None));
+    }
+    for plugin in catalog.load_dir(&dir)? {
+        if builtin::BUILTIN.iter().any(|(name, _)| *name == plugin.name()) {
+            tracing::info!(
+                plugin = plugin.name(),
+                file = plugin.origin(),
+                "plugin file replaces the built-in of the same name"
+            );
         }
     }
-    Ok(plugins)
+    Ok((Arc::new(catalog), Some(dir)))
 }
 
 async fn shutdown_signal() {

@@ -194,6 +194,15 @@ pub struct DeserializerConfig {
         deserialize_with = "units::duration"
     )]
     pub timeout: Duration,
+    /// Replace each worker's plugin instance with a fresh one after this many batches, which
+    /// returns the memory a guest heap kept (Python and JavaScript heaps never shrink). `0`
+    /// recycles only after a trap. Default `10000`.
+    #[serde(default = "default_recycle_after")]
+    pub recycle_after: u64,
+}
+
+const fn default_recycle_after() -> u64 {
+    10_000
 }
 
 const fn default_max_memory() -> ByteSize {
@@ -231,6 +240,7 @@ impl Default for DeserializerConfig {
             options: BTreeMap::new(),
             max_memory: default_max_memory(),
             timeout: default_plugin_timeout(),
+            recycle_after: default_recycle_after(),
         }
     }
 }

@@ -7,9 +7,12 @@
 //! - [`worker`]: reads batches, calls the deserializer, sends events to the sinks, dead-letters
 //!   what cannot be parsed, and only then acknowledges the batch.
 //! - [`sink`]: `stdout`, `file`, and the dead-letter file.
+//! - [`reload`]: watches the plugin folder and publishes new plugin versions; workers switch
+//!   to them between batches.
 //! - [`run`]: builds every pipeline from the validated config, runs them, and shuts down:
 //!   stop the sources, drain the buffers through the sinks within a deadline, exit.
 
+pub mod reload;
 pub mod run;
 pub mod sink;
 pub mod source;

@@ -2,7 +2,6 @@
 //! sources (in-flight requests finish), close the buffers, let the workers drain them through
 //! the sinks within `drain_timeout`, then return.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,7 +10,7 @@ use std::time::Duration;
 use sluice_buffer::memory::MemoryBuffer;
 use sluice_config::{Buffer, Config, Sink, Source};
 use sluice_kafka::{Encryption, KafkaBuffer, KafkaBufferConfig, KafkaBufferError};
-use sluice_plugin::{Decoder, Limits, Plugin, PluginError};
+use sluice_plugin::{Catalog, Decoder, Limits, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -25,6 +24,9 @@ pub struct RunOptions {
     pub data_dir: PathBuf,
     /// How long shutdown may take to drain the buffers.
     pub drain_timeout: Duration,
+    /// The plugin folder to watch for new and changed `.wasm` files, and how often to look
+    /// (`None`: no hot reload).
+    pub reload: Option<(PathBuf, Duration)>,
 }
 
 /// Why pipelines could not start.
@@ -59,6 +61,7 @@ struct Built {
     buffer: PipelineBuffer,
     source: SourceRunner,
     workers: Vec<(Box<dyn sluice_buffer::BufferReader>, Decoder)>,
+    swap: worker::Swap,
     outputs: Arc<Outputs>,
 }
 
@@ -115,7 +118,7 @@ enum SourceRunner {
 /// once all pipelines listen.
 pub async fn run(
     config: Config,
-    plugins: &HashMap<String, Plugin>,
+    plugins: &Arc<Catalog>,
     options: RunOptions,
     shutdown: impl Future<Output = ()>,
     ready: impl FnOnce(),
@@ -157,7 +160,12 @@ pub async fn run(
             }
         }
         for (reader, decoder) in b.workers {
-            workers.spawn(worker::run(reader, decoder, b.outputs.clone()));
+            workers.spawn(worker::run(
+                reader,
+                decoder,
+                b.swap.clone(),
+                b.outputs.clone(),
+            ));
         }
         if let PipelineBuffer::Kafka(_) = &b.buffer {
             drain_timeout = drain_timeout.max(b.outputs.drain_timeout);
@@ -187,8 +195,15 @@ pub async fn run(
         }
     });
 
+    let reload_task = options.reload.clone().map(|(dir, every)| {
+        tokio::spawn(crate::reload::watch(plugins.clone(), dir, every))
+    });
+
     shutdown.await;
     gauge_task.abort();
+    if let Some(task) = reload_task {
+        task.abort();
+    }
     tracing::info!("shutting down: stopping sources, then draining buffers");
     let _ = stop_tx.send(true);
     let deadline = tokio::time::Instant::now() + drain_timeout;
@@ -325,20 +340,21 @@ fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> 
 
 async fn build(
     p: sluice_config::Pipeline,
-    plugins: &HashMap<String, Plugin>,
+    plugins: &Catalog,
     options: &RunOptions,
 ) -> Result<Built, PipelineError> {
     let name = p.name.clone();
     let deserializer = p.source.deserializer();
-    let plugin = plugins
-        .get(&deserializer.name)
-        .ok_or_else(|| PipelineError::MissingPlugin {
-            pipeline: name.clone(),
-            plugin: deserializer.name.clone(),
-        })?;
+    let missing = || PipelineError::MissingPlugin {
+        pipeline: name.clone(),
+        plugin: deserializer.name.clone(),
+    };
+    let updates = plugins.subscribe(&deserializer.name).ok_or_else(missing)?;
+    let plugin = updates.borrow().clone();
     let limits = Limits {
         max_memory: usize::try_from(deserializer.max_memory.bytes()).unwrap_or(usize::MAX),
         timeout: deserializer.timeout,
+        recycle_after: deserializer.recycle_after,
     };
     let mut drain_timeout = options.drain_timeout;
     let buffer = match &p.buffer {
@@ -451,6 +467,11 @@ async fn build(
         buffer,
         source,
         workers,
+        swap: worker::Swap {
+            updates,
+            options: deserializer.option_pairs(),
+            limits,
+        },
         outputs,
     })
 }

@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sluice_buffer::{BufferReader, Count};
-use sluice_plugin::{Decoded, Decoder, DecoderStats, RawRecord};
+use sluice_plugin::{Decoded, Decoder, DecoderStats, Limits, Plugin, RawRecord};
+use tokio::sync::watch;
 
 use crate::sink::LineSink;
 
@@ -64,11 +65,24 @@ pub struct Outputs {
     pub drain_timeout: Duration,
 }
 
+/// How a worker builds a decoder from a new plugin version (hot reload).
+#[derive(Clone)]
+pub struct Swap {
+    /// New versions of the pipeline's plugin, published by the catalog.
+    pub updates: watch::Receiver<Plugin>,
+    /// The deserializer's options, for `configure` on the new instance.
+    pub options: Vec<(String, String)>,
+    pub limits: Limits,
+}
+
 /// Metrics of one pipeline's deserializer plugin, labelled `{pipeline, plugin}`.
 struct PluginMetrics {
     calls: metrics::Counter,
     faults: metrics::Counter,
     deadline_hits: metrics::Counter,
+    recycled: metrics::Counter,
+    swaps: metrics::Counter,
+    memory: metrics::Gauge,
     batch_seconds: metrics::Histogram,
 }
 
@@ -82,6 +96,9 @@ impl PluginMetrics {
             calls: metrics::counter!("sluice_plugin_calls", &labels),
             faults: metrics::counter!("sluice_plugin_traps", &labels),
             deadline_hits: metrics::counter!("sluice_plugin_deadline_hits", &labels),
+            recycled: metrics::counter!("sluice_plugin_instances_recycled", &labels),
+            swaps: metrics::counter!("sluice_plugin_versions_switched", &labels),
+            memory: metrics::gauge!("sluice_plugin_memory_bytes", &labels),
             batch_seconds: metrics::histogram!("sluice_plugin_batch_seconds", &labels),
         }
     }
@@ -92,15 +109,32 @@ impl PluginMetrics {
         self.faults.increment(after.faults - before.faults);
         self.deadline_hits
             .increment(after.deadline_hits - before.deadline_hits);
+        self.recycled.increment(after.recycled - before.recycled);
+        // The peak over this worker's instances (the gauge shows the last worker to report).
+        self.memory.set(after.peak_memory as f64);
         self.batch_seconds.record(took.as_secs_f64());
     }
 }
 
 /// Runs until the buffer is closed and drained.
-pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: Arc<Outputs>) {
+pub async fn run(
+    mut reader: Box<dyn BufferReader>,
+    decoder: Decoder,
+    mut swap: Swap,
+    outputs: Arc<Outputs>,
+) {
     let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.plugin().name());
     let mut decoder = Some(decoder);
     while let Some(mut batch) = reader.read().await {
+        // A new plugin version: switch before this batch, never inside one.
+        if swap.updates.has_changed().unwrap_or(false) {
+            let current = decoder.take().expect("decoder is returned after every batch");
+            let (next, switched) = switch(&mut swap, current, &outputs.pipeline).await;
+            if switched {
+                plugin_metrics.swaps.increment(1);
+            }
+            decoder = Some(next);
+        }
         outputs
             .counters
             .consumed
@@ -151,6 +185,30 @@ pub async fn run(mut reader: Box<dyn BufferReader>, decoder: Decoder, outputs: A
         outputs.counters.events.add(n_events);
         outputs.counters.dead_lettered.add(n_dead);
         outputs.counters.acknowledged.add(1);
+    }
+}
+
+/// Builds a decoder from the newest version of the plugin (instantiate and `configure`, off
+/// the reactor). If that fails (the new version refuses the options, or cannot start), the
+/// current decoder is kept and the error logged; the version is not retried.
+async fn switch(swap: &mut Swap, current: Decoder, pipeline: &str) -> (Decoder, bool) {
+    let plugin = swap.updates.borrow_and_update().clone();
+    if plugin.sha256() == current.plugin().sha256() {
+        return (current, false);
+    }
+    let (options, limits) = (swap.options.clone(), swap.limits);
+    let built = tokio::task::spawn_blocking(move || Decoder::new(plugin, options, limits))
+        .await
+        .expect("building a decoder does not panic");
+    match built {
+        Ok(next) => {
+            tracing::info!(pipeline, plugin = next.plugin().name(), from = %&current.plugin().sha256()[..12], to = %&next.plugin().sha256()[..12], "switched to the new plugin version");
+            (next, true)
+        }
+        Err(error) => {
+            tracing::error!(pipeline, %error, "the new plugin version cannot start here; keeping the running one");
+            (current, false)
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::bindings::exports::sluice::plugin::raw_byte_handler;
 use crate::bindings::{OptionEntry, Outcome, RawRecord};
-use crate::engine::{EPOCH_TICK, HostState, Plugin};
+use crate::engine::{EPOCH_TICK, HostState, Limiter, Plugin};
 use crate::error::PluginError;
 use crate::guest_log::GuestLog;
 
@@ -26,6 +26,10 @@ pub struct Limits {
     pub max_memory: usize,
     /// The longest one call may run (wall clock).
     pub timeout: Duration,
+    /// Replace the instance with a fresh one after this many batches (0: only after a fault).
+    /// Guest heaps never shrink, so a long-lived Python or JavaScript instance keeps its high
+    /// water mark; recycling returns it.
+    pub recycle_after: u64,
 }
 
 impl Default for Limits {
@@ -33,6 +37,7 @@ impl Default for Limits {
         Self {
             max_memory: 64 << 20,
             timeout: Duration::from_secs(1),
+            recycle_after: 10_000,
         }
     }
 }
@@ -64,11 +69,17 @@ pub struct DecoderStats {
     pub deadline_hits: u64,
     /// Instances created, the first included.
     pub instances: u64,
+    /// Of those, instances replaced after `recycle_after` batches.
+    pub recycled: u64,
+    /// The most linear memory any instance of this decoder has held, in bytes.
+    pub peak_memory: u64,
 }
 
 struct Instance {
     store: Store<HostState>,
     handler: raw_byte_handler::Guest,
+    /// Successful calls on this instance.
+    calls: u64,
 }
 
 /// A plugin instance plus the policy around it. Not shared: each worker owns one.
@@ -185,12 +196,22 @@ impl Decoder {
         instance
             .store
             .set_epoch_deadline(deadline_ticks(self.limits.timeout));
-        match instance
+        let result = instance
             .handler
-            .call_deserialize_batch(&mut instance.store, batch)
-        {
+            .call_deserialize_batch(&mut instance.store, batch);
+        self.stats.peak_memory = self
+            .stats
+            .peak_memory
+            .max(instance.store.data().limits.peak as u64);
+        match result {
             Ok(outcomes) if outcomes.len() == batch.len() => {
-                self.instance = Some(instance);
+                instance.calls += 1;
+                if self.limits.recycle_after > 0 && instance.calls >= self.limits.recycle_after {
+                    // Dropped here; the next call builds a fresh one.
+                    self.stats.recycled += 1;
+                } else {
+                    self.instance = Some(instance);
+                }
                 Ok(outcomes)
             }
             Ok(outcomes) => {
@@ -230,7 +251,7 @@ impl Decoder {
         let state = HostState {
             wasi,
             table: ResourceTable::new(),
-            limits,
+            limits: Limiter { limits, peak: 0 },
         };
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -241,7 +262,9 @@ impl Decoder {
             name: name(),
             reason: describe_trap(&e, self.limits),
         };
-        let instance = inner.pre.instantiate(&mut store).map_err(fail)?;
+        let instance = inner.pre.instantiate(&mut store);
+        self.stats.peak_memory = self.stats.peak_memory.max(store.data().limits.peak as u64);
+        let instance = instance.map_err(fail)?;
         let handler = inner.handler.load(&mut store, &instance).map_err(fail)?;
         if let Some(configure) = &inner.configure {
             let configure = configure.load(&mut store, &instance).map_err(fail)?;
@@ -257,7 +280,11 @@ impl Decoder {
                 Err(e) => return Err(fail(e)),
             }
         }
-        Ok(Instance { store, handler })
+        Ok(Instance {
+            store,
+            handler,
+            calls: 0,
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
-use wasmtime::{Config, Engine, StoreLimits};
+use wasmtime::{Config, Engine, ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::exports::sluice::plugin::{configure, raw_byte_handler};
@@ -21,7 +21,58 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 pub(crate) struct HostState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
+    pub(crate) limits: Limiter,
+}
+
+/// The store's memory limits, and the most linear memory the instance has held (for the
+/// `sluice_plugin_memory_bytes` gauge and `plugins inspect`).
+pub(crate) struct Limiter {
     pub(crate) limits: StoreLimits,
+    pub(crate) peak: usize,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.peak = self.peak.max(desired);
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
 }
 
 impl WasiView for HostState {

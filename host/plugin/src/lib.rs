@@ -7,6 +7,8 @@
 //!   components (cached on disk by sha256 and engine hash), type-checking them at load.
 //! - [`decoder`]: one sandboxed instance per worker, the per-call deadline and memory cap, and
 //!   the trap policy (fresh instance, one retry, then isolate the record that traps).
+//! - [`catalog`]: every plugin by name, and hot reload: a changed file is compiled and
+//!   type-checked off the hot path, then published to the workers, who switch between batches.
 //! - [`error`]: [`PluginError`], naming the plugin and its file.
 //! - `guest_log`: a plugin's stdout/stderr, routed to tracing at debug level.
 //!
@@ -14,6 +16,7 @@
 //! worker → [`Decoder::decode`] per batch → one [`Decoded`] per record.
 
 mod bindings;
+pub mod catalog;
 pub mod decoder;
 pub mod engine;
 pub mod error;
@@ -22,6 +25,7 @@ mod guest_log;
 pub mod testing;
 
 pub use bindings::RawRecord;
+pub use catalog::{Catalog, Reload};
 pub use decoder::{Decoded, Decoder, DecoderStats, Limits};
 pub use engine::{Plugin, PluginHost};
 pub use error::PluginError;

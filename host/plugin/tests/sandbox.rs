@@ -197,3 +197,31 @@ fn precompiled_files_are_refused() {
 fn wasmtime_engine_bytes(host: &PluginHost) -> Vec<u8> {
     host.precompile_for_tests(hostile_component(false).as_bytes())
 }
+
+#[test]
+fn instances_are_reused_then_recycled_after_n_batches() {
+    let mut d = decoder(Limits {
+        recycle_after: 3,
+        ..Limits::default()
+    });
+    for _ in 0..7 {
+        assert_eq!(d.decode(&[record("a")]), vec![ok()]);
+    }
+    let stats = d.stats();
+    // Batches 1-3 on the first instance, 4-6 on the second, 7 on the third.
+    assert_eq!((stats.instances, stats.recycled), (3, 2), "{stats:?}");
+    // The WAT component declares one 64 KiB page.
+    assert_eq!(stats.peak_memory, 64 << 10);
+}
+
+#[test]
+fn without_recycling_one_instance_serves_every_batch() {
+    let mut d = decoder(Limits {
+        recycle_after: 0,
+        ..Limits::default()
+    });
+    for _ in 0..50 {
+        assert_eq!(d.decode(&[record("a"), record("b")]), vec![ok(), ok()]);
+    }
+    assert_eq!((d.stats().instances, d.stats().recycled), (1, 0));
+}

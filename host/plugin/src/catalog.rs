@@ -1,0 +1,252 @@
+//! The plugins a process runs, by name, and reloading them when their files change.
+//!
+//! Each name has a [`watch`] channel holding its current [`Plugin`]; workers subscribe and
+//! build a new instance from a newer version between batches, so a reload never splits or
+//! repeats a batch. [`Catalog::rescan`] compares the folder with what was loaded: a new or
+//! changed `.wasm` file is compiled and type-checked (off the hot path: call it from a blocking
+//! thread) and only then published; a file that fails keeps the previous version running and
+//! is reported once per change.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use tokio::sync::watch;
+
+use crate::engine::{Plugin, PluginHost};
+use crate::error::PluginError;
+
+/// What a file looked like when it was last looked at: a change in either means new content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: SystemTime,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(Self {
+            len: meta.len(),
+            modified: meta.modified().ok()?,
+        })
+    }
+}
+
+struct Entry {
+    current: watch::Sender<Plugin>,
+    /// The file the current version came from and its stamp then (`None` for a built-in).
+    loaded: Option<(PathBuf, Stamp)>,
+}
+
+/// What the previous scans saw.
+#[derive(Default)]
+struct Seen {
+    /// Every file's stamp on the previous scan: a file is taken once it stops changing, so a
+    /// copy in progress is not compiled half-written.
+    last: BTreeMap<PathBuf, Stamp>,
+    /// The stamp of a version that failed to load, so it is reported once, not every scan.
+    failed: BTreeMap<PathBuf, Stamp>,
+}
+
+/// What one [`Catalog::rescan`] did, for the log and metrics.
+#[derive(Debug)]
+pub enum Reload {
+    /// A new version of `name` (or a new plugin) is live; workers pick it up at their next batch.
+    Loaded {
+        name: String,
+        origin: String,
+        sha256: String,
+        /// Whether it replaced a version that was running.
+        replaced: bool,
+    },
+    /// The file changed but the new version cannot be used; the previous one keeps running.
+    Failed { name: String, error: PluginError },
+    /// The file is gone; the loaded version keeps running until the process restarts.
+    Removed { name: String, origin: String },
+}
+
+/// Every plugin of the process, by name.
+pub struct Catalog {
+    host: Arc<PluginHost>,
+    entries: Mutex<BTreeMap<String, Entry>>,
+    seen: Mutex<Seen>,
+}
+
+impl Catalog {
+    pub fn new(host: Arc<PluginHost>) -> Self {
+        Self {
+            host,
+            entries: Mutex::new(BTreeMap::new()),
+            seen: Mutex::new(Seen::default()),
+        }
+    }
+
+    /// The host that loads this catalog's plugins.
+    pub fn host(&self) -> &PluginHost {
+        &self.host
+    }
+
+    /// Adds a plugin that has no file (a built-in), or replaces one of that name.
+    pub fn insert_builtin(&self, plugin: Plugin) {
+        self.publish(plugin, None, true);
+    }
+
+    /// Loads every `*.wasm` file in `dir`, sorted by name; a file replaces a built-in of the
+    /// same name. Fails on the first file that does not load: at startup, running without a
+    /// plugin a pipeline names would only fail later.
+    pub fn load_dir(&self, dir: &Path) -> Result<Vec<Plugin>, PluginError> {
+        let mut loaded = Vec::new();
+        for path in wasm_files(dir)? {
+            let stamp = Stamp::of(&path);
+            let plugin = self.host.load_file(&path)?;
+            self.publish(plugin.clone(), stamp.map(|s| (path, s)), true);
+            loaded.push(plugin);
+        }
+        Ok(loaded)
+    }
+
+    /// The current version of `name`.
+    pub fn get(&self, name: &str) -> Option<Plugin> {
+        let entries = self.entries.lock().expect("catalog lock");
+        entries.get(name).map(|e| e.current.borrow().clone())
+    }
+
+    /// The names of every plugin, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let entries = self.entries.lock().expect("catalog lock");
+        entries.keys().cloned().collect()
+    }
+
+    /// The current versions of every plugin, sorted by name.
+    pub fn plugins(&self) -> Vec<Plugin> {
+        let entries = self.entries.lock().expect("catalog lock");
+        entries
+            .values()
+            .map(|e| e.current.borrow().clone())
+            .collect()
+    }
+
+    /// A receiver that sees every new version of `name` (the current one is marked seen).
+    pub fn subscribe(&self, name: &str) -> Option<watch::Receiver<Plugin>> {
+        let entries = self.entries.lock().expect("catalog lock");
+        entries.get(name).map(|e| e.current.subscribe())
+    }
+
+    /// Compares `dir` with what is loaded and loads what changed. Compiles: call it from a
+    /// blocking thread. A file is taken once two scans in a row see the same size and mtime.
+    pub fn rescan(&self, dir: &Path) -> Vec<Reload> {
+        let mut out = Vec::new();
+        let files = match wasm_files(dir) {
+            Ok(files) => files,
+            Err(error) => {
+                tracing::warn!(folder = %dir.display(), %error, "cannot read the plugin folder; keeping every loaded plugin");
+                return out;
+            }
+        };
+        let now: BTreeMap<PathBuf, Stamp> = files
+            .iter()
+            .filter_map(|p| Stamp::of(p).map(|s| (p.clone(), s)))
+            .collect();
+        let mut seen = self.seen.lock().expect("catalog lock");
+        let mut to_load = Vec::new();
+        {
+            let mut entries = self.entries.lock().expect("catalog lock");
+            for (path, stamp) in &now {
+                let loaded = entries
+                    .get(&stem(path))
+                    .and_then(|e| e.loaded.as_ref())
+                    .is_some_and(|(p, s)| p == path && s == stamp);
+                let settled = seen.last.get(path) == Some(stamp);
+                if !loaded && settled && seen.failed.get(path) != Some(stamp) {
+                    to_load.push((path.clone(), *stamp));
+                }
+            }
+            for (name, e) in entries.iter_mut() {
+                if let Some((path, _)) = &e.loaded
+                    && !now.contains_key(path)
+                {
+                    out.push(Reload::Removed {
+                        name: name.clone(),
+                        origin: path.display().to_string(),
+                    });
+                    // Reported once; the version keeps running with no file behind it.
+                    e.loaded = None;
+                }
+            }
+        }
+        seen.failed.retain(|path, _| now.contains_key(path));
+        seen.last = now;
+        for (path, stamp) in to_load {
+            let name = stem(&path);
+            match self.host.load_file(&path) {
+                Ok(plugin) => {
+                    seen.failed.remove(&path);
+                    let previous = self.get(&name);
+                    let same = previous
+                        .as_ref()
+                        .is_some_and(|p| p.sha256() == plugin.sha256());
+                    if !same {
+                        out.push(Reload::Loaded {
+                            name: name.clone(),
+                            origin: plugin.origin().to_owned(),
+                            sha256: plugin.sha256().to_owned(),
+                            replaced: previous.is_some(),
+                        });
+                    }
+                    // Same bytes (touched): only the stamp is new, and nobody is woken.
+                    self.publish(plugin, Some((path, stamp)), !same);
+                }
+                Err(error) => {
+                    seen.failed.insert(path, stamp);
+                    out.push(Reload::Failed { name, error });
+                }
+            }
+        }
+        out
+    }
+
+    /// Makes `plugin` the current version of its name; `notify` wakes the subscribers.
+    fn publish(&self, plugin: Plugin, loaded: Option<(PathBuf, Stamp)>, notify: bool) {
+        let mut entries = self.entries.lock().expect("catalog lock");
+        let name = plugin.name().to_owned();
+        match entries.get_mut(&name) {
+            Some(e) => {
+                if notify {
+                    e.current.send_replace(plugin);
+                }
+                e.loaded = loaded;
+            }
+            None => {
+                entries.insert(
+                    name,
+                    Entry {
+                        current: watch::Sender::new(plugin),
+                        loaded,
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The `*.wasm` files in `dir`, sorted.
+fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
