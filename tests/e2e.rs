@@ -12,3 +12,5 @@ mod http_pipeline;
 mod kafka_buffer;
 // The binary with the kafka buffer: round trip, kill -9, broker outage, failing sink, scale-out.
 mod kafka_pipeline;
+// The binary with real plugins: hot reload of the plugin folder, hostile plugins contained.
+mod plugin_host;

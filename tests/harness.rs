@@ -83,6 +83,25 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The plugin folder `sluice run` gets in these tests: the small Rust components only
+/// (copies), so a test's fresh data dir does not recompile the 12-18 MB Python and JavaScript
+/// components at every start. Tests of those pass `--plugins` themselves.
+pub fn run_plugin_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = plugin_cache().with_file_name("run-plugins");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["hostile", "json", "logfmt", "ndjson"] {
+            let file = format!("{name}.wasm");
+            let tmp = dir.join(format!("{file}.{}", std::process::id()));
+            std::fs::copy(plugin_dir().join(&file), &tmp).unwrap();
+            std::fs::rename(&tmp, dir.join(&file)).unwrap();
+        }
+        dir
+    })
+    .clone()
+}
+
 /// `sluice run DIR/pipelines.yaml` with its data in `DIR/data` and `/metrics` on
 /// `metrics_port`; the caller sets stderr and spawns it.
 fn run_command(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
@@ -95,12 +114,13 @@ fn run_command(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
         // For the KMS server of the tests (moto takes any credentials).
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
-        .arg("--plugins")
-        .arg(plugin_dir())
         .arg("--data-dir")
         .arg(dir.join("data"))
         .args(extra)
         .stdout(Stdio::null());
+    if !extra.contains(&"--plugins") {
+        command.arg("--plugins").arg(run_plugin_dir());
+    }
     command
 }
 

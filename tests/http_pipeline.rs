@@ -238,7 +238,7 @@ fn plugins_list_shows_built_ins_and_folder_plugins() {
         "{stdout}"
     );
     // The folder's files replace the built-ins of the same name: one line each.
-    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines.len(), sluice_tests::PLUGINS.len(), "{stdout}");
 }
 
 #[test]

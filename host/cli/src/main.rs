@@ -1,8 +1,8 @@
 //! `sluice`: the command line. Arguments → config → `sluice_pipeline::run` → exit code.
 
-use std::sync::Arc;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -232,7 +232,10 @@ fn load_plugins(
         return Ok((Arc::new(catalog), None));
     }
     for plugin in catalog.load_dir(&dir)? {
-        if builtin::BUILTIN.iter().any(|(name, _)| *name == plugin.name()) {
+        if builtin::BUILTIN
+            .iter()
+            .any(|(name, _)| *name == plugin.name())
+        {
             tracing::info!(
                 plugin = plugin.name(),
                 file = plugin.origin(),

@@ -195,9 +195,10 @@ pub async fn run(
         }
     });
 
-    let reload_task = options.reload.clone().map(|(dir, every)| {
-        tokio::spawn(crate::reload::watch(plugins.clone(), dir, every))
-    });
+    let reload_task = options
+        .reload
+        .clone()
+        .map(|(dir, every)| tokio::spawn(crate::reload::watch(plugins.clone(), dir, every)));
 
     shutdown.await;
     gauge_task.abort();

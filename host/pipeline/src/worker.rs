@@ -128,7 +128,9 @@ pub async fn run(
     while let Some(mut batch) = reader.read().await {
         // A new plugin version: switch before this batch, never inside one.
         if swap.updates.has_changed().unwrap_or(false) {
-            let current = decoder.take().expect("decoder is returned after every batch");
+            let current = decoder
+                .take()
+                .expect("decoder is returned after every batch");
             let (next, switched) = switch(&mut swap, current, &outputs.pipeline).await;
             if switched {
                 plugin_metrics.swaps.increment(1);

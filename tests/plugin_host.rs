@@ -1,0 +1,306 @@
+//! The real binary with real plugin components: hot reload of the plugin folder, and hostile
+//! plugins contained while another pipeline keeps flowing.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sluice_tests::{Sluice, free_port, json_lines, plugin_dir, prometheus_value};
+
+/// Waits until `check` holds, or fails with the log.
+fn wait_for(s: &Sluice, what: &str, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}:\n{}",
+            s.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Replaces `dest` the way a deploy should: write beside it, then rename over it.
+fn install(src: &Path, dest: &Path) {
+    let tmp = dest.with_extension("tmp");
+    std::fs::copy(src, &tmp).unwrap();
+    std::fs::rename(&tmp, dest).unwrap();
+}
+
+#[test]
+fn replacing_a_plugin_while_running_switches_between_batches_and_loses_nothing() {
+    let plugins = tempfile::tempdir().unwrap();
+    let parse = plugins.path().join("parse.wasm");
+    install(&plugin_dir().join("json.wasm"), &parse);
+    let yaml = r#"
+reload:
+  workers: 2
+  delay: 10ms
+  source:
+    http:
+      port: {port}
+      deserializer:
+        name: parse
+  buffer:
+    bounded_blocking:
+      buffer_size: 1000
+      batch_size: 8
+  sink:
+    - file:
+        path: {dir}/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let plugin_arg = plugins.path().to_str().unwrap();
+    let s = Arc::new(Sluice::start_with(
+        yaml,
+        &["--plugins", plugin_arg, "--reload-interval", "100ms"],
+    ));
+
+    // A client posting `{"n": i}` one after another the whole time.
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let poster = {
+        let (s, stop, sent) = (s.clone(), stop.clone(), sent.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let body = format!("{{\"n\": {n}}}");
+                assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
+                n += 1;
+                sent.store(n, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            n
+        })
+    };
+    wait_for(&s, "100 posts", || sent.load(Ordering::Relaxed) >= 100);
+
+    // v2: the hostile plugin, which echoes what it cannot interpret: `{"echo": "<payload>"}`.
+    install(&plugin_dir().join("hostile.wasm"), &parse);
+    wait_for(&s, "both workers on the new version", || {
+        s.log()
+            .matches("switched to the new plugin version")
+            .count()
+            >= 2
+    });
+    let switched_at = sent.load(Ordering::Relaxed);
+
+    // v3: a broken file (not written atomically, on purpose): reported, v2 keeps running.
+    std::fs::write(&parse, b"\0asm\x0d\0\x01\0 this is not a component").unwrap();
+    wait_for(&s, "the bad file reported", || {
+        s.log()
+            .contains("cannot reload plugin; the previous version keeps running")
+    });
+    let broken_at = sent.load(Ordering::Relaxed);
+    wait_for(&s, "100 more posts", || {
+        sent.load(Ordering::Relaxed) >= broken_at + 100
+    });
+    stop.store(true, Ordering::Relaxed);
+    let total = poster.join().unwrap();
+
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    assert_eq!(
+        prometheus_value(&metrics, "sluice_plugin_reloads", &[("plugin", "parse")]),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        prometheus_value(
+            &metrics,
+            "sluice_plugin_reload_failures",
+            &[("plugin", "parse")]
+        ),
+        Some(1.0)
+    );
+    let mut s = Arc::into_inner(s).expect("the poster is done");
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+    let log = s.log();
+    assert!(
+        log.contains("parse.wasm") && log.contains("not a valid WebAssembly component"),
+        "{log}"
+    );
+
+    // Every posted event exactly once, in one form or the other.
+    let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
+    let events = json_lines(&s.path("events.jsonl"));
+    for event in &events {
+        let (n, form) = match (&event["n"], &event["echo"]) {
+            (Value::Number(n), _) => (n.as_u64().unwrap(), "v1"),
+            (_, Value::String(echo)) => {
+                let inner: Value = serde_json::from_str(echo).unwrap();
+                (inner["n"].as_u64().unwrap(), "v2")
+            }
+            _ => panic!("unexpected event {event}"),
+        };
+        assert!(seen.insert(n, form).is_none(), "event {n} delivered twice");
+    }
+    assert_eq!(
+        seen.len() as u64,
+        total,
+        "lost events: {} of {total} delivered",
+        seen.len()
+    );
+    assert!(json_lines(&s.path("dlq.jsonl")).is_empty());
+    // v1 before the swap, v2 after it (in between, one batch per worker may be either), and
+    // the broken file changed nothing.
+    assert_eq!(seen[&0], "v1");
+    assert!(
+        seen.range(switched_at..).all(|(_, form)| *form == "v2"),
+        "{seen:?}"
+    );
+    assert_eq!(seen[&(total - 1)], "v2");
+}
+
+#[test]
+fn hostile_plugins_are_contained_and_another_pipeline_keeps_flowing() {
+    let port2 = free_port();
+    let yaml = format!(
+        r#"
+hostile:
+  delay: 10ms
+  source:
+    http:
+      port: {{port}}
+      deserializer:
+        name: hostile
+        timeout: 200ms
+        max_memory: 32mb
+  buffer:
+    bounded_blocking:
+      batch_size: 16
+  sink:
+    - file:
+        path: {{dir}}/hostile.jsonl
+  dlq_path: {{dir}}/hostile-dlq.jsonl
+healthy:
+  delay: 10ms
+  source:
+    http:
+      port: {port2}
+  sink:
+    - file:
+        path: {{dir}}/healthy.jsonl
+  dlq_path: {{dir}}/healthy-dlq.jsonl
+"#
+    );
+    let s = Sluice::start_with_env(&yaml, &[("SLUICE_SECRET", "do-not-leak")]);
+    let sneaky_port = free_port();
+    let listener = std::net::TcpListener::bind(("127.0.0.1", sneaky_port)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let hostile: Vec<String> = vec![
+        "loop".into(),
+        "alloc".into(),
+        "recurse".into(),
+        "panic".into(),
+        format!("read-file {}", s.path("pipelines.yaml").display()),
+        "read-file /etc/hostname".into(),
+        format!("connect 127.0.0.1:{sneaky_port}"),
+        "env".into(),
+    ];
+    // Each hostile body, with a well-behaved one after it, while the other pipeline flows.
+    let healthy = |i: usize| {
+        let url = format!("http://127.0.0.1:{port2}/log/ingest");
+        let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
+        let status = agent
+            .post(&url)
+            .send(format!("{{\"i\": {i}}}").as_bytes())
+            .unwrap()
+            .status();
+        assert_eq!(status, 200);
+    };
+    for (i, body) in hostile.iter().enumerate() {
+        assert_eq!(s.post("/log/ingest", body.as_bytes()), 200, "{body}");
+        assert_eq!(s.post("/log/ingest", format!("fine {i}").as_bytes()), 200);
+        healthy(i);
+    }
+    wait_for(&s, "every hostile record dead-lettered", || {
+        json_lines(&s.path("hostile-dlq.jsonl")).len() == hostile.len()
+            && json_lines(&s.path("hostile.jsonl")).len() == hostile.len()
+            && json_lines(&s.path("healthy.jsonl")).len() == hostile.len()
+    });
+    assert!(
+        listener.accept().is_err(),
+        "the plugin opened a connection to the test's listener"
+    );
+
+    // The reason for each, in the order they were sent.
+    let dlq = json_lines(&s.path("hostile-dlq.jsonl"));
+    let reasons: BTreeMap<String, String> = dlq
+        .iter()
+        .map(|d| {
+            let payload = base64_decode(d["payload"].as_str().unwrap());
+            (payload, d["reason"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    eprintln!("dead-letter reasons: {reasons:#?}");
+    let reason = |body: &str| {
+        reasons
+            .get(body)
+            .unwrap_or_else(|| panic!("{body} not dead-lettered: {reasons:?}"))
+    };
+    assert!(
+        reason("loop").contains("exceeded the deadline of 200ms"),
+        "{reasons:?}"
+    );
+    assert!(
+        reason("alloc").contains("exceeded the memory limit of 32 MiB"),
+        "{reasons:?}"
+    );
+    assert!(reason("recurse").contains("stack overflow"), "{reasons:?}");
+    assert!(reason("panic").contains("unreachable"), "{reasons:?}");
+    for body in &hostile[4..6] {
+        assert!(
+            reason(body).starts_with(&format!("{body}: ")),
+            "{reasons:?}"
+        );
+    }
+    assert!(reason(&hostile[6]).starts_with(&hostile[6]), "{reasons:?}");
+    assert_eq!(reason("env"), "env: no variables visible");
+
+    // Nothing got out, every well-behaved record made it, once.
+    let events = json_lines(&s.path("hostile.jsonl"));
+    assert!(
+        events.iter().all(|e| e.get("leaked").is_none()),
+        "{events:?}"
+    );
+    let mut echoed: Vec<&str> = events.iter().map(|e| e["echo"].as_str().unwrap()).collect();
+    echoed.sort();
+    let mut want: Vec<String> = (0..hostile.len()).map(|i| format!("fine {i}")).collect();
+    want.sort();
+    assert_eq!(echoed, want);
+    assert!(json_lines(&s.path("healthy-dlq.jsonl")).is_empty());
+
+    // Counted: 8 failed to parse, 4 of them traps (loop, alloc, recurse, panic).
+    assert_eq!(
+        s.metric("bounded_blocking_numberOfRecordsFailedToParse", "hostile"),
+        Some(8.0)
+    );
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    let traps =
+        prometheus_value(&metrics, "sluice_plugin_traps", &[("pipeline", "hostile")]).unwrap();
+    assert!(traps >= 4.0, "{metrics}");
+    let deadline = prometheus_value(
+        &metrics,
+        "sluice_plugin_deadline_hits",
+        &[("pipeline", "hostile")],
+    )
+    .unwrap();
+    assert!(deadline >= 1.0, "{metrics}");
+    assert_eq!(
+        s.metric("sluice_eventsWritten", "healthy"),
+        Some(hostile.len() as f64)
+    );
+}
+
+fn base64_decode(text: &str) -> String {
+    use base64::Engine as _;
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .unwrap(),
+    )
+    .unwrap()
+}
