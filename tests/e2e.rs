@@ -14,3 +14,5 @@ mod kafka_buffer;
 mod kafka_pipeline;
 // The binary with real plugins: hot reload of the plugin folder, hostile plugins contained.
 mod plugin_host;
+// `sluice plugins new|build|inspect` in Rust, Python and JavaScript, with the real tools.
+mod plugin_cli;

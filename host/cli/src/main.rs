@@ -9,6 +9,7 @@ use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_plugin::{Catalog, PluginHost};
 
+mod plugins;
 mod server;
 
 mod builtin {
@@ -76,6 +77,49 @@ enum PluginsCommand {
         #[command(flatten)]
         plugins: PluginArgs,
     },
+    /// Write a ready-to-build plugin folder NAME/ (source, WIT, build files).
+    New {
+        /// The plugin's name: its file will be NAME.wasm, and pipelines name it so.
+        name: String,
+        /// The language of the skeleton.
+        #[arg(long, value_enum)]
+        lang: plugins::Lang,
+        /// Where to write it (default `./NAME`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Build a plugin folder into DIR/NAME.wasm with the language's component tool.
+    Build {
+        /// The plugin folder (as `sluice plugins new` wrote it).
+        dir: PathBuf,
+    },
+    /// Show a component's world, imports (and what sluice grants each), size and start cost;
+    /// with --sample, run it on sample records and show the outcomes.
+    Inspect {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// A file whose content is one record (repeat for more records).
+        #[arg(long)]
+        sample: Vec<PathBuf>,
+        /// Make each line of the sample files its own record.
+        #[arg(long)]
+        lines: bool,
+        /// An option for `configure`, as KEY=VALUE (repeat for more).
+        #[arg(long = "option", value_parser = key_value)]
+        options: Vec<(String, String)>,
+        /// The memory limit, in MiB, as `deserializer: max_memory:` sets it.
+        #[arg(long, default_value_t = 64)]
+        max_memory_mib: usize,
+        /// The per-call deadline, as `deserializer: timeout:` sets it.
+        #[arg(long, default_value = "1s", value_parser = humantime_duration)]
+        timeout: Duration,
+    },
+}
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
 }
 
 #[derive(clap::Args)]
@@ -189,6 +233,50 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                     p.imports().join(", ")
                 );
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugins {
+            command: PluginsCommand::New { name, lang, dir },
+        } => {
+            let root = plugins::new(&name, lang, dir.as_deref())?;
+            println!(
+                "wrote {lang:?} plugin `{name}` in {}; build it with `sluice plugins build {}`",
+                root.display(),
+                root.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugins {
+            command: PluginsCommand::Build { dir },
+        } => {
+            let out = plugins::build(&dir)?;
+            let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "built {} ({size} bytes); drop it into the plugin folder",
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugins {
+            command:
+                PluginsCommand::Inspect {
+                    file,
+                    sample,
+                    lines,
+                    options,
+                    max_memory_mib,
+                    timeout,
+                },
+        } => {
+            let limits = sluice_plugin::Limits {
+                max_memory: max_memory_mib << 20,
+                timeout,
+                ..sluice_plugin::Limits::default()
+            };
+            print!(
+                "{}",
+                plugins::inspect(&file, &sample, lines, &options, limits)?
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -260,6 +260,35 @@ pub const LINKED_WASI: [&str; 6] = [
     "wasi:sockets/",
 ];
 
+/// What a WASI import asks for, and what sluice grants it, for `sluice plugins inspect`.
+/// `None` for plumbing that is no capability (streams, polling, errors).
+pub fn capability(import: &str) -> Option<(&'static str, &'static str)> {
+    let interface = import.split('@').next().unwrap_or(import);
+    Some(match interface {
+        "wasi:cli/environment" => ("environment variables and arguments", "none (both empty)"),
+        "wasi:cli/stdin" | "wasi:cli/terminal-stdin" | "wasi:cli/terminal-input" => {
+            ("standard input", "closed")
+        }
+        "wasi:cli/stdout"
+        | "wasi:cli/stderr"
+        | "wasi:cli/terminal-stdout"
+        | "wasi:cli/terminal-stderr"
+        | "wasi:cli/terminal-output" => ("standard output", "to sluice's debug log"),
+        "wasi:cli/exit" => ("exit", "ends the call as a trap"),
+        "wasi:clocks/wall-clock" | "wasi:clocks/monotonic-clock" => {
+            ("clocks", "granted (read only)")
+        }
+        "wasi:random/random" | "wasi:random/insecure" | "wasi:random/insecure-seed" => {
+            ("random numbers", "granted (harmless)")
+        }
+        i if i.starts_with("wasi:filesystem/") => ("files", "none (no folder is preopened)"),
+        i if i.starts_with("wasi:sockets/") => {
+            ("network", "none (every address and lookup denied)")
+        }
+        _ => return None,
+    })
+}
+
 /// Loads a cache entry. Only files this host wrote are in the cache folder, under a name that
 /// holds the sha256 of the component they were compiled from and the engine's compatibility
 /// hash; user-supplied precompiled files are refused before they get here.

@@ -27,5 +27,5 @@ pub mod testing;
 pub use bindings::RawRecord;
 pub use catalog::{Catalog, Reload};
 pub use decoder::{Decoded, Decoder, DecoderStats, Limits};
-pub use engine::{Plugin, PluginHost};
+pub use engine::{Plugin, PluginHost, capability};
 pub use error::PluginError;
