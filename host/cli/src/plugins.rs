@@ -248,9 +248,7 @@ pub(crate) fn inspect(
     )?;
     for import in plugin.imports() {
         match capability(import) {
-            Some((asks, grants)) => {
-                writeln!(out, "  ! {import}: {asks} -> {grants}")?
-            }
+            Some((asks, grants)) => writeln!(out, "  ! {import}: {asks} -> {grants}")?,
             None => writeln!(out, "    {import}")?,
         }
     }

@@ -99,6 +99,10 @@ impl PluginHost {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        // For profiling: `SLUICE_PERFMAP=1 perf record ...` names JIT-compiled guest functions.
+        if std::env::var_os("SLUICE_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(|e| PluginError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)

@@ -24,7 +24,10 @@ struct Hostile;
 
 impl Guest for Hostile {
     fn deserialize_batch(batch: Vec<RawRecord>) -> Vec<Outcome> {
-        batch.iter().map(|record| act(&String::from_utf8_lossy(&record.payload))).collect()
+        batch
+            .iter()
+            .map(|record| act(&String::from_utf8_lossy(&record.payload)))
+            .collect()
     }
 }
 
@@ -35,7 +38,10 @@ fn leaked(what: String) -> Outcome {
 }
 
 fn act(payload: &str) -> Outcome {
-    let (verb, arg) = payload.trim().split_once(' ').unwrap_or((payload.trim(), ""));
+    let (verb, arg) = payload
+        .trim()
+        .split_once(' ')
+        .unwrap_or((payload.trim(), ""));
     match verb {
         "loop" => {
             let mut n: u64 = 0;

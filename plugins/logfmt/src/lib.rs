@@ -95,7 +95,9 @@ fn parse_line(line: &str) -> Result<Map<String, Value>, String> {
                 }
             }
             if chars.peek().is_some_and(|&(_, c)| !is_space(c)) {
-                return Err(format!("expected a space after the quoted value of `{key}`"));
+                return Err(format!(
+                    "expected a space after the quoted value of `{key}`"
+                ));
             }
             value
         } else {

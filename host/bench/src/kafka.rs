@@ -1,0 +1,652 @@
+//! `sluice-bench kafka`: on one broker, in one run, the same payload set through
+//! 1. raw librdkafka: an idempotent acks=all producer and a group consumer committing every
+//!    1000 records, running at once, until the consumer has every record;
+//! 2. sluice end to end: HTTP POSTs (concurrent clients) → kafka buffer → json plugin → file
+//!    sink, until the file holds every event.
+//! It prints both throughputs and their ratio (target ≥ 0.8), and a third line that explains
+//! the gap: raw librdkafka with the HTTP source's pattern (each of `clients` senders waits for
+//! its record's acknowledgement before the next, as a client of a source that answers only
+//! once Kafka has the record must). CPU seconds per process show where the machine went. Not
+//! a test: figures depend on the machine; compare them only within one run.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+#[derive(clap::Args, Clone)]
+pub(crate) struct Args {
+    /// The broker, `host:port`.
+    #[arg(long)]
+    bootstrap: String,
+    /// Request bodies (= Kafka records) in the payload set.
+    #[arg(long, default_value_t = 5_000)]
+    requests: usize,
+    /// JSON events per request body (log shippers batch: Fluent Bit sends hundreds).
+    #[arg(long, default_value_t = 100)]
+    events: usize,
+    /// Bytes of text per event.
+    #[arg(long, default_value_t = 100)]
+    event_bytes: usize,
+    /// Concurrent HTTP clients posting to sluice.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Partitions of each topic (and consumers of each side).
+    #[arg(long, default_value_t = 2)]
+    partitions: i32,
+    /// Extra lines for sluice's `kafka:` block, e.g. `producer_properties: {linger.ms: 20}`
+    /// (for experiments; the defaults are what is reported).
+    #[arg(long, default_value = "")]
+    kafka_yaml: String,
+    /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
+    #[arg(long)]
+    plugins: PathBuf,
+    /// How long the stalled-sink run keeps the sink blocked while clients post.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    stall: Duration,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let args = args.clone();
+    let bodies = payloads(&args);
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    println!(
+        "payload set: {} requests x {} events ({:.1} MB), {} partitions, {} HTTP clients, {} cores",
+        args.requests,
+        args.events,
+        bytes as f64 / 1e6,
+        args.partitions,
+        args.clients,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let runtime = tokio::runtime::Runtime::new()?;
+    let raw = runtime.block_on(raw_librdkafka(&args, &bodies, None))?;
+    throughput("raw librdkafka produce+consume", raw, &args);
+    let acked = runtime.block_on(raw_librdkafka(&args, &bodies, Some(args.clients)))?;
+    let label = format!("raw, {} senders each awaiting its ack", args.clients);
+    throughput(&label, acked, &args);
+    let sluice = sluice_end_to_end(&args, &bodies, "")?;
+    throughput("sluice http→kafka→json→file", sluice.took, &args);
+    println!(
+        "ratio sluice/raw throughput: {:.2} (target >= 0.80)",
+        raw.as_secs_f64() / sluice.took.as_secs_f64()
+    );
+    println!(
+        "ratio sluice/raw with the same acknowledged-per-request pattern: {:.2}",
+        acked.as_secs_f64() / sluice.took.as_secs_f64()
+    );
+    // The same with every record sealed (AES-256-GCM; a static key, so KMS is not measured:
+    // with KMS it is one call per data-key lifetime).
+    let sealed = sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION)?;
+    throughput("sluice with encryption", sealed.took, &args);
+    println!(
+        "ratio encryption on/off: {:.2}; ratio sluice with encryption/raw: {:.2}",
+        sluice.took.as_secs_f64() / sealed.took.as_secs_f64(),
+        raw.as_secs_f64() / sealed.took.as_secs_f64()
+    );
+    println!(
+        "peak RSS of sluice: {:.0} MiB (plain run), {:.0} MiB (encrypted run)",
+        mib(sluice.peak_rss),
+        mib(sealed.peak_rss)
+    );
+    let (accepted, peak, delivered) = stalled_sink(&args, &bodies, args.stall)?;
+    println!(
+        "sink stalled {:?}: {accepted} requests accepted meanwhile (Kafka holds them), peak RSS {:.0} MiB; after the stall {delivered} of {} events delivered",
+        args.stall,
+        mib(peak),
+        accepted * args.events
+    );
+    ensure!(
+        delivered == accepted * args.events,
+        "events lost after the stalled sink drained"
+    );
+    Ok(())
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+/// One result line: time, records/s and events/s over the whole payload set.
+fn throughput(label: &str, took: Duration, args: &Args) {
+    let secs = took.as_secs_f64();
+    println!(
+        "{label:<40} {secs:>6.2} s  {:>9.0} records/s  {:>9.0} events/s",
+        args.requests as f64 / secs,
+        (args.requests * args.events) as f64 / secs
+    );
+}
+
+/// Request bodies: JSON arrays of `events` objects of about `event_bytes` each.
+fn payloads(args: &Args) -> Vec<Vec<u8>> {
+    let text = "x".repeat(args.event_bytes);
+    (0..args.requests)
+        .map(|r| {
+            let events: Vec<_> = (0..args.events)
+                .map(|e| serde_json::json!({"request": r, "event": e, "message": text}))
+                .collect();
+            serde_json::to_vec(&events).expect("serializable")
+        })
+        .collect()
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<_> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let topics = [NewTopic::new(topic, partitions, TopicReplication::Fixed(1))];
+    for result in admin.create_topics(&topics, &AdminOptions::new()).await? {
+        result.map_err(|(t, e)| anyhow::anyhow!("creating {t}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Produces every body while a group consumer reads them; the time until it has all.
+/// `senders`: `None` sends everything at once; `Some(n)` has n senders that each wait for
+/// their record's acknowledgement, as concurrent HTTP clients of a Kafka-backed source do.
+async fn raw_librdkafka(
+    args: &Args,
+    bodies: &[Vec<u8>],
+    senders: Option<usize>,
+) -> anyhow::Result<Duration> {
+    let topic = unique("bench-raw");
+    create_topic(&args.bootstrap, &topic, args.partitions).await?;
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &args.bootstrap)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .create()?;
+    let want = bodies.len() + WARM_UP;
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let mut consumers = Vec::new();
+    let group = unique("bench-raw-group");
+    for _ in 0..args.partitions {
+        let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &args.bootstrap)
+            .set("group.id", &group)
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .create()?;
+        consumer.subscribe(&[&topic])?;
+        let consumed = consumed.clone();
+        consumers.push(std::thread::spawn(move || {
+            let mut since_commit = 0;
+            let started = Instant::now();
+            while consumed.load(Ordering::SeqCst) < want
+                && started.elapsed() < Duration::from_secs(600)
+            {
+                match consumer.poll(Duration::from_millis(100)) {
+                    Some(Ok(_)) => {
+                        consumed.fetch_add(1, Ordering::SeqCst);
+                        since_commit += 1;
+                        if since_commit >= 1000 {
+                            let _ = consumer.commit_consumer_state(CommitMode::Async);
+                            since_commit = 0;
+                        }
+                    }
+                    Some(Err(e)) => eprintln!("raw consumer: {e}"),
+                    None => {}
+                }
+            }
+            let _ = consumer.commit_consumer_state(CommitMode::Sync);
+        }));
+    }
+    // Warm up until the consumers have joined and read, as sluice's have before its clock
+    // starts.
+    for body in &bodies[..WARM_UP] {
+        let record = FutureRecord::<(), [u8]>::to(&topic).payload(body.as_slice());
+        producer
+            .send(record, Duration::from_secs(30))
+            .await
+            .map_err(|(e, _)| e)?;
+    }
+    let warm = Instant::now();
+    while consumed.load(Ordering::SeqCst) < WARM_UP {
+        ensure!(
+            warm.elapsed() < Duration::from_secs(120),
+            "raw consumers did not warm up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cpu = Cpu::start(None);
+    let started = Instant::now();
+    match senders {
+        // Everything in flight at once: the best librdkafka can do.
+        None => {
+            let mut deliveries = Vec::with_capacity(bodies.len());
+            for body in bodies {
+                let mut record = FutureRecord::<(), [u8]>::to(&topic).payload(body.as_slice());
+                loop {
+                    match producer.send_result(record) {
+                        Ok(d) => {
+                            deliveries.push(d);
+                            break;
+                        }
+                        Err((_, back)) => {
+                            record = back;
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                        }
+                    }
+                }
+            }
+            for d in deliveries {
+                d.await?.map_err(|(e, _)| e)?;
+            }
+        }
+        // As an HTTP source must: each sender waits for its record's acknowledgement before
+        // it takes the next.
+        Some(n) => {
+            let bodies = Arc::new(bodies.to_vec());
+            let next = Arc::new(AtomicUsize::new(0));
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                let (bodies, next, producer, topic) = (
+                    bodies.clone(),
+                    next.clone(),
+                    producer.clone(),
+                    topic.clone(),
+                );
+                tasks.spawn(async move {
+                    while let Some(body) = bodies.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let record = FutureRecord::<(), [u8]>::to(&topic).payload(body.as_slice());
+                        producer
+                            .send(record, Duration::from_secs(30))
+                            .await
+                            .map_err(|(e, _)| e)?;
+                    }
+                    anyhow::Ok(())
+                });
+            }
+            while let Some(r) = tasks.join_next().await {
+                r??;
+            }
+        }
+    }
+    tokio::task::block_in_place(|| {
+        for c in consumers {
+            let _ = c.join();
+        }
+    });
+    let took = started.elapsed();
+    println!("  (raw: {})", cpu.report());
+    ensure!(
+        consumed.load(Ordering::SeqCst) >= want,
+        "the raw consumer did not read every record"
+    );
+    Ok(took)
+}
+
+/// A fixed key for the benchmark only (32 zero bytes).
+const BENCH_ENCRYPTION: &str = "encryption: {key: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=}";
+
+/// Records sent before the clock starts, so both sides are measured with every consumer
+/// joined and assigned.
+const WARM_UP: usize = 50;
+
+struct Sluice(Child);
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running `sluice run` on a kafka-buffered pipeline writing to `sink`.
+struct Running {
+    _process: Sluice,
+    pid: u32,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts sluice with the benchmark pipeline (`extra` lines in its `kafka:` block), its file
+/// sink at `sink` (`None`: in its temporary folder); returns once it listens.
+fn start_sluice(
+    args: &Args,
+    extra: &str,
+    sink: Option<&Path>,
+) -> anyhow::Result<(Running, PathBuf)> {
+    let dir = tempfile::tempdir()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let sink = sink.map_or_else(|| dir.path().join("events.jsonl"), Path::to_owned);
+    let topic = unique("bench-sluice");
+    let yaml = format!(
+        r#"bench-pipeline:
+  workers: 2
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      {extra}
+      topics:
+        - name: {topic}
+          group_id: {topic}-group
+          create_topic: true
+          number_of_partitions: {partitions}
+          workers: {partitions}
+          max_poll_records: 500
+  sink:
+    - file:
+        path: {sink}
+  dlq_path: {dlq}
+"#,
+        bootstrap = args.bootstrap,
+        extra = format!("{}\n      {extra}", args.kafka_yaml),
+        partitions = args.partitions,
+        sink = sink.display(),
+        dlq = dir.path().join("dlq.jsonl").display(),
+    );
+    let file = dir.path().join("bench.yaml");
+    std::fs::write(&file, yaml)?;
+    // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
+    // components of the folder would dominate the start and the peak RSS.
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins)?;
+    std::fs::copy(args.plugins.join("json.wasm"), plugins.join("json.wasm"))?;
+    let bin = std::env::current_exe()?
+        .parent()
+        .context("the bench binary has a folder")?
+        .join("sluice");
+    let log = dir.path().join("sluice.log");
+    let child = Command::new(&bin)
+        .arg("run")
+        .arg(&file)
+        .arg("--metrics-addr")
+        .arg("127.0.0.1:0")
+        .arg("--plugins")
+        .arg(&plugins)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let pid = child.id();
+    let process = Sluice(child);
+    let ready = Instant::now();
+    let url = format!("http://127.0.0.1:{port}/log/ingest");
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if ready.elapsed() > Duration::from_secs(60) {
+            bail!(
+                "sluice did not listen within 60 s:\n{}",
+                std::fs::read_to_string(&log)?
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((
+        Running {
+            _process: process,
+            pid,
+            url,
+            _dir: dir,
+        },
+        sink,
+    ))
+}
+
+/// What one end-to-end run measured.
+struct E2e {
+    took: Duration,
+    /// Peak resident memory of the sluice process (VmHWM), bytes.
+    peak_rss: u64,
+}
+
+fn sluice_end_to_end(args: &Args, bodies: &[Vec<u8>], extra: &str) -> anyhow::Result<E2e> {
+    let (running, sink) = start_sluice(args, extra, None)?;
+    let (sluice_pid, url) = (running.pid, running.url.clone());
+    // Warm up until every consumer has joined and read, as the raw run does.
+    for body in &bodies[..WARM_UP] {
+        ensure!(
+            ureq::post(&url).send(&body[..])?.status() == 200,
+            "warm-up request refused"
+        );
+    }
+    let warmed = wait_for_lines(&sink, WARM_UP * args.events, Duration::from_secs(120))?;
+
+    let want_events = bodies.len() * args.events;
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu = Cpu::start(Some(sluice_pid));
+    let shared = Arc::new(bodies.to_vec());
+    let started = Instant::now();
+    let clients: Vec<_> = (0..args.clients)
+        .map(|_| {
+            let next = next.clone();
+            let bodies = shared.clone();
+            let url = url.clone();
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(body) = bodies.get(i) else {
+                        return Ok(());
+                    };
+                    loop {
+                        let status = agent.post(&url).send(&body[..])?.status().as_u16();
+                        match status {
+                            200 => break,
+                            503 => std::thread::sleep(Duration::from_millis(10)),
+                            other => bail!("sluice answered {other}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client thread")?;
+    }
+    let posted = started.elapsed();
+    let lines = wait_for_lines(&sink, warmed + want_events, Duration::from_secs(600))?;
+    let took = started.elapsed();
+    println!(
+        "  (sluice: every request answered 200 after {:.2} s, every event in the file after {:.2} s; {})",
+        posted.as_secs_f64(),
+        took.as_secs_f64(),
+        cpu.report()
+    );
+    ensure!(
+        lines == warmed + want_events,
+        "the sink has {} events, expected {want_events}",
+        lines - warmed
+    );
+    Ok(E2e {
+        took,
+        peak_rss: peak_rss(sluice_pid),
+    })
+}
+
+/// Peak resident set size of `pid` so far (VmHWM in `/proc/PID/status`), bytes; 0 elsewhere.
+fn peak_rss(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:") * 1024
+}
+
+/// Current resident set size of `pid` (VmRSS), bytes.
+fn rss(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:") * 1024
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The sink stalls for `stall` (a FIFO nobody reads) while clients keep posting: sluice must
+/// keep answering (Kafka holds the records) with bounded memory, then deliver every event once
+/// the sink drains. Returns (requests accepted during the stall, peak RSS during it, events
+/// delivered after it).
+fn stalled_sink(
+    args: &Args,
+    bodies: &[Vec<u8>],
+    stall: Duration,
+) -> anyhow::Result<(usize, u64, usize)> {
+    let fifo_dir = tempfile::tempdir()?;
+    let fifo = fifo_dir.path().join("events.fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status()?;
+    ensure!(status.success(), "mkfifo failed");
+    let (running, _) = start_sluice(args, "", Some(&fifo))?;
+    let (pid, url) = (running.pid, running.url.clone());
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let started = Instant::now();
+    let mut accepted = 0;
+    let mut peak = 0;
+    let mut next_sample = Instant::now();
+    while started.elapsed() < stall {
+        let body = &bodies[accepted % bodies.len()];
+        match agent.post(&url).send(&body[..])?.status().as_u16() {
+            200 => accepted += 1,
+            503 => std::thread::sleep(Duration::from_millis(10)),
+            other => bail!("sluice answered {other} while the sink stalled"),
+        }
+        if Instant::now() >= next_sample {
+            peak = peak.max(rss(pid));
+            next_sample += Duration::from_millis(100);
+        }
+    }
+    peak = peak.max(rss(pid));
+    // Drain: read the FIFO until every accepted event has come out.
+    let want = accepted * args.events;
+    let reader = std::fs::File::open(&fifo)?;
+    let drained = std::thread::spawn(move || -> anyhow::Result<usize> {
+        let mut lines = 0;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, reader);
+        let mut buf = vec![0u8; 1 << 20];
+        let started = Instant::now();
+        while lines < want && started.elapsed() < Duration::from_secs(600) {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+        }
+        Ok(lines)
+    });
+    let delivered = drained.join().expect("fifo reader")?;
+    drop(running);
+    Ok((accepted, peak, delivered))
+}
+
+/// CPU seconds used so far by process `pid` (user + system), from `/proc` (Linux; 0 elsewhere).
+fn process_cpu(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the `(comm)`, which may hold spaces: state is field 3, utime 14, stime 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / CLOCK_TICKS
+}
+
+/// CPU seconds the whole machine spent busy so far (every process), from `/proc/stat`.
+fn machine_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(line) = stat.lines().next() else {
+        return 0.0;
+    };
+    // cpu user nice system idle iowait irq softirq steal
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let get = |i: usize| v.get(i).copied().unwrap_or(0.0);
+    (get(0) + get(1) + get(2) + get(5) + get(6) + get(7)) / CLOCK_TICKS
+}
+
+/// `sysconf(_SC_CLK_TCK)` on Linux.
+const CLOCK_TICKS: f64 = 100.0;
+
+/// CPU use over a measured phase.
+struct Cpu {
+    machine: f64,
+    own: f64,
+    sluice: Option<(u32, f64)>,
+}
+
+impl Cpu {
+    fn start(sluice: Option<u32>) -> Self {
+        Self {
+            machine: machine_cpu(),
+            own: process_cpu(std::process::id()),
+            sluice: sluice.map(|pid| (pid, process_cpu(pid))),
+        }
+    }
+
+    /// "machine X cpu-s: sluice A, this client B, broker and the rest C".
+    fn report(&self) -> String {
+        let machine = machine_cpu() - self.machine;
+        let own = process_cpu(std::process::id()) - self.own;
+        let sluice = self.sluice.map_or(0.0, |(pid, at)| process_cpu(pid) - at);
+        format!(
+            "cpu-seconds: machine {machine:.2} = sluice {sluice:.2} + bench client {own:.2} + broker and the rest {:.2}",
+            machine - sluice - own
+        )
+    }
+}
+
+/// Counts lines as the file grows until it has `want`.
+fn wait_for_lines(path: &Path, want: usize, timeout: Duration) -> anyhow::Result<usize> {
+    let started = Instant::now();
+    let mut lines = 0;
+    let mut offset = 0u64;
+    let mut buf = vec![0u8; 1 << 20];
+    while lines < want {
+        ensure!(
+            started.elapsed() < timeout,
+            "the sink had {lines} of {want} events after {timeout:?}"
+        );
+        if let Ok(mut f) = std::fs::File::open(path) {
+            f.seek(SeekFrom::Start(offset))?;
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                offset += n as u64;
+                lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+            }
+        }
+        if lines < want {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(lines)
+}

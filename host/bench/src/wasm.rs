@@ -1,0 +1,199 @@
+//! `sluice-bench wasm`: what the Wasm boundary costs, in one run on one machine.
+//!
+//! 1. The `json` deserializer as a component through the host (`Decoder::decode`, exactly what a
+//!    worker calls) against the same Rust source compiled natively (`plugins/json/src/parse.rs`,
+//!    included here by path), over batches of 1, 10, 100 and 1000 records of about 1 KB.
+//! 2. The logfmt deserializer in Rust, Python and JavaScript on the same input.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord};
+
+/// The json plugin's parsing, compiled natively.
+#[path = "../../../plugins/json/src/parse.rs"]
+#[allow(dead_code, reason = "the plugin's file, used here only for `parse`")]
+mod json_native;
+
+#[derive(clap::Args, Clone)]
+pub(crate) struct Args {
+    /// The folder of built plugins (`plugins/target/wasm32-wasip2/release`).
+    #[arg(long)]
+    plugins: PathBuf,
+    /// Records per measurement (each batch size processes this many records in all).
+    #[arg(long, default_value_t = 20_000)]
+    records: usize,
+    /// Where compiled components are cached (the Python and JavaScript ones take seconds).
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Only the json comparison (for profiling the host side).
+    #[arg(long)]
+    json_only: bool,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let host = PluginHost::new(args.cache.clone())?;
+    let records: Vec<RawRecord> = (0..args.records).map(json_record).collect();
+    let bytes: usize = records.iter().map(|r| r.payload.len()).sum();
+    println!(
+        "json: {} records of {} bytes on average, {} cores",
+        records.len(),
+        bytes / records.len().max(1),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let json = host.load_file(&args.plugins.join("json.wasm"))?;
+    println!(
+        "{:>6}  {:>14}  {:>14}  {:>12}",
+        "batch", "native rec/s", "wasm rec/s", "wasm/native"
+    );
+    for batch in [1, 10, 100, 1000] {
+        let mut decoder = Decoder::new(json.clone(), vec![], limits())?;
+        // Same outcomes, or the comparison means nothing.
+        let check: Vec<Decoded> = decoder.decode(&records[..batch.min(records.len())]);
+        let native: Vec<Decoded> = records[..batch.min(records.len())]
+            .iter()
+            .map(|r| native_outcome(&r.payload))
+            .collect();
+        anyhow::ensure!(check == native, "wasm and native json disagree");
+        // Alternate the two, best of five each: the least disturbed by the rest of the machine.
+        let (mut native, mut wasm) = (Duration::MAX, Duration::MAX);
+        for _ in 0..5 {
+            native = native.min(time(|| {
+                for chunk in records.chunks(batch) {
+                    let out: Vec<Decoded> =
+                        chunk.iter().map(|r| native_outcome(&r.payload)).collect();
+                    std::hint::black_box(out);
+                }
+            }));
+            wasm = wasm.min(time(|| {
+                for chunk in records.chunks(batch) {
+                    std::hint::black_box(decoder.decode(chunk));
+                }
+            }));
+        }
+        let rate = |d: Duration| records.len() as f64 / d.as_secs_f64();
+        println!(
+            "{batch:>6}  {:>14.0}  {:>14.0}  {:>12.2}{}",
+            rate(native),
+            rate(wasm),
+            native.as_secs_f64() / wasm.as_secs_f64(),
+            if batch >= 100 {
+                "  (target >= 0.70)"
+            } else {
+                ""
+            }
+        );
+    }
+
+    if args.json_only {
+        return Ok(());
+    }
+    let lines: Vec<RawRecord> = (0..args.records / 4).map(logfmt_record).collect();
+    println!(
+        "logfmt: {} records of {} bytes (8 lines each), batches of 100",
+        lines.len(),
+        lines.iter().map(|r| r.payload.len()).sum::<usize>() / lines.len().max(1)
+    );
+    let mut baseline = None;
+    for (name, lang) in [
+        ("logfmt", "Rust"),
+        ("logfmt_python", "Python"),
+        ("logfmt_js", "JavaScript"),
+    ] {
+        let started = Instant::now();
+        let plugin = host
+            .load_file(&args.plugins.join(format!("{name}.wasm")))
+            .with_context(|| format!("loading {name}"))?;
+        let loaded = started.elapsed();
+        let started = Instant::now();
+        let mut decoder = Decoder::new(plugin.clone(), vec![], limits())?;
+        let instantiated = started.elapsed();
+        let took = best_of(3, || {
+            time(|| {
+                for chunk in lines.chunks(100) {
+                    std::hint::black_box(decoder.decode(chunk));
+                }
+            })
+        });
+        let rate = lines.len() as f64 / took.as_secs_f64();
+        let base = *baseline.get_or_insert(rate);
+        println!(
+            "  {lang:<10} {:>9.0} records/s  {:>5.2} of Rust  component {:>5.1} MiB, load {loaded:>8.2?}, instantiate {instantiated:>8.2?}, linear memory peak {:>5.1} MiB",
+            rate,
+            rate / base,
+            plugin.size() as f64 / f64::from(1 << 20),
+            decoder.stats().peak_memory as f64 / f64::from(1 << 20),
+        );
+    }
+    Ok(())
+}
+
+fn limits() -> Limits {
+    Limits {
+        // The bench measures throughput, not the deadline.
+        timeout: Duration::from_secs(30),
+        recycle_after: 0,
+        ..Limits::default()
+    }
+}
+
+fn native_outcome(payload: &[u8]) -> Decoded {
+    match json_native::parse(payload) {
+        Ok(events) => Decoded::Events(events),
+        Err(reason) => Decoded::Malformed(reason),
+    }
+}
+
+/// One JSON object of about 1 KB, shaped like a log event.
+fn json_record(i: usize) -> RawRecord {
+    let message = format!(
+        "GET /api/v1/items/{i} 200 {}",
+        "lorem ipsum dolor sit amet ".repeat(30)
+    );
+    let payload = serde_json::json!({
+        "time": "2026-12-02T10:00:00.000Z",
+        "level": if i % 10 == 0 { "warn" } else { "info" },
+        "host": format!("web-{}", i % 16),
+        "request_id": format!("{i:016x}"),
+        "latency_ms": i % 250,
+        "tags": ["http", "api", "v1"],
+        "message": message,
+    })
+    .to_string();
+    raw(payload.into_bytes(), i)
+}
+
+/// Eight logfmt lines of about 128 bytes each.
+fn logfmt_record(i: usize) -> RawRecord {
+    let lines: Vec<String> = (0..8)
+        .map(|j| {
+            format!(
+                "ts=2026-12-02T10:00:{:02}Z level=info host=web-{} req={i:08x}-{j} msg=\"GET /api/items/{j} ok\" took=12ms cached",
+                j * 7 % 60,
+                i % 16
+            )
+        })
+        .collect();
+    raw(lines.join("\n").into_bytes(), i)
+}
+
+fn raw(payload: Vec<u8>, i: usize) -> RawRecord {
+    RawRecord {
+        payload,
+        key: None,
+        received_at_ms: 1_764_000_000_000,
+        origin: format!("bench/0@{i}"),
+    }
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let started = Instant::now();
+    f();
+    started.elapsed()
+}
+
+/// The fastest of `n` runs: the least disturbed by the rest of the machine.
+fn best_of(n: usize, mut f: impl FnMut() -> Duration) -> Duration {
+    (0..n).map(|_| f()).min().unwrap_or_default()
+}
