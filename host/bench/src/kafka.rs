@@ -47,6 +47,9 @@ pub(crate) struct Args {
     /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
     #[arg(long)]
     plugins: PathBuf,
+    /// Times each of the four runs is repeated (in turn); the best of each is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// How long the stalled-sink run keeps the sink blocked while clients post.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     stall: Duration,
@@ -66,13 +69,37 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let runtime = tokio::runtime::Runtime::new()?;
-    let raw = runtime.block_on(raw_librdkafka(&args, &bodies, None))?;
+    // The four runs, `rounds` times in turn; each figure is the best of its rounds, the one
+    // least disturbed by the rest of a shared machine.
+    let (mut raw, mut acked) = (Duration::MAX, Duration::MAX);
+    let (mut sluice, mut sealed): (Option<E2e>, Option<E2e>) = (None, None);
+    let best = |current: Option<E2e>, new: E2e| match current {
+        Some(c) if c.took <= new.took => Some(E2e {
+            peak_rss: c.peak_rss.max(new.peak_rss),
+            ..c
+        }),
+        Some(c) => Some(E2e {
+            peak_rss: c.peak_rss.max(new.peak_rss),
+            ..new
+        }),
+        None => Some(new),
+    };
+    for round in 1..=args.rounds {
+        println!("round {round} of {}", args.rounds);
+        raw = raw.min(runtime.block_on(raw_librdkafka(&args, &bodies, None))?);
+        acked = acked.min(runtime.block_on(raw_librdkafka(&args, &bodies, Some(args.clients)))?);
+        sluice = best(sluice, sluice_end_to_end(&args, &bodies, "")?);
+        // Every record sealed (AES-256-GCM; a static key, so KMS is not measured: with KMS it
+        // is one call per data-key lifetime).
+        sealed = best(sealed, sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION)?);
+    }
+    let (sluice, sealed) = (sluice.expect("one round"), sealed.expect("one round"));
+    println!("best of {} rounds:", args.rounds);
     throughput("raw librdkafka produce+consume", raw, &args);
-    let acked = runtime.block_on(raw_librdkafka(&args, &bodies, Some(args.clients)))?;
     let label = format!("raw, {} senders each awaiting its ack", args.clients);
     throughput(&label, acked, &args);
-    let sluice = sluice_end_to_end(&args, &bodies, "")?;
     throughput("sluice http→kafka→json→file", sluice.took, &args);
+    throughput("sluice with encryption", sealed.took, &args);
     println!(
         "ratio sluice/raw throughput: {:.2} (target >= 0.80)",
         raw.as_secs_f64() / sluice.took.as_secs_f64()
@@ -81,17 +108,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "ratio sluice/raw with the same acknowledged-per-request pattern: {:.2}",
         acked.as_secs_f64() / sluice.took.as_secs_f64()
     );
-    // The same with every record sealed (AES-256-GCM; a static key, so KMS is not measured:
-    // with KMS it is one call per data-key lifetime).
-    let sealed = sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION)?;
-    throughput("sluice with encryption", sealed.took, &args);
     println!(
         "ratio encryption on/off: {:.2}; ratio sluice with encryption/raw: {:.2}",
         sluice.took.as_secs_f64() / sealed.took.as_secs_f64(),
         raw.as_secs_f64() / sealed.took.as_secs_f64()
     );
     println!(
-        "peak RSS of sluice: {:.0} MiB (plain run), {:.0} MiB (encrypted run)",
+        "peak RSS of sluice: {:.0} MiB (plain runs), {:.0} MiB (encrypted runs)",
         mib(sluice.peak_rss),
         mib(sealed.peak_rss)
     );

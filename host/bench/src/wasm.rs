@@ -30,6 +30,10 @@ pub(crate) struct Args {
     /// Only the json comparison (for profiling the host side).
     #[arg(long)]
     json_only: bool,
+    /// Only the json component, batches of 100, for this many passes over the records (to
+    /// profile the Wasm side alone: `SLUICE_PERFMAP=1 perf record -g sluice-bench wasm ...`).
+    #[arg(long)]
+    profile_passes: Option<usize>,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -43,6 +47,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let json = host.load_file(&args.plugins.join("json.wasm"))?;
+    if let Some(passes) = args.profile_passes {
+        let mut decoder = Decoder::new(json, vec![], limits())?;
+        for _ in 0..passes {
+            for chunk in records.chunks(100) {
+                std::hint::black_box(decoder.decode(chunk));
+            }
+        }
+        return Ok(());
+    }
     println!(
         "{:>6}  {:>14}  {:>14}  {:>12}",
         "batch", "native rec/s", "wasm rec/s", "wasm/native"
