@@ -2,12 +2,14 @@
 //! 1. raw librdkafka: an idempotent acks=all producer and a group consumer committing every
 //!    1000 records, running at once, until the consumer has every record;
 //! 2. sluice end to end: HTTP POSTs (concurrent clients) → kafka buffer → json plugin → file
-//!    sink, until the file holds every event.
-//! It prints both throughputs and their ratio (target ≥ 0.8), and a third line that explains
-//! the gap: raw librdkafka with the HTTP source's pattern (each of `clients` senders waits for
-//! its record's acknowledgement before the next, as a client of a source that answers only
-//! once Kafka has the record must). CPU seconds per process show where the machine went. Not
-//! a test: figures depend on the machine; compare them only within one run.
+//!    sink, until the file holds every event, plain and with encryption.
+//!
+//! It prints the throughputs and their ratio (target ≥ 0.8), and a line that explains the gap:
+//! raw librdkafka with the HTTP source's pattern (each of `clients` senders waits for its
+//! record's acknowledgement before the next, as a client of a source that answers only once
+//! Kafka has the record must). CPU seconds per process show where the machine went. Then the
+//! peak RSS of those runs, and a run with the sink stalled. Not a test: figures depend on the
+//! machine; compare them only within one run.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -374,7 +376,7 @@ fn start_sluice(
   dlq_path: {dlq}
 "#,
         bootstrap = args.bootstrap,
-        extra = format!("{}\n      {extra}", args.kafka_yaml),
+        extra = args.kafka_yaml.clone() + "\n      " + extra,
         partitions = args.partitions,
         sink = sink.display(),
         dlq = dir.path().join("dlq.jsonl").display(),

@@ -166,7 +166,7 @@ fn json_record(i: usize) -> RawRecord {
     );
     let payload = serde_json::json!({
         "time": "2026-12-02T10:00:00.000Z",
-        "level": if i % 10 == 0 { "warn" } else { "info" },
+        "level": if i.is_multiple_of(10) { "warn" } else { "info" },
         "host": format!("web-{}", i % 16),
         "request_id": format!("{i:016x}"),
         "latency_ms": i % 250,
