@@ -304,3 +304,64 @@ fn base64_decode(text: &str) -> String {
     )
     .unwrap()
 }
+
+#[test]
+fn a_new_version_that_refuses_the_options_is_not_switched_to() {
+    use sluice_plugin::testing::hostile_component;
+    let plugins = tempfile::tempdir().unwrap();
+    let parse = plugins.path().join("parse.wasm");
+    // v1 exports `configure` and takes the option; v2 has no `configure`, so it cannot take it.
+    std::fs::write(&parse, hostile_component(true)).unwrap();
+    let yaml = r#"
+opts:
+  delay: 10ms
+  source:
+    http:
+      port: {port}
+      deserializer:
+        name: parse
+        options: {good: 1}
+  sink:
+    - file:
+        path: {dir}/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let plugin_arg = plugins.path().to_str().unwrap();
+    let mut s = Sluice::start_with(
+        yaml,
+        &["--plugins", plugin_arg, "--reload-interval", "100ms"],
+    );
+    assert_eq!(s.post("/log/ingest", b"a"), 200);
+    let tmp = plugins.path().join("parse.tmp");
+    std::fs::write(&tmp, hostile_component(false)).unwrap();
+    std::fs::rename(&tmp, &parse).unwrap();
+    wait_for(&s, "the new version loaded", || {
+        s.log().contains("plugin changed on disk")
+    });
+    // The switch happens at the next batch: it fails there and the old instance carries on.
+    let mut n = 1;
+    wait_for(&s, "the worker to refuse the switch", || {
+        assert_eq!(s.post("/log/ingest", b"b"), 200);
+        n += 1;
+        s.log()
+            .contains("the new plugin version cannot start here; keeping the running one")
+    });
+    assert!(s.log().contains("takes no options"), "{}", s.log());
+    assert_eq!(s.post("/log/ingest", b"c"), 200);
+    n += 1;
+    wait_for(&s, "every record through", || {
+        json_lines(&s.path("events.jsonl")).len() == n
+    });
+    assert!(json_lines(&s.path("dlq.jsonl")).is_empty());
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    assert_eq!(
+        prometheus_value(
+            &metrics,
+            "sluice_plugin_versions_switched",
+            &[("pipeline", "opts")]
+        ),
+        Some(0.0),
+        "{metrics}"
+    );
+    assert_eq!(s.terminate(), 0);
+}
