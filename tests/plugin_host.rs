@@ -365,3 +365,56 @@ opts:
     );
     assert_eq!(s.terminate(), 0);
 }
+
+#[test]
+fn the_python_and_javascript_example_pipelines_run_in_sluice() {
+    // The example file as shipped, with free ports and this test's folder for its outputs.
+    let example =
+        sluice_tests::root().join("examples/pipelines/03-python-and-javascript-plugins.yaml");
+    let csv_port = free_port();
+    let yaml = std::fs::read_to_string(example)
+        .unwrap()
+        .replace("port: 2031", &format!("port: {csv_port}"))
+        .replace("port: 2032", "port: {port}")
+        .replace("path: data/", "path: {dir}/data/");
+    // Only the two plugins it names, so the start compiles 30 MB of components, not 60.
+    let plugins = tempfile::tempdir().unwrap();
+    for name in ["csv", "logfmt_python"] {
+        let file = format!("{name}.wasm");
+        install(&plugin_dir().join(&file), &plugins.path().join(&file));
+    }
+    let s = Sluice::start_with(&yaml, &["--plugins", plugins.path().to_str().unwrap()]);
+    let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
+    let status = agent
+        .post(&format!("http://127.0.0.1:{csv_port}/csv"))
+        .send(&b"ts;level;msg\n1;info;started\n2;warn;\"a;b\""[..])
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    assert_eq!(
+        s.post("/logfmt", br#"level=warn msg="disk almost full" free=3%"#),
+        200
+    );
+    assert_eq!(s.post("/logfmt", br#"msg="unterminated"#), 200);
+    wait_for(&s, "events from both plugins", || {
+        json_lines(&s.path("data/out/csv-pipeline.jsonl")).len() == 2
+            && json_lines(&s.path("data/out/logfmt-pipeline.jsonl")).len() == 1
+            && json_lines(&s.path("data/dlq/logfmt-pipeline.jsonl")).len() == 1
+    });
+    assert_eq!(
+        json_lines(&s.path("data/out/csv-pipeline.jsonl")),
+        [
+            serde_json::json!({"ts": "1", "level": "info", "msg": "started"}),
+            serde_json::json!({"ts": "2", "level": "warn", "msg": "a;b"}),
+        ]
+    );
+    assert_eq!(
+        json_lines(&s.path("data/out/logfmt-pipeline.jsonl")),
+        [serde_json::json!({"level": "warn", "msg": "disk almost full", "free": "3%"})]
+    );
+    let dlq = json_lines(&s.path("data/dlq/logfmt-pipeline.jsonl"));
+    assert_eq!(
+        dlq[0]["reason"],
+        "line 1: unterminated quoted value for key `msg`"
+    );
+}
