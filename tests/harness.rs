@@ -28,12 +28,7 @@ pub const PLUGINS: [&str; 7] = [
 /// Where tests keep compiled plugins between runs, so the big Python and JavaScript components
 /// are compiled once (the host keys entries by content hash and engine).
 pub fn plugin_cache() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .join("plugin-cache");
+    let dir = profile_dir().join("plugin-cache");
     std::fs::create_dir_all(&dir).expect("creating the test plugin cache");
     dir
 }
@@ -58,14 +53,18 @@ pub fn plugin_dir() -> PathBuf {
         .clone()
 }
 
-/// The `sluice` binary of this build (next to the test executable's `deps/` folder).
-pub fn sluice_bin() -> PathBuf {
+/// `target/<profile>` of this build: the test executable runs from its `deps/` folder.
+fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let bin = exe
-        .parent()
+    exe.parent()
         .and_then(Path::parent)
         .expect("target/<profile>/deps")
-        .join("sluice");
+        .to_owned()
+}
+
+/// The `sluice` binary of this build (next to the test executable's `deps/` folder).
+pub fn sluice_bin() -> PathBuf {
+    let bin = profile_dir().join("sluice");
     assert!(
         bin.is_file(),
         "{} is missing: run `cargo build -p sluice` first (scripts/test does)",

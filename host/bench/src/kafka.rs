@@ -347,9 +347,7 @@ fn start_sluice(
     sink: Option<&Path>,
 ) -> anyhow::Result<(Running, PathBuf)> {
     let dir = tempfile::tempdir()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
+    let port = crate::free_port()?;
     let sink = sink.map_or_else(|| dir.path().join("events.jsonl"), Path::to_owned);
     let topic = unique("bench-sluice");
     let yaml = format!(

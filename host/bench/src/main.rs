@@ -37,3 +37,10 @@ fn main() -> anyhow::Result<()> {
         Bench::Startup(args) => startup::run(&args),
     }
 }
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
+use crate::free_port;
+
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
     /// The folder of built plugins (`plugins/target/wasm32-wasip2/release`).
@@ -80,12 +82,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         }
     );
     Ok(())
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }
 
 /// One start: spawn, poll `/health` every millisecond until 200, then kill.

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use tokio::sync::watch;
 
-use crate::engine::{Plugin, PluginHost};
+use crate::engine::{Plugin, PluginHost, stem, wasm_files};
 use crate::error::PluginError;
 
 /// What a file looked like when it was last looked at: a change in either means new content.
@@ -229,24 +229,4 @@ impl Catalog {
             }
         }
     }
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// The `*.wasm` files in `dir`, sorted.
-fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-        .collect();
-    paths.sort();
-    Ok(paths)
 }

@@ -125,25 +125,7 @@ impl PluginHost {
             path: path.to_owned(),
             source,
         })?;
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        self.load_bytes(&name, &path.display().to_string(), &bytes)
-    }
-
-    /// Loads every `*.wasm` file in `dir`, sorted by name. Each file loads or fails on its own.
-    pub fn load_dir(&self, dir: &Path) -> Result<Vec<Result<Plugin, PluginError>>, PluginError> {
-        let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
-            path: dir.to_owned(),
-            source,
-        })?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-            .collect();
-        paths.sort();
-        Ok(paths.iter().map(|p| self.load_file(p)).collect())
+        self.load_bytes(&stem(path), &path.display().to_string(), &bytes)
     }
 
     /// Loads a component from bytes. `origin` names it in messages (a path, or `built-in json`).
@@ -263,6 +245,27 @@ pub const LINKED_WASI: [&str; 6] = [
     "wasi:random/",
     "wasi:sockets/",
 ];
+
+/// A plugin's name: its file's stem (`plugins/csv.wasm` is `csv`).
+pub(crate) fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The `*.wasm` files in `dir`, sorted by name.
+pub(crate) fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>, PluginError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| PluginError::Read {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
 
 /// What a WASI import asks for, and what sluice grants it, for `sluice plugins inspect`.
 /// `None` for plumbing that is no capability (streams, polling, errors).

@@ -12,7 +12,7 @@
 //! - [`error`]: [`PluginError`], naming the plugin and its file.
 //! - `guest_log`: a plugin's stdout/stderr, routed to tracing at debug level.
 //!
-//! Data flow: `PluginHost::load_*` → [`Plugin`] (shared, immutable) → [`Decoder::new`] per
+//! Data flow: `PluginHost::load_*` / [`Catalog::load_dir`] → [`Plugin`] (shared, immutable) → [`Decoder::new`] per
 //! worker → [`Decoder::decode`] per batch → one [`Decoded`] per record.
 
 mod bindings;
