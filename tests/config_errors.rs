@@ -144,4 +144,30 @@ fn data_prepper_kafka_block_parses_with_its_defaults() {
     );
     assert_eq!(t.commit_interval.as_secs(), 5);
     assert_eq!(t.max_poll_records, 500);
+    // Static membership is on, with an id derived per process at run time.
+    assert!(t.static_membership);
+    assert_eq!(t.group_instance_id, None);
+}
+
+#[test]
+fn the_default_group_instance_id_is_stable_per_data_dir_and_differs_between_them() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let id = |dir: &Path| sluice_pipeline::run::default_instance_id("log-pipeline", dir);
+    assert_eq!(id(a.path()), id(a.path()), "the same across restarts");
+    assert_ne!(id(a.path()), id(b.path()), "two data dirs, two ids");
+    assert_ne!(
+        id(a.path()),
+        sluice_pipeline::run::default_instance_id("other", a.path()),
+        "two pipelines, two ids"
+    );
+    let text = id(a.path());
+    assert!(
+        text.starts_with("sluice-") && text.contains("-log-pipeline-"),
+        "{text}"
+    );
+    assert!(
+        text.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
+        "{text}"
+    );
 }

@@ -23,6 +23,7 @@ pub(crate) fn config(bootstrap: String, topic: &str, group: &str) -> KafkaBuffer
         // Short, so a member that went away without leaving does not hold the group for 45 s.
         session_timeout: Duration::from_secs(6),
         max_poll_interval: Duration::from_secs(7),
+        group_instance_id: None,
         produce_timeout: Duration::from_secs(10),
         drain_timeout: Duration::from_secs(10),
         max_request_size: 1 << 20,

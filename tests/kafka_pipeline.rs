@@ -371,6 +371,75 @@ fn kill_9_at_random_moments_loses_no_accepted_event() {
     assert_eq!(s.terminate(), 0, "{}", s.log());
 }
 
+/// Static group membership: a process restarted right after kill -9 rejoins under the same
+/// instance id and takes its partitions straight back, instead of waiting for the dead
+/// process's session (45 s here, Kafka's default) to expire.
+#[test]
+fn after_kill_9_a_restarted_process_resumes_consuming_within_seconds() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("static"), unique("g"));
+    let setup = Setup::new(&bootstrap, &topic, &group, 2);
+    let yaml = pipeline(&setup).replace("session_timeout: 6s", "session_timeout: 45s");
+    assert!(yaml.contains("session_timeout: 45s"));
+    let mut s = Sluice::start(&yaml);
+    let sink = vec![s.path("out/events.jsonl")];
+    let (body, before) = events("before", 0, 20);
+    assert_eq!(s.post("/log/ingest", &body), 200);
+    let (missing, _) = wait_for_ids(&sink, &before, Duration::from_secs(60));
+    assert!(missing.is_empty(), "{}", s.log());
+    // Past one commit interval (500ms), so the delivered offsets are committed.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    s.kill9();
+    let killed = Instant::now();
+    s.restart(&[]);
+    let ready = killed.elapsed();
+    let restarted = Instant::now();
+    let (body, after) = events("after", 0, 20);
+    assert_eq!(s.post("/log/ingest", &body), 200);
+    let (missing, duplicates) = wait_for_ids(&sink, &after, Duration::from_secs(90));
+    let resumed = restarted.elapsed();
+    eprintln!(
+        "kill -9, restart: ready after {ready:?}, consuming again {resumed:?} after that \
+         ({:?} after the kill), {duplicates} duplicates",
+        killed.elapsed()
+    );
+    assert!(missing.is_empty(), "lost {missing:?}:\n{}", s.log());
+    assert!(
+        resumed < Duration::from_secs(5),
+        "consumption resumed only {resumed:?} after the restart (session timeout 45s):\n{}",
+        s.log()
+    );
+    // At most what was delivered in the last commit interval is read again: nothing here.
+    assert_eq!(duplicates, 0, "{}", s.log());
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}
+
+/// A second process on the same data dir would share its static group instance id (and its
+/// dead-letter files): it refuses to start, naming the folder.
+#[test]
+fn a_second_process_on_the_same_data_dir_refuses_to_start() {
+    let bootstrap = kafka_bootstrap();
+    let (topic, group) = (unique("lock"), unique("g"));
+    let setup = Setup::new(&bootstrap, &topic, &group, 1);
+    let s = Sluice::start(&pipeline(&setup));
+    let output = std::process::Command::new(sluice_tests::sluice_bin())
+        .arg("run")
+        .arg(s.path("pipelines.yaml"))
+        .arg("--data-dir")
+        .arg(s.path("data"))
+        .arg("--metrics-addr")
+        .arg(format!("127.0.0.1:{}", sluice_tests::free_port()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is in use by another running sluice") && stderr.contains("--data-dir"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss() {
     let mut broker = Broker::start();

@@ -295,6 +295,129 @@ healthy:
     );
 }
 
+/// A plugin that waits inside a WASI call (sleep, `poll`, stdin) or exits: each record ends at
+/// the per-call deadline and is dead-lettered with the reason, the next good record follows
+/// within a few deadlines, and while a worker is stuck past its deadline `/health` says so,
+/// naming the pipeline.
+#[test]
+fn a_plugin_waiting_in_a_host_call_is_stopped_at_the_deadline_and_health_shows_the_stall() {
+    let yaml = r#"
+waiting:
+  delay: 10ms
+  source:
+    http:
+      port: {port}
+      deserializer:
+        name: hostile
+        timeout: 1s
+  buffer:
+    bounded_blocking:
+      batch_size: 16
+  sink:
+    - file:
+        path: {dir}/out.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let s = Sluice::start(yaml);
+    assert_eq!(s.get_metrics_server("/health").0, 200);
+    // Watch /health from the side the whole time, as a load balancer would.
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (stop, port) = (stop.clone(), s.metrics_port);
+        std::thread::spawn(move || {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into();
+            let mut stalled_bodies = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                if let Ok(mut r) = agent.get(&format!("http://127.0.0.1:{port}/health")).call()
+                    && r.status() == 503
+                {
+                    stalled_bodies.push(r.body_mut().read_to_string().unwrap_or_default());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            stalled_bodies
+        })
+    };
+
+    let waits = ["sleep 30", "poll", "stdin", "exit 3"];
+    let mut stalls = Vec::new();
+    for (i, body) in waits.iter().enumerate() {
+        let started = Instant::now();
+        assert_eq!(s.post("/log/ingest", body.as_bytes()), 200, "{body}");
+        assert_eq!(s.post("/log/ingest", format!("fine {i}").as_bytes()), 200);
+        wait_for(&s, &format!("the good record after `{body}`"), || {
+            json_lines(&s.path("out.jsonl"))
+                .iter()
+                .any(|e| e["echo"] == format!("fine {i}"))
+        });
+        let took = started.elapsed();
+        stalls.push((body, took));
+        // One deadline for the batch, one for the record alone, with room for a loaded machine
+        // (before the fix, `sleep 30` held the pipeline for a minute).
+        assert!(
+            took < Duration::from_secs(10),
+            "`{body}` held the pipeline for {took:?}:\n{}",
+            s.log()
+        );
+    }
+    eprintln!("pipeline stalled by each waiting record: {stalls:?}");
+    wait_for(&s, "every waiting record dead-lettered", || {
+        json_lines(&s.path("dlq.jsonl")).len() == waits.len()
+    });
+    stop.store(true, Ordering::SeqCst);
+    let stalled_bodies = watcher.join().unwrap();
+
+    let reasons: BTreeMap<String, String> = json_lines(&s.path("dlq.jsonl"))
+        .iter()
+        .map(|d| {
+            let payload = base64_decode(d["payload"].as_str().unwrap());
+            (payload, d["reason"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    for body in &waits[..3] {
+        assert!(
+            reasons[*body].contains("exceeded the deadline of 1s per call"),
+            "{body}: {reasons:?}"
+        );
+    }
+    assert!(
+        reasons["exit 3"].contains("plugin called exit(3)"),
+        "{reasons:?}"
+    );
+    let events = json_lines(&s.path("out.jsonl"));
+    assert!(
+        events.iter().all(|e| e.get("leaked").is_none()),
+        "a waiting record produced events: {events:?}"
+    );
+    assert_eq!(events.len(), waits.len(), "{events:?}");
+
+    // While the worker was past its deadline, /health said so and named the pipeline.
+    assert!(
+        stalled_bodies
+            .iter()
+            .any(|b| b.contains("\"pipeline\":\"waiting\"") && b.contains("\"plugin\":\"hostile\"")),
+        "/health never reported the stall: {stalled_bodies:?}"
+    );
+    // And it is ready again now, with the stalls counted.
+    assert_eq!(s.get_metrics_server("/health").0, 200);
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    let stalls = prometheus_value(&metrics, "sluice_worker_stalls", &[("pipeline", "waiting")])
+        .unwrap_or(0.0);
+    assert!(stalls >= 3.0, "{metrics}");
+    // The gauge of workers stalled right now (sampled every second) goes back to 0.
+    wait_for(&s, "sluice_workers_stalled to read 0", || {
+        let (_, metrics) = s.get_metrics_server("/metrics");
+        prometheus_value(
+            &metrics,
+            "sluice_workers_stalled",
+            &[("pipeline", "waiting")],
+        ) == Some(0.0)
+    });
+}
+
 fn base64_decode(text: &str) -> String {
     use base64::Engine as _;
     String::from_utf8(

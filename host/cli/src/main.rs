@@ -150,6 +150,44 @@ fn main() -> ExitCode {
     }
 }
 
+/// Holds `<data-dir>/sluice.lock` for the life of the process, so two running processes never
+/// share a data dir: dead-letter files, the plugin cache and the default Kafka group instance
+/// id (static membership) all derive from it. The lock goes with the process, even on kill -9.
+fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
+    use std::io::{Read as _, Seek as _, Write as _};
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating the data dir `{}`", dir.display()))?;
+    let path = dir.join("sluice.lock");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening `{}`", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {
+            file.set_len(0)?;
+            file.rewind()?;
+            writeln!(file, "{}", std::process::id())?;
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            bail!(
+                "the data dir `{}` is in use by another running sluice (pid {}); give each \
+                 process its own `--data-dir`",
+                dir.display(),
+                pid.trim()
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking `{}`", path.display()))
+        }
+    }
+}
+
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -174,21 +212,24 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             metrics_addr,
             reload_interval,
         } => {
+            let _lock = lock_data_dir(&data_dir)?;
             let metrics = server::install_recorder()?;
             let host = PluginHost::new(Some(data_dir.join("plugin-cache")))?;
             let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref())?;
             let Some(config) = load_config(&file, &plugins)? else {
                 return Ok(ExitCode::from(EXIT_INVALID));
             };
+            let watchdog = sluice_pipeline::Watchdog::default();
             let options = sluice_pipeline::RunOptions {
                 data_dir,
                 drain_timeout,
                 reload: folder
                     .filter(|_| !reload_interval.is_zero())
                     .map(|dir| (dir, reload_interval)),
+                watchdog: watchdog.clone(),
             };
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            let health = server::Health::default();
+            let health = server::Health::new(watchdog);
             runtime.block_on(async {
                 server::serve(metrics_addr, metrics, health.clone()).await?;
                 let draining = health.clone();

@@ -1,6 +1,8 @@
 //! The process's own HTTP server (Data Prepper's port 4900): `/metrics` in the Prometheus text
 //! format, and `/health`, which answers 200 only once every pipeline is ready (buffers
-//! connected, plugins loaded, sources listening) and 503 while starting or shutting down.
+//! connected, plugins loaded, sources listening) and no worker is stuck in its plugin past the
+//! plugin's deadline; 503 while starting, shutting down or stalled, naming the stalled
+//! pipelines.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,14 +15,25 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use sluice_pipeline::Watchdog;
 
-/// Whether the pipelines are ready; shared with the run loop.
-#[derive(Clone, Default)]
-pub(crate) struct Health(Arc<AtomicBool>);
+/// Whether the pipelines are ready (shared with the run loop), and which workers are stuck.
+#[derive(Clone)]
+pub(crate) struct Health {
+    ready: Arc<AtomicBool>,
+    watchdog: Watchdog,
+}
 
 impl Health {
+    pub(crate) fn new(watchdog: Watchdog) -> Self {
+        Self {
+            ready: Arc::default(),
+            watchdog,
+        }
+    }
+
     pub(crate) fn set(&self, ready: bool) {
-        self.0.store(ready, Ordering::SeqCst);
+        self.ready.store(ready, Ordering::SeqCst);
     }
 }
 
@@ -65,12 +78,32 @@ async fn render(State(handle): State<PrometheusHandle>) -> impl IntoResponse {
 }
 
 async fn health_check(State(health): State<Health>) -> impl IntoResponse {
-    if health.0.load(Ordering::SeqCst) {
-        (StatusCode::OK, "{\"status\":\"ready\"}\n")
-    } else {
-        (
+    if !health.ready.load(Ordering::SeqCst) {
+        return (
             StatusCode::SERVICE_UNAVAILABLE,
-            "{\"status\":\"not ready\"}\n",
-        )
+            "{\"status\":\"not ready\"}\n".to_owned(),
+        );
     }
+    let stalled = health.watchdog.stalled();
+    if stalled.is_empty() {
+        return (StatusCode::OK, "{\"status\":\"ready\"}\n".to_owned());
+    }
+    let stalled: Vec<serde_json::Value> = stalled
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "pipeline": s.pipeline,
+                "worker": s.worker,
+                "plugin": s.plugin,
+                "in_plugin_seconds": (s.busy.as_secs_f64() * 10.0).round() / 10.0,
+                "deadline_seconds": s.deadline.as_secs_f64(),
+            })
+        })
+        .collect();
+    let body = serde_json::json!({
+        "status": "not ready",
+        "reason": "a worker has been in its plugin longer than the plugin's deadline",
+        "stalled": stalled,
+    });
+    (StatusCode::SERVICE_UNAVAILABLE, format!("{body}\n"))
 }

@@ -865,6 +865,27 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
                 ),
             );
         }
+        if let Some(id) = &topic.group_instance_id {
+            let at = join(&at, "group_instance_id");
+            if !topic.static_membership {
+                errors.at(
+                    &at,
+                    format!("`{at}` is set but `static_membership` is false; remove one of them"),
+                );
+            } else if id.is_empty()
+                || id.len() > 200
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            {
+                errors.at(
+                    &at,
+                    format!(
+                        "`{at}` is `{id}`; write 1 to 200 letters, digits, `.`, `_` or `-` (e.g. the pod name)"
+                    ),
+                );
+            }
+        }
         for (field, value) in [("name", &topic.name), ("group_id", &topic.group_id)] {
             if value.trim().is_empty() {
                 errors.at(

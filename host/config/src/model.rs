@@ -548,6 +548,22 @@ pub struct KafkaTopic {
         deserialize_with = "units::duration"
     )]
     pub max_poll_interval: Duration,
+    /// Static group membership (Kafka's `group.instance.id`, KIP-345): a process restarted
+    /// after a crash takes its partitions straight back, instead of waiting `session_timeout`
+    /// for the group to give up on its dead predecessor. Default true. The trade-off: static
+    /// members do not leave the group when they stop, so the partitions of a process that is
+    /// stopped and not started again wait `session_timeout` before the group hands them to
+    /// the others; set false where processes are often scaled down for good.
+    #[serde(default = "default_static_membership")]
+    pub static_membership: bool,
+    /// This process's instance id in the group; its consumer `i` uses `<id>-<i>`. Default
+    /// `sluice-<hostname>-<pipeline>-<hash of the data dir>`: the same across restarts of one
+    /// process, different for every other process (two running processes cannot share a data
+    /// dir). Set it where the hostname or data dir changes across restarts (e.g. to a
+    /// StatefulSet's pod name), and never give two running processes the same one: the group
+    /// fences one of them.
+    #[serde(default)]
+    pub group_instance_id: Option<String>,
 }
 
 /// The fields of a kafka topic, for suggestions.
@@ -563,6 +579,8 @@ pub const KAFKA_TOPIC_FIELDS: &[&str] = &[
     "max_poll_records",
     "session_timeout",
     "max_poll_interval",
+    "static_membership",
+    "group_instance_id",
 ];
 
 const fn default_topic_workers() -> usize {
@@ -583,6 +601,11 @@ const fn default_max_poll_records() -> usize {
 
 const fn default_session_timeout() -> Duration {
     Duration::from_secs(45)
+}
+
+/// On: a restarted process resumes at once (KIP-345); see `static_membership`.
+const fn default_static_membership() -> bool {
+    true
 }
 
 const fn default_max_poll_interval() -> Duration {

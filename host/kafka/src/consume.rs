@@ -184,6 +184,11 @@ impl Consumer {
                 "max.poll.interval.ms",
                 config.max_poll_interval.as_millis().to_string(),
             );
+        if let Some(id) = &config.group_instance_id {
+            // KIP-345: a restart with the same id takes this consumer's partitions back
+            // without waiting for the session of the process that died to expire.
+            client.set("group.instance.id", format!("{id}-{index}"));
+        }
         let error = |error| KafkaBufferError::Client {
             role: "consumer",
             servers: config.servers(),

@@ -55,6 +55,9 @@ pub struct KafkaBufferConfig {
     pub session_timeout: Duration,
     /// `max.poll.interval.ms`.
     pub max_poll_interval: Duration,
+    /// Static membership: this process's `group.instance.id` (consumer `i` uses `<id>-<i>`), or
+    /// `None` for dynamic membership.
+    pub group_instance_id: Option<String>,
     /// How long a write waits for Kafka's acknowledgement (`message.timeout.ms`).
     pub produce_timeout: Duration,
     /// How long close waits for read batches to be acknowledged before the last commit.

@@ -7,6 +7,7 @@
 //! - [`worker`]: reads batches, calls the deserializer, sends events to the sinks, dead-letters
 //!   what cannot be parsed, and only then acknowledges the batch.
 //! - [`sink`]: `stdout`, `file`, and the dead-letter file.
+//! - [`watchdog`]: which workers have been in their plugin longer than its deadline (`/health`).
 //! - [`reload`]: watches the plugin folder and publishes new plugin versions; workers switch
 //!   to them between batches.
 //! - [`run`]: builds every pipeline from the validated config, runs them, and shuts down:
@@ -16,6 +17,8 @@ pub mod reload;
 pub mod run;
 pub mod sink;
 pub mod source;
+pub mod watchdog;
 pub mod worker;
 
 pub use run::{PipelineError, RunOptions, run};
+pub use watchdog::{Stall, Watchdog};

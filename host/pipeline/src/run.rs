@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::sink::{LineSink, SinkError, default_dlq_path};
+use crate::watchdog::Watchdog;
 use crate::worker::{self, Counters, Outputs};
 
 /// Settings of a run that are not in the pipeline file.
@@ -27,6 +28,8 @@ pub struct RunOptions {
     /// The plugin folder to watch for new and changed `.wasm` files, and how often to look
     /// (`None`: no hot reload).
     pub reload: Option<(PathBuf, Duration)>,
+    /// Where workers mark the time their batches spend in the plugin (read by `/health`).
+    pub watchdog: Watchdog,
 }
 
 /// Why pipelines could not start.
@@ -159,12 +162,17 @@ pub async fn run(
                 });
             }
         }
-        for (reader, decoder) in b.workers {
+        for (i, (reader, decoder)) in b.workers.into_iter().enumerate() {
+            let slot =
+                options
+                    .watchdog
+                    .slot(&b.name, i, decoder.plugin().name(), b.swap.limits.timeout);
             workers.spawn(worker::run(
                 reader,
                 decoder,
                 b.swap.clone(),
                 b.outputs.clone(),
+                slot,
             ));
         }
         if let PipelineBuffer::Kafka(_) = &b.buffer {
@@ -185,11 +193,15 @@ pub async fn run(
             PipelineBuffer::Kafka(_) => None,
         })
         .collect();
+    let watchdog = options.watchdog.clone();
     let gauge_task = tokio::spawn(async move {
         loop {
             for (buffer, in_flight, usage) in &gauges {
                 in_flight.set(buffer.used() as f64);
                 usage.set(buffer.used() as f64 / buffer.capacity().max(1) as f64);
+            }
+            for (pipeline, n) in watchdog.stalled_per_pipeline() {
+                metrics::gauge!("sluice_workers_stalled", "pipeline" => pipeline).set(n as f64);
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
@@ -305,8 +317,13 @@ async fn encryption(k: &sluice_config::KafkaBuffer) -> Result<Option<Encryption>
     }))
 }
 
-/// The kafka buffer's settings from the pipeline file.
-fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> KafkaBufferConfig {
+/// The kafka buffer's settings from the pipeline file. `data_dir` makes the default static
+/// group instance id.
+fn kafka_config(
+    p: &sluice_config::Pipeline,
+    k: &sluice_config::KafkaBuffer,
+    data_dir: &std::path::Path,
+) -> KafkaBufferConfig {
     let topic = &k.topics[0];
     KafkaBufferConfig {
         bootstrap_servers: k.bootstrap_servers.clone(),
@@ -319,6 +336,12 @@ fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> 
         auto_offset_reset: topic.auto_offset_reset.as_str().to_owned(),
         session_timeout: topic.session_timeout,
         max_poll_interval: topic.max_poll_interval,
+        group_instance_id: topic.static_membership.then(|| {
+            topic
+                .group_instance_id
+                .clone()
+                .unwrap_or_else(|| default_instance_id(&p.name, data_dir))
+        }),
         produce_timeout: k.produce_timeout,
         drain_timeout: k.drain_timeout,
         max_request_size: usize::try_from(k.max_request_size.bytes()).unwrap_or(usize::MAX),
@@ -337,6 +360,39 @@ fn kafka_config(p: &sluice_config::Pipeline, k: &sluice_config::KafkaBuffer) -> 
         pipeline: p.name.clone(),
         metric_prefix: buffer_metric_prefix(&p.buffer),
     }
+}
+
+/// The default static group instance id: `sluice-<hostname>-<pipeline>-<hash of the data
+/// dir>`. Stable across restarts of one process (same host, same data dir); distinct for any
+/// other live process, since two processes on one host cannot hold the same data dir (the
+/// binary locks it) and other hosts have other names. Only letters, digits, `.`, `_`, `-`.
+pub fn default_instance_id(pipeline: &str, data_dir: &std::path::Path) -> String {
+    use sha2::Digest as _;
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_owned());
+    let digest = sha2::Sha256::digest(dir.as_os_str().as_encoded_bytes());
+    let clean = |text: &str| -> String {
+        text.trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect()
+    };
+    format!(
+        "sluice-{}-{}-{}",
+        clean(&hostname),
+        clean(pipeline),
+        hex::encode(&digest[..4])
+    )
 }
 
 async fn build(
@@ -364,7 +420,7 @@ async fn build(
         }
         Buffer::Kafka(k) => {
             drain_timeout = k.drain_timeout;
-            let mut config = kafka_config(&p, k);
+            let mut config = kafka_config(&p, k, &options.data_dir);
             if let Some((mechanism, c)) = k
                 .authentication
                 .as_ref()
@@ -435,12 +491,14 @@ async fn build(
 
     let mut workers = Vec::new();
     for _ in 0..p.workers {
-        let decoder =
-            Decoder::new(plugin.clone(), deserializer.option_pairs(), limits).map_err(|error| {
-                PipelineError::Plugin {
-                    pipeline: name.clone(),
-                    error,
-                }
+        // Instantiating runs guest code (start functions, `configure`): off the reactor.
+        let (plugin, options) = (plugin.clone(), deserializer.option_pairs());
+        let decoder = tokio::task::spawn_blocking(move || Decoder::new(plugin, options, limits))
+            .await
+            .expect("building a decoder does not panic")
+            .map_err(|error| PipelineError::Plugin {
+                pipeline: name.clone(),
+                error,
             })?;
         workers.push((buffer.get().reader(), decoder));
     }

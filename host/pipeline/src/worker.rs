@@ -12,6 +12,7 @@ use sluice_plugin::{Decoded, Decoder, DecoderStats, Limits, Plugin, RawRecord};
 use tokio::sync::watch;
 
 use crate::sink::LineSink;
+use crate::watchdog::Slot;
 
 /// Counts of one pipeline, exported as metrics (`<buffer prefix>_<name>{pipeline}` for the
 /// buffer's, `sluice_<name>{pipeline}` for the rest) and logged at shutdown.
@@ -84,6 +85,8 @@ struct PluginMetrics {
     swaps: metrics::Counter,
     memory: metrics::Gauge,
     batch_seconds: metrics::Histogram,
+    /// Batches that spent longer than the plugin's deadline in it (see `watchdog`).
+    stalls: metrics::Counter,
 }
 
 impl PluginMetrics {
@@ -100,6 +103,7 @@ impl PluginMetrics {
             swaps: metrics::counter!("sluice_plugin_versions_switched", &labels),
             memory: metrics::gauge!("sluice_plugin_memory_bytes", &labels),
             batch_seconds: metrics::histogram!("sluice_plugin_batch_seconds", &labels),
+            stalls: metrics::counter!("sluice_worker_stalls", &labels),
         }
     }
 
@@ -116,12 +120,14 @@ impl PluginMetrics {
     }
 }
 
-/// Runs until the buffer is closed and drained.
+/// Runs until the buffer is closed and drained. `slot` marks the time each batch spends in
+/// the plugin, for the watchdog.
 pub async fn run(
     mut reader: Box<dyn BufferReader>,
     decoder: Decoder,
     mut swap: Swap,
     outputs: Arc<Outputs>,
+    slot: Arc<Slot>,
 ) {
     let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.plugin().name());
     let mut decoder = Some(decoder);
@@ -154,6 +160,7 @@ pub async fn run(
             .take()
             .expect("decoder is returned after every batch");
         // Sync wasm calls must not run on the reactor.
+        slot.begin();
         let (d, records, decoded, before, took) = tokio::task::spawn_blocking(move || {
             let before = d.stats();
             let started = std::time::Instant::now();
@@ -162,6 +169,9 @@ pub async fn run(
         })
         .await
         .expect("the decoder does not panic: plugin faults are values");
+        if slot.end() {
+            plugin_metrics.stalls.increment(1);
+        }
         plugin_metrics.batch(before, d.stats(), took);
         decoder = Some(d);
 

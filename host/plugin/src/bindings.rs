@@ -10,6 +10,9 @@
 wasmtime::component::bindgen!({
     path: "../../wit",
     world: "configurable-deserializer",
+    // Calls are async so a guest waiting in a host call (a sleep, `poll`, a blocking stream)
+    // can be cancelled at the deadline: see `decoder.rs`.
+    exports: { default: async },
 });
 
 pub(crate) use exports::sluice::plugin::configure::OptionEntry;

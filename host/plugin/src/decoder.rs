@@ -1,14 +1,33 @@
 //! Calling a plugin: one instance per [`Decoder`], one call per batch, and the trap policy.
 //!
-//! A trap (panic, out-of-bounds access, deadline, memory cap) or a reply of the wrong length
-//! poisons the instance: it is dropped and a fresh one is built from the pre-instantiated
-//! handle. The batch is retried once; if it fails again it is split in halves, recursively, to
-//! find the records that fail on their own. Those come back as [`Decoded::Trapped`]; every
-//! other record gets its real outcome. Nothing here panics or returns an error because of what
-//! a plugin did.
+//! A trap (panic, out-of-bounds access, deadline, memory cap, `exit`) or a reply of the wrong
+//! length poisons the instance: it is dropped and a fresh one is built from the
+//! pre-instantiated handle. The batch is retried once (unless the fault was the deadline: a
+//! plugin that sleeps or spins on a record does so again, and a retry would only double the
+//! stall); if it fails again it is split in halves, recursively, to find the records that fail
+//! on their own. Those come back as [`Decoded::Trapped`]; every other record gets its real
+//! outcome. Nothing here panics or returns an error because of what a plugin did.
+//!
+//! # The deadline
+//! A guest can spend its time in two places, and each is bounded by the same `timeout`:
+//! - **computing** in wasm: the epoch deadline traps it (the engine's epoch ticks every 10 ms);
+//! - **waiting** in a host call (`sleep`, `wasi:io/poll` on any pollable, a blocking stream
+//!   read or write): every call is async (`Config::async_support`, the WASI p2 async linker),
+//!   and runs under `tokio::time::timeout`. WASI's waits are tokio futures, so when the
+//!   timeout fires the call's future is dropped, which cancels the wait and unwinds the guest's
+//!   fiber; the instance is then discarded like after any other fault.
+//!
+//! This covers every way to wait that WASI has, present and future, without auditing or
+//! re-implementing each host function (the alternative), and without unlinking interfaces
+//! that Rust, Python and JavaScript runtimes import on start. The calls stay synchronous for
+//! callers: [`Decoder::decode`] drives them to completion on the calling thread with
+//! `Handle::block_on` (the pipeline calls it on a blocking-pool thread), so guest code never
+//! runs on the async reactor.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use tokio::runtime::{Handle, Runtime};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, StoreLimitsBuilder, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
@@ -143,18 +162,23 @@ impl Decoder {
         }
         let first = match self.call(batch) {
             Ok(outcomes) => return convert(outcomes),
-            Err(reason) => reason,
+            Err(fault) => fault,
         };
-        tracing::warn!(plugin = self.plugin.name(), records = batch.len(), reason = %first, "plugin faulted; retrying the batch on a fresh instance");
-        match self.call(batch) {
-            Ok(outcomes) => convert(outcomes),
-            Err(reason) => {
-                let mut budget = ISOLATION_BUDGET;
-                let mut out = Vec::with_capacity(batch.len());
-                self.isolate(batch, reason, &mut budget, &mut out);
-                out
+        let second = if first.deadline {
+            // Sleeping or spinning on a record is not transient: go straight to isolation.
+            tracing::warn!(plugin = self.plugin.name(), records = batch.len(), reason = %first.reason, "plugin hit its deadline; isolating the records that cause it");
+            first
+        } else {
+            tracing::warn!(plugin = self.plugin.name(), records = batch.len(), reason = %first.reason, "plugin faulted; retrying the batch on a fresh instance");
+            match self.call(batch) {
+                Ok(outcomes) => return convert(outcomes),
+                Err(fault) => fault,
             }
-        }
+        };
+        let mut budget = ISOLATION_BUDGET;
+        let mut out = Vec::with_capacity(batch.len());
+        self.isolate(batch, second.reason, &mut budget, &mut out);
+        out
     }
 
     /// `batch` faulted with `reason`: find the records that fault alone.
@@ -180,31 +204,36 @@ impl Decoder {
             *budget -= 1;
             match self.call(half) {
                 Ok(outcomes) => out.extend(convert(outcomes)),
-                Err(reason) => self.isolate(half, reason, budget, out),
+                Err(fault) => self.isolate(half, fault.reason, budget, out),
             }
         }
     }
 
     /// One call on the current instance (built if there is none). A fault drops the instance
     /// and returns the reason.
-    fn call(&mut self, batch: &[RawRecord]) -> Result<Vec<Outcome>, String> {
+    fn call(&mut self, batch: &[RawRecord]) -> Result<Vec<Outcome>, Fault> {
         let mut instance = match self.instance.take() {
             Some(instance) => instance,
-            None => self.instantiate().map_err(|e| e.to_string())?,
+            None => self.instantiate().map_err(|e| Fault {
+                reason: e.to_string(),
+                deadline: false,
+            })?,
         };
         self.stats.calls += 1;
-        instance
-            .store
-            .set_epoch_deadline(deadline_ticks(self.limits.timeout));
-        let result = instance
-            .handler
-            .call_deserialize_batch(&mut instance.store, batch);
+        let timeout = self.limits.timeout;
+        instance.store.set_epoch_deadline(deadline_ticks(timeout));
+        let result = block_on(tokio::time::timeout(
+            timeout,
+            instance
+                .handler
+                .call_deserialize_batch(&mut instance.store, batch),
+        ));
         self.stats.peak_memory = self
             .stats
             .peak_memory
             .max(instance.store.data().limits.peak as u64);
-        match result {
-            Ok(outcomes) if outcomes.len() == batch.len() => {
+        let fault = match result {
+            Ok(Ok(outcomes)) if outcomes.len() == batch.len() => {
                 instance.calls += 1;
                 if self.limits.recycle_after > 0 && instance.calls >= self.limits.recycle_after {
                     // Dropped here; the next call builds a fresh one.
@@ -212,25 +241,31 @@ impl Decoder {
                 } else {
                     self.instance = Some(instance);
                 }
-                Ok(outcomes)
+                return Ok(outcomes);
             }
-            Ok(outcomes) => {
-                self.stats.faults += 1;
-                Err(format!(
+            Ok(Ok(outcomes)) => Fault {
+                reason: format!(
                     "plugin fault: `deserialize-batch` returned {} outcomes for {} records",
                     outcomes.len(),
                     batch.len()
-                ))
-            }
-            Err(e) => {
-                self.stats.faults += 1;
-                let reason = describe_trap(&e, self.limits);
-                if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-                    self.stats.deadline_hits += 1;
-                }
-                Err(reason)
-            }
+                ),
+                deadline: false,
+            },
+            // Waiting in a host call past the deadline: the call was cancelled.
+            Err(_elapsed) => Fault {
+                reason: deadline_reason(timeout),
+                deadline: true,
+            },
+            Ok(Err(e)) => Fault {
+                reason: describe_trap(&e, self.limits),
+                deadline: matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)),
+            },
+        };
+        self.stats.faults += 1;
+        if fault.deadline {
+            self.stats.deadline_hits += 1;
         }
+        Err(fault)
     }
 
     fn instantiate(&mut self) -> Result<Instance, PluginError> {
@@ -262,14 +297,26 @@ impl Decoder {
             name: name(),
             reason: describe_trap(&e, self.limits),
         };
-        let instance = inner.pre.instantiate(&mut store);
+        let timeout = self.limits.timeout;
+        let deadline = |_| PluginError::Instantiate {
+            name: name(),
+            reason: deadline_reason(timeout),
+        };
+        let instance = block_on(tokio::time::timeout(
+            timeout,
+            inner.pre.instantiate_async(&mut store),
+        ));
         self.stats.peak_memory = self.stats.peak_memory.max(store.data().limits.peak as u64);
-        let instance = instance.map_err(fail)?;
+        let instance = instance.map_err(deadline)?.map_err(fail)?;
         let handler = inner.handler.load(&mut store, &instance).map_err(fail)?;
         if let Some(configure) = &inner.configure {
             let configure = configure.load(&mut store, &instance).map_err(fail)?;
-            store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
-            match configure.call_configure(&mut store, &self.options) {
+            store.set_epoch_deadline(deadline_ticks(timeout));
+            let configured = block_on(tokio::time::timeout(
+                timeout,
+                configure.call_configure(&mut store, &self.options),
+            ));
+            match configured.map_err(deadline)? {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
                     return Err(PluginError::Configure {
@@ -286,6 +333,44 @@ impl Decoder {
             calls: 0,
         })
     }
+}
+
+/// Why a call failed, and whether it was the deadline (which is not retried whole).
+struct Fault {
+    reason: String,
+    deadline: bool,
+}
+
+/// Drives a plugin call to completion on this thread. The runtime's drivers (the timers that
+/// end WASI's sleeps, and the deadline) run on the current runtime when there is one (the
+/// pipeline calls in from its blocking pool), else on a small runtime of this crate's own
+/// (tests, the bench, `sluice plugins inspect`). Must not be called from async code.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    match Handle::try_current() {
+        // A current-thread runtime's timers run only inside its own `block_on`: not here.
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            handle.block_on(future)
+        }
+        _ => fallback_runtime().block_on(future),
+    }
+}
+
+/// A runtime for callers that have none; made once, never dropped.
+fn fallback_runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sluice-plugin-timers")
+            .enable_all()
+            .build()
+            .expect("starting the plugin timer runtime")
+    })
+}
+
+/// The reason a record gets when a call runs out of time.
+fn deadline_reason(timeout: Duration) -> String {
+    format!("exceeded the deadline of {timeout:?} per call")
 }
 
 /// Epoch ticks for `timeout`, rounded up, plus one for the tick already under way.
@@ -306,8 +391,11 @@ fn convert(outcomes: Vec<Outcome>) -> Vec<Decoded> {
 
 /// A short, operator-facing reason for a trap.
 fn describe_trap(e: &wasmtime::Error, limits: Limits) -> String {
+    if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return format!("plugin called exit({})", exit.0);
+    }
     match e.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => format!("exceeded the deadline of {:?} per call", limits.timeout),
+        Some(Trap::Interrupt) => deadline_reason(limits.timeout),
         Some(Trap::StackOverflow) => "stack overflow".to_owned(),
         Some(Trap::UnreachableCodeReached) => {
             "wasm `unreachable` executed (a Rust plugin panics this way)".to_owned()

@@ -99,13 +99,16 @@ impl PluginHost {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        // Calls are async (the WASI p2 async linker below, `instantiate_async`, async exports),
+        // so the deadline also ends a guest that waits inside a host call (see `decoder.rs`);
+        // the epoch deadline ends a guest that computes.
         // For profiling: `SLUICE_PERFMAP=1 perf record ...` names JIT-compiled guest functions.
         if std::env::var_os("SLUICE_PERFMAP").is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config).map_err(|e| PluginError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
         start_ticker(&engine);
         let mut hasher = Sha256Hasher(Sha256::new());
@@ -234,7 +237,7 @@ impl PluginHost {
 
 const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
 
-/// The WASI p2 packages the linker provides (`wasmtime_wasi::p2::add_to_linker_sync`), each
+/// The WASI p2 packages the linker provides (`wasmtime_wasi::p2::add_to_linker_async`), each
 /// with a context that grants nothing. Anything else a component imports (`wasi:http`, a
 /// custom interface) cannot be satisfied and is reported by name at load time.
 pub const LINKED_WASI: [&str; 6] = [

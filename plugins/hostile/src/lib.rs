@@ -10,6 +10,10 @@
 //! | `read-file PATH` | reads PATH | deny it (no preopened folders) |
 //! | `connect ADDR` | opens a TCP connection to ADDR | deny it (no network) |
 //! | `env` | reads the environment | show it nothing |
+//! | `sleep SECS` | `std::thread::sleep` (a monotonic-clock pollable, blocked on) | end it at the deadline |
+//! | `poll` | `wasi:io/poll.poll` on a clock pollable an hour away, again and again | end it at the deadline |
+//! | `stdin` | reads standard input until it ends, then spins waiting for more | end it at the deadline |
+//! | `exit N` | `wasi:cli/exit.exit-with-code(N)` | report `plugin called exit(N)` |
 //! | anything else | one event `{"echo": payload}` | pass it through |
 //!
 //! A denied capability is reported as `malformed` with the error the plugin saw; anything that
@@ -73,6 +77,33 @@ fn act(payload: &str) -> Outcome {
             } else {
                 leaked(vars.join(" "))
             }
+        }
+        "sleep" => {
+            let secs = arg.parse().unwrap_or(30);
+            std::thread::sleep(std::time::Duration::from_secs(secs));
+            leaked(format!("slept {secs} s"))
+        }
+        "poll" => loop {
+            let hour = wasip2::clocks::monotonic_clock::subscribe_duration(3_600_000_000_000);
+            wasip2::io::poll::poll(&[&hour]);
+        },
+        "stdin" => {
+            use std::io::Read as _;
+            let mut stdin = std::io::stdin();
+            let mut text = String::new();
+            loop {
+                match stdin.read_to_string(&mut text) {
+                    Ok(_) if !text.is_empty() => return leaked(format!("stdin: {text}")),
+                    // Closed or empty: keep asking, as a plugin waiting for input would.
+                    _ => std::thread::yield_now(),
+                }
+            }
+        }
+        // Rust's `process::exit` on wasip2 still calls WASI 0.2.0's `exit(result)`, which
+        // carries no code (every failure is 1); `exit-with-code` (WASI 0.2.12) carries it.
+        "exit" => {
+            wasip2::cli::exit::exit_with_code(arg.parse().unwrap_or(3));
+            unreachable!("exit-with-code returned")
         }
         _ => Outcome::Events(vec![json!({ "echo": payload }).to_string()]),
     }
