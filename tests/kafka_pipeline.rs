@@ -549,8 +549,7 @@ fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
 /// The partitions of the last assignment a process logged.
 fn last_assignment(log: &str) -> Option<String> {
     log.lines()
-        .filter(|l| l.contains("partitions assigned"))
-        .last()
+        .rfind(|l| l.contains("partitions assigned"))
         .and_then(|l| l.split("partitions=").nth(1))
         .map(|rest| rest.split(']').next().unwrap_or_default().to_owned() + "]")
 }

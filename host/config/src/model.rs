@@ -272,6 +272,10 @@ pub(crate) fn deserializer_name_or_map<'de, D: Deserializer<'de>>(
 /// A buffer: one key naming the plugin.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per pipeline, parsed once at start: boxing saves nothing that matters"
+)]
 pub enum Buffer {
     /// An in-memory bounded queue of raw records. Fast; lost if the process dies.
     BoundedBlocking(BoundedBlocking),

@@ -154,6 +154,10 @@ pub(crate) struct Consumer {
 }
 
 impl Consumer {
+    #[expect(
+        clippy::result_large_err,
+        reason = "built once per consumer at start; the error carries librdkafka's for the message"
+    )]
     pub(crate) fn new(
         config: &KafkaBufferConfig,
         index: usize,
@@ -408,6 +412,10 @@ impl Consumer {
 
     /// A record as the workers get it: sealed ones opened; what cannot be read comes back with
     /// the reason, and goes to the dead-letter file as it was stored.
+    #[expect(
+        clippy::result_large_err,
+        reason = "both sides carry the record by value: the error hands it to the dead-letter file"
+    )]
     fn open(&self, meta: &envelope::Meta<'_>, mut record: Record) -> Result<Record, Unreadable> {
         if let Err(reason) = envelope::readable(meta.version) {
             return Err(Unreadable { record, reason });

@@ -10,7 +10,7 @@
 //! - [`watchdog`]: which workers have been in their plugin longer than its deadline (`/health`).
 //! - [`reload`]: watches the plugin folder and publishes new plugin versions; workers switch
 //!   to them between batches.
-//! - [`run`]: builds every pipeline from the validated config, runs them, and shuts down:
+//! - [`mod@run`]: builds every pipeline from the validated config, runs them, and shuts down:
 //!   stop the sources, drain the buffers through the sinks within a deadline, exit.
 
 pub mod reload;

@@ -1,7 +1,7 @@
 //! Sources write raw bytes to the pipeline's buffer.
 //!
 //! - [`http`] (push): clients POST; "accepted" only once the buffer holds the body.
-//! - [`file`] (pull): reads a file line by line; it can re-read its input, so it only uses
+//! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
 
 pub mod file;
