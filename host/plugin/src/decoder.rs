@@ -222,12 +222,12 @@ impl Decoder {
         self.stats.calls += 1;
         let timeout = self.limits.timeout;
         instance.store.set_epoch_deadline(deadline_ticks(timeout));
-        let result = block_on(tokio::time::timeout(
+        let result = with_deadline(
             timeout,
             instance
                 .handler
                 .call_deserialize_batch(&mut instance.store, batch),
-        ));
+        );
         self.stats.peak_memory = self
             .stats
             .peak_memory
@@ -302,20 +302,15 @@ impl Decoder {
             name: name(),
             reason: deadline_reason(timeout),
         };
-        let instance = block_on(tokio::time::timeout(
-            timeout,
-            inner.pre.instantiate_async(&mut store),
-        ));
+        let instance = with_deadline(timeout, inner.pre.instantiate_async(&mut store));
         self.stats.peak_memory = self.stats.peak_memory.max(store.data().limits.peak as u64);
         let instance = instance.map_err(deadline)?.map_err(fail)?;
         let handler = inner.handler.load(&mut store, &instance).map_err(fail)?;
         if let Some(configure) = &inner.configure {
             let configure = configure.load(&mut store, &instance).map_err(fail)?;
             store.set_epoch_deadline(deadline_ticks(timeout));
-            let configured = block_on(tokio::time::timeout(
-                timeout,
-                configure.call_configure(&mut store, &self.options),
-            ));
+            let configured =
+                with_deadline(timeout, configure.call_configure(&mut store, &self.options));
             match configured.map_err(deadline)? {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => {
@@ -339,6 +334,16 @@ impl Decoder {
 struct Fault {
     reason: String,
     deadline: bool,
+}
+
+/// Runs `future` on this thread until it is done or `timeout` has passed (`Err`), in which
+/// case the future is dropped: a guest waiting in a host call is cancelled.
+fn with_deadline<F: std::future::Future>(
+    timeout: Duration,
+    future: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    // The timer is made inside the runtime (`timeout` needs one when it is called).
+    block_on(async move { tokio::time::timeout(timeout, future).await })
 }
 
 /// Drives a plugin call to completion on this thread. The runtime's drivers (the timers that
