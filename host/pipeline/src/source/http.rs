@@ -3,6 +3,9 @@
 //! Status codes: 200 once the buffer holds the body; 400 for an empty body; 413 for a body over
 //! `max_request_length`; 503 with `Retry-After` when the buffer stays full for
 //! `request_timeout` or is shutting down. Never 200 for data the buffer does not have.
+//! [`server`] serves the router: connection limit and timeouts.
+
+pub mod server;
 
 use std::sync::Arc;
 use std::time::Duration;
