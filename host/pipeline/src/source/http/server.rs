@@ -37,9 +37,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tower_service::Service as _;
 
-/// How many refusals may be in progress at once; past that a connection over the limit is
-/// closed without an answer. Each one takes a task for up to [`LINGER`], so a flood of
-/// connections cannot make the refusals themselves unbounded.
+/// How many refusals may linger at once; past that a connection over the limit is answered
+/// and closed at once. Each one takes a task for up to [`LINGER`], so a flood of connections
+/// cannot make the refusals themselves unbounded.
 const MAX_REFUSALS_IN_FLIGHT: usize = 64;
 
 /// How long a closing connection waits for the client to close its side (see [`linger`]).
@@ -114,6 +114,10 @@ pub async fn serve(
                 log.refused(&pipeline, limits.max_connections);
                 if let Ok(permit) = refusals.clone().try_acquire_owned() {
                     tasks.spawn(refuse(stream, refusal.clone(), permit));
+                } else {
+                    // Too many refusals lingering: answer without waiting (a new socket's
+                    // send buffer takes it) and close at once, at the risk of a reset.
+                    let _ = stream.try_write(&refusal);
                 }
             }
         }
