@@ -106,6 +106,14 @@ fn defaults_follow_data_prepper() {
         (2021, "/log/ingest", "json")
     );
     assert_eq!(http.max_request_length, sluice_config::ByteSize::mib(10));
+    assert_eq!(http.max_connection_count, 500);
+    assert_eq!(
+        (
+            http.header_read_timeout.as_secs(),
+            http.idle_timeout.as_secs()
+        ),
+        (10, 75)
+    );
     let sluice_config::Buffer::BoundedBlocking(b) = &p.buffer else {
         panic!("the default buffer is bounded_blocking")
     };

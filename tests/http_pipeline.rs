@@ -1,5 +1,9 @@
 //! The real binary: POST bodies, read what the file sink and the dead-letter file hold.
 
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
 use serde_json::json;
 use sluice_tests::{Sluice, json_lines};
 
@@ -274,4 +278,294 @@ fn the_file_source_reads_every_line_and_dead_letters_the_bad_one() {
         format!("file:{}:4", input.path().display()),
         "the origin names the file and line"
     );
+}
+
+// Connection limits and timeouts, seen through raw sockets as a misbehaving client sees them.
+
+/// A pipeline with short connection timeouts; `{extra}` adds http source keys.
+fn limits_pipeline(extra: &str) -> String {
+    format!(
+        r#"
+limits-pipeline:
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+      max_request_length: 1kb
+      header_read_timeout: 1s
+      idle_timeout: 4s
+{extra}
+  sink:
+    - file:
+        path: {{dir}}/out.jsonl
+"#
+    )
+}
+
+fn connect(s: &Sluice) -> TcpStream {
+    TcpStream::connect(("127.0.0.1", s.port)).unwrap()
+}
+
+/// A complete POST of `body` on a keep-alive connection.
+fn request(body: &str) -> Vec<u8> {
+    format!(
+        "POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// One response: (status, lowercase head, body). Panics if none comes within `within`.
+fn read_response(stream: &mut TcpStream, within: Duration) -> (u16, String, String) {
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0; 4096];
+    let head_end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => panic!(
+                "closed before a response: {:?}",
+                String::from_utf8_lossy(&got)
+            ),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("no response within {within:?}: {e}"),
+        }
+    };
+    let head = String::from_utf8_lossy(&got[..head_end]).to_lowercase();
+    let status = head[9..12].parse().unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    while got.len() < head_end + length {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("response body cut short: {e}"),
+        }
+    }
+    let body = String::from_utf8_lossy(&got[head_end..]).into_owned();
+    (status, head, body)
+}
+
+/// Whether the server closed the connection (EOF or reset) within `within`; data that arrives
+/// instead is a failure.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).unwrap();
+    match stream.read(&mut [0; 64]) {
+        Ok(0) => true,
+        Ok(n) => panic!("{n} unexpected bytes from the server"),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => false,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+            ) =>
+        {
+            true
+        }
+        Err(e) => panic!("reading: {e}"),
+    }
+}
+
+/// Waits until the open-connections gauge is `n` (the harness's readiness probes close).
+fn wait_for_connections(s: &Sluice, n: f64) {
+    let started = Instant::now();
+    while s.metric("sluice_httpConnections", "limits-pipeline") != Some(n) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "sluice_httpConnections is {:?}, not {n}",
+            s.metric("sluice_httpConnections", "limits-pipeline")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn connections_that_never_finish_their_headers_are_closed_after_header_read_timeout() {
+    let s = Sluice::start(
+        &limits_pipeline("").replace("header_read_timeout: 1s", "header_read_timeout: 2s"),
+    );
+    wait_for_connections(&s, 0.0);
+    let started = Instant::now();
+    let mut slow: Vec<TcpStream> = (0..300)
+        .map(|i| {
+            let mut c = connect(&s);
+            let partial: &[u8] = match i % 3 {
+                0 => b"",
+                1 => b"POST /log/ing",
+                _ => b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nContent-Len",
+            };
+            c.write_all(partial).unwrap();
+            c
+        })
+        .collect();
+    assert!(
+        !closed_within(slow.last_mut().unwrap(), Duration::from_millis(500)),
+        "closed before `header_read_timeout`"
+    );
+    // Meanwhile, good requests are answered.
+    for i in 0..5 {
+        let body = format!(r#"{{"n":{i}}}"#);
+        assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
+    }
+    let mut first_closed = None;
+    for (i, c) in slow.iter_mut().enumerate() {
+        let left = Duration::from_secs(10).saturating_sub(started.elapsed());
+        assert!(
+            closed_within(c, left.max(Duration::from_millis(1))),
+            "connection {i} still open 10 s after a 2 s `header_read_timeout`"
+        );
+        first_closed.get_or_insert(started.elapsed());
+    }
+    let first_closed = first_closed.unwrap();
+    assert!(
+        first_closed >= Duration::from_millis(1800),
+        "closed after {first_closed:?}, before `header_read_timeout`"
+    );
+    eprintln!(
+        "300 slow connections: first seen closed after {first_closed:?}, all after {:?}",
+        started.elapsed()
+    );
+    wait_for_connections(&s, 0.0);
+    assert_eq!(s.post("/log/ingest", br#"{"n":5}"#), 200);
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_after_idle_timeout() {
+    let s = Sluice::start(&limits_pipeline(""));
+    let mut c = connect(&s);
+    c.write_all(&request(r#"{"n":1}"#)).unwrap();
+    assert_eq!(read_response(&mut c, Duration::from_secs(10)).0, 200);
+    // Silent for twice `header_read_timeout`: the wait between requests is `idle_timeout`.
+    assert!(
+        !closed_within(&mut c, Duration::from_secs(2)),
+        "a keep-alive connection closed by `header_read_timeout`"
+    );
+    c.write_all(&request(r#"{"n":2}"#)).unwrap();
+    assert_eq!(read_response(&mut c, Duration::from_secs(10)).0, 200);
+    let answered = Instant::now();
+    assert!(
+        closed_within(&mut c, Duration::from_secs(15)),
+        "an idle connection still open 15 s after a 4 s `idle_timeout`"
+    );
+    let idle = answered.elapsed();
+    assert!(idle >= Duration::from_secs(3), "closed after {idle:?}");
+    eprintln!("idle keep-alive connection closed after {idle:?}");
+
+    // A body that stops arriving is silence too.
+    let mut c = connect(&s);
+    c.write_all(b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nContent-Length: 100\r\n\r\n{\"n\":")
+        .unwrap();
+    let sent = Instant::now();
+    assert!(
+        closed_within(&mut c, Duration::from_secs(15)),
+        "a stalled body still open 15 s after a 4 s `idle_timeout`"
+    );
+    let stalled = sent.elapsed();
+    assert!(
+        stalled >= Duration::from_secs(3),
+        "closed after {stalled:?}"
+    );
+    eprintln!("stalled body closed after {stalled:?}");
+}
+
+#[test]
+fn connections_past_max_connection_count_get_a_clear_503() {
+    // Long timeouts: only the limit is under test.
+    let s = Sluice::start(
+        &limits_pipeline("      max_connection_count: 4")
+            .replace("header_read_timeout: 1s", "header_read_timeout: 60s")
+            .replace("idle_timeout: 4s", "idle_timeout: 60s"),
+    );
+    wait_for_connections(&s, 0.0);
+    let held: Vec<TcpStream> = (0..4)
+        .map(|i| {
+            let mut c = connect(&s);
+            c.write_all(&request(&format!(r#"{{"n":{i}}}"#))).unwrap();
+            assert_eq!(read_response(&mut c, Duration::from_secs(10)).0, 200);
+            c
+        })
+        .collect();
+    assert_eq!(
+        s.metric("sluice_httpConnections", "limits-pipeline"),
+        Some(4.0)
+    );
+
+    let mut fifth = connect(&s);
+    fifth.write_all(&request(r#"{"n":4}"#)).unwrap();
+    let (status, head, body) = read_response(&mut fifth, Duration::from_secs(5));
+    assert_eq!(status, 503, "{head}{body}");
+    assert!(head.contains("\r\nretry-after: 1\r\n"), "{head}");
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    assert!(
+        body.contains("`max_connection_count` = 4 is reached"),
+        "{body}"
+    );
+    assert!(closed_within(&mut fifth, Duration::from_secs(5)));
+    // An ordinary client is refused the same way.
+    assert_eq!(s.post("/log/ingest", br#"{"n":5}"#), 503);
+    assert_eq!(
+        s.metric("sluice_connectionsRefused", "limits-pipeline"),
+        Some(2.0)
+    );
+    assert!(s.log().contains("refusing connections"), "{}", s.log());
+
+    // Once the held connections close, requests are served again.
+    drop(held);
+    let started = Instant::now();
+    while s.post("/log/ingest", br#"{"n":6}"#) != 200 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still refused 10 s after the held connections closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_for_connections(&s, 0.0);
+}
+
+#[test]
+fn a_content_length_over_max_request_length_gets_413_before_the_body() {
+    let s = Sluice::start(&limits_pipeline(""));
+    let mut c = connect(&s);
+    c.write_all(b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nContent-Length: 100000000\r\n\r\n")
+        .unwrap();
+    let sent = Instant::now();
+    // No byte of the body is sent: the answer cannot wait for it.
+    let (status, head, body) = read_response(&mut c, Duration::from_secs(5));
+    let waited = sent.elapsed();
+    assert_eq!(status, 413, "{head}{body}");
+    assert!(
+        body.contains("`max_request_length` of 1024 bytes"),
+        "{body}"
+    );
+    assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    assert!(closed_within(&mut c, Duration::from_secs(5)));
+    eprintln!("413 for Content-Length: 100000000 after {waited:?}");
+
+    // A chunked body has no length to check up front: 413 once over the limit.
+    let mut c = connect(&s);
+    let mut chunked =
+        b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..4 {
+        chunked.extend_from_slice(b"200\r\n");
+        chunked.extend_from_slice(&[b' '; 0x200]);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    c.write_all(&chunked).unwrap();
+    assert_eq!(read_response(&mut c, Duration::from_secs(5)).0, 413);
+
+    // Within the limit, chunked or not, a body is accepted.
+    let mut c = connect(&s);
+    c.write_all(
+        b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nTransfer-Encoding: chunked\r\n\r\n\
+          7\r\n{\"n\":1}\r\n0\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(read_response(&mut c, Duration::from_secs(10)).0, 200);
+    assert_eq!(s.post("/log/ingest", br#"{"n":2}"#), 200);
 }

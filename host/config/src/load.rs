@@ -663,6 +663,23 @@ fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
                         format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"),
                     );
                 }
+                if http.max_connection_count == 0 {
+                    errors.at(
+                        &join(&path, "max_connection_count"),
+                        format!("`{path}.max_connection_count` must be at least 1"),
+                    );
+                }
+                for (key, value) in [
+                    ("header_read_timeout", http.header_read_timeout),
+                    ("idle_timeout", http.idle_timeout),
+                ] {
+                    if value.is_zero() {
+                        errors.at(
+                            &join(&path, key),
+                            format!("`{path}.{key}` must be more than zero"),
+                        );
+                    }
+                }
                 check_deserializer(
                     &http.deserializer,
                     &join(&path, "deserializer"),

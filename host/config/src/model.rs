@@ -146,6 +146,23 @@ pub struct HttpSource {
         deserialize_with = "units::duration"
     )]
     pub request_timeout: Duration,
+    /// The most connections open at once; one more is answered 503 with `Retry-After` and
+    /// closed. Default `500`.
+    #[serde(default = "default_max_connection_count")]
+    pub max_connection_count: usize,
+    /// How long a client has to send a request's line and headers, counted from when it
+    /// connects or from the first byte of a following request; then the connection is closed.
+    /// Default `10s`.
+    #[serde(
+        default = "default_header_read_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub header_read_timeout: Duration,
+    /// How long a connection may stay silent while sluice waits for it: a keep-alive
+    /// connection between requests, or a request body that stops arriving; then the connection
+    /// is closed. Default `75s`.
+    #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
+    pub idle_timeout: Duration,
 }
 
 /// Data Prepper's http source port.
@@ -165,6 +182,24 @@ const fn default_max_request_length() -> ByteSize {
 /// Data Prepper's http source `request_timeout` default.
 const fn default_request_timeout() -> Duration {
     Duration::from_secs(10)
+}
+
+/// Data Prepper's http source `max_connection_count` default.
+const fn default_max_connection_count() -> usize {
+    500
+}
+
+/// Data Prepper has no such key. A client sends its request head in one go, so 10 s is
+/// plenty even on a slow link, and short enough that idle sockets cannot pile up.
+const fn default_header_read_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+/// Data Prepper has no such key. nginx's `keepalive_timeout` default: longer than the 60 s a
+/// load balancer such as AWS's ALB keeps an idle connection, so the balancer closes first and
+/// never sends a request on a connection sluice is closing.
+const fn default_idle_timeout() -> Duration {
+    Duration::from_secs(75)
 }
 
 /// Which deserializer plugin a source uses, with its options and sandbox limits.

@@ -110,6 +110,7 @@ enum SourceRunner {
     Http {
         listener: tokio::net::TcpListener,
         router: axum::Router,
+        limits: crate::source::http::server::Limits,
     },
     File {
         config: sluice_config::FileSource,
@@ -142,16 +143,14 @@ pub async fn run(
         let name = b.name.clone();
         let stop = stop_rx.clone();
         match b.source {
-            SourceRunner::Http { listener, router } => {
-                let mut stop = stop;
-                let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                });
-                sources.spawn(async move {
-                    if let Err(e) = serve.await {
-                        tracing::error!(pipeline = %name, error = %e, "http source stopped");
-                    }
-                });
+            SourceRunner::Http {
+                listener,
+                router,
+                limits,
+            } => {
+                sources.spawn(crate::source::http::server::serve(
+                    listener, router, limits, name, stop,
+                ));
             }
             SourceRunner::File { config, writer } => {
                 let counters = b.outputs.counters.clone();
@@ -513,7 +512,11 @@ async fn build(
                 })?;
             let router = crate::source::http::router(&name, http, buffer.get().writer(), counters);
             tracing::info!(pipeline = %name, port = http.port, path = %http.path, "http source listening");
-            SourceRunner::Http { listener, router }
+            SourceRunner::Http {
+                listener,
+                router,
+                limits: crate::source::http::server::Limits::of(http),
+            }
         }
         Source::File(file) => SourceRunner::File {
             config: file.clone(),

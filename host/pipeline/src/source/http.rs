@@ -1,16 +1,20 @@
 //! The `http` source: each POST body on `path` is one raw record.
 //!
 //! Status codes: 200 once the buffer holds the body; 400 for an empty body; 413 for a body over
-//! `max_request_length`; 503 with `Retry-After` when the buffer stays full for
-//! `request_timeout` or is shutting down. Never 200 for data the buffer does not have.
+//! `max_request_length` (at once, before reading the body, when `Content-Length` says so);
+//! 503 with `Retry-After` when the buffer stays full for `request_timeout` or is shutting down.
+//! Never 200 for data the buffer does not have. [`server`] serves the router: connection limit
+//! and timeouts.
+
+pub mod server;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use sluice_buffer::{BufferWriter, Record, WriteError};
@@ -23,6 +27,8 @@ struct HttpState {
     origin: String,
     writer: Arc<dyn BufferWriter>,
     timeout: Duration,
+    /// `max_request_length` in bytes.
+    max_length: u64,
     counters: Arc<Counters>,
 }
 
@@ -38,6 +44,7 @@ pub fn router(
         origin: format!("http:{}", config.path),
         writer,
         timeout: config.request_timeout,
+        max_length: config.max_request_length.bytes(),
         counters,
     });
     let limit = usize::try_from(config.max_request_length.bytes()).unwrap_or(usize::MAX);
@@ -47,15 +54,34 @@ pub fn router(
         .with_state(state)
 }
 
-async fn ingest(
-    State(state): State<Arc<HttpState>>,
-    headers: axum::http::HeaderMap,
-    body: Bytes,
-) -> Response {
-    let content_type = headers
+async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    // Refused before reading the body, so the client is not kept sending it (or, with
+    // `Expect: 100-continue`, waiting to). A chunked body over the limit is refused by
+    // `DefaultBodyLimit` once that much has arrived.
+    if let Some(length) = content_length(request.headers())
+        && length > state.max_length
+    {
+        let message = format!(
+            "the body is {length} bytes (Content-Length), over the http source's \
+             `max_request_length` of {} bytes\n",
+            state.max_length
+        );
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            message,
+        )
+            .into_response();
+    }
+    let content_type = request
+        .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let body = match Bytes::from_request(request, &state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
     if body.is_empty() {
         return (StatusCode::BAD_REQUEST, "empty request body\n").into_response();
     }
@@ -105,6 +131,16 @@ async fn ingest(
                 .into_response()
         }
     }
+}
+
+/// The request's `Content-Length`, if it has a valid one (hyper refuses invalid ones).
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// Splits a JSON array body into smaller JSON arrays of whole elements, none over `max`

@@ -1,6 +1,7 @@
 //! Sources write raw bytes to the pipeline's buffer.
 //!
-//! - [`http`] (push): clients POST; "accepted" only once the buffer holds the body.
+//! - [`http`] (push): clients POST; "accepted" only once the buffer holds the body. Its
+//!   [`http::server`] caps connections and closes those that hold it open without sending.
 //! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
 
