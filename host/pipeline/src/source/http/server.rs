@@ -12,7 +12,7 @@
 //!
 //! hyper's own `header_read_timeout` also runs while a keep-alive connection waits for its next
 //! request (hyper 1.12 starts it as soon as the previous response is written), so it cannot keep
-//! the two timeouts apart. It is off, and each connection has an [`Activity`] instead: its
+//! the two timeouts apart. It is off, and each connection has an `Activity` instead: its
 //! socket reports the first byte of a request, its service a request starting and being
 //! answered, its request body progress and the end; a timer closes the connection when the
 //! current phase's deadline passes.
