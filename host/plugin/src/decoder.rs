@@ -12,7 +12,7 @@
 //! A guest can spend its time in two places, and each is bounded by the same `timeout`:
 //! - **computing** in wasm: the epoch deadline traps it (the engine's epoch ticks every 10 ms);
 //! - **waiting** in a host call (`sleep`, `wasi:io/poll` on any pollable, a blocking stream
-//!   read or write): every call is async (`Config::async_support`, the WASI p2 async linker),
+//!   read or write): every call is async (the WASI p2 async linker, `instantiate_async`),
 //!   and runs under `tokio::time::timeout`. WASI's waits are tokio futures, so when the
 //!   timeout fires the call's future is dropped, which cancels the wait and unwinds the guest's
 //!   fiber; the instance is then discarded like after any other fault.
