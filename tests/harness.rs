@@ -26,10 +26,16 @@ pub const PLUGINS: [&str; 7] = [
 ];
 
 /// Where tests keep compiled plugins between runs, so the big Python and JavaScript components
-/// are compiled once (the host keys entries by content hash and engine).
+/// are compiled once (the host keys entries by content hash and engine). Owner-only, as the
+/// host requires whatever the umask (it would compile without a group-writable cache).
 pub fn plugin_cache() -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
     let dir = profile_dir().join("plugin-cache");
-    std::fs::create_dir_all(&dir).expect("creating the test plugin cache");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .expect("creating the test plugin cache");
     dir
 }
 

@@ -12,6 +12,7 @@ use wasmtime::{Config, Engine, ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::exports::sluice::plugin::{configure, raw_byte_handler};
+use crate::cache::Cache;
 use crate::error::PluginError;
 
 /// How often the epoch advances; deadlines are counted in these ticks.
@@ -204,32 +205,29 @@ impl PluginHost {
             .expect("precompiling a test component")
     }
 
-    /// Compiles `bytes`, or loads the artefact this host compiled from the same bytes before.
+    /// Compiles `bytes`, or loads the artefact this host compiled from the same bytes before
+    /// (see [`crate::cache`] for when a cache folder and an entry are trusted).
     fn compile(&self, origin: &str, sha256: &str, bytes: &[u8]) -> Result<Component, PluginError> {
         let compile_error = |e: wasmtime::Error| PluginError::Compile {
             origin: origin.to_owned(),
             reason: format!("{e:#}"),
         };
-        let Some(dir) = &self.cache_dir else {
-            return Component::new(&self.engine, bytes).map_err(compile_error);
-        };
-        let cached = dir.join(format!("{sha256}-{}.cwasm", self.compatibility));
-        if cached.is_file() {
-            match load_cached(&self.engine, &cached) {
-                Ok(component) => {
-                    tracing::debug!(plugin = origin, cache = %cached.display(), "loaded compiled plugin from cache");
-                    return Ok(component);
-                }
-                Err(e) => {
-                    tracing::warn!(cache = %cached.display(), error = %e, "ignoring unreadable cache entry")
-                }
-            }
+        // Opened (and checked) at every compile, not once: it is rare, and a folder fixed or
+        // broken while sluice runs is seen at the next reload.
+        let cache = self.cache_dir.as_deref().and_then(Cache::open);
+        if let Some(cache) = &cache
+            && let Some(component) = cache.load(&self.engine, sha256, &self.compatibility)
+        {
+            tracing::debug!(plugin = origin, "loaded compiled plugin from cache");
+            return Ok(component);
         }
         let started = std::time::Instant::now();
         let component = Component::new(&self.engine, bytes).map_err(compile_error)?;
         tracing::info!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin");
-        if let Err(e) = store_cached(&component, dir, &cached) {
-            tracing::warn!(cache = %dir.display(), error = %e, "cannot cache the compiled plugin; it will be compiled again next start");
+        if let Some(cache) = &cache
+            && let Err(e) = cache.store(&component, sha256, &self.compatibility)
+        {
+            tracing::warn!(plugin = origin, error = %e, "cannot cache the compiled plugin; it will be compiled again next start");
         }
         Ok(component)
     }
@@ -297,33 +295,6 @@ pub fn capability(import: &str) -> Option<(&'static str, &'static str)> {
         }
         _ => return None,
     })
-}
-
-/// Loads a cache entry. Only files this host wrote are in the cache folder, under a name that
-/// holds the sha256 of the component they were compiled from and the engine's compatibility
-/// hash; user-supplied precompiled files are refused before they get here.
-#[expect(
-    unsafe_code,
-    reason = "deserializing our own cache entry, named by source hash and engine"
-)]
-fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: the file was written by `store_cached` from a component this engine compiled; the
-    // name binds it to the source bytes and the engine configuration, and it is written under a
-    // temporary name then renamed, so it is never read half-written.
-    unsafe { Component::deserialize_file(engine, path) }
-}
-
-fn store_cached(
-    component: &Component,
-    dir: &Path,
-    path: &Path,
-) -> Result<(), Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(dir)?;
-    let bytes = component.serialize()?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is dropped.

@@ -4,7 +4,9 @@
 //! # Layout
 //! - `bindings`: the one `bindgen!` for the WIT world.
 //! - [`engine`]: the process-wide engine and linker, the epoch ticker, loading and compiling
-//!   components (cached on disk by sha256 and engine hash), type-checking them at load.
+//!   components, type-checking them at load.
+//! - `cache`: compiled components on disk, by sha256 and engine hash; used only from an
+//!   owner-only folder, each entry checked (HMAC) before it is deserialized.
 //! - [`decoder`]: one sandboxed instance per worker, the per-call deadline and memory cap, and
 //!   the trap policy (fresh instance, one retry, then isolate the record that traps).
 //! - [`catalog`]: every plugin by name, and hot reload: a changed file is compiled and
@@ -16,6 +18,7 @@
 //! worker → [`Decoder::decode`] per batch → one [`Decoded`] per record.
 
 mod bindings;
+mod cache;
 pub mod catalog;
 pub mod decoder;
 pub mod engine;

@@ -173,7 +173,13 @@ fn compiled_components_are_cached_and_reused() {
     let host = PluginHost::new(Some(dir.path().to_owned())).unwrap();
     host.load_bytes("a", "a.wat", hostile_component(false).as_bytes())
         .unwrap();
-    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let path = e.as_ref().unwrap().path();
+            path.extension().is_some_and(|x| x == "cwasm")
+        })
+        .collect();
     assert_eq!(entries.len(), 1);
     // A second host loads from the cache and the plugin still works.
     let host = PluginHost::new(Some(dir.path().to_owned())).unwrap();
