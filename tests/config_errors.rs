@@ -179,3 +179,68 @@ fn the_default_group_instance_id_is_stable_per_data_dir_and_differs_between_them
         "{text}"
     );
 }
+
+/// Every librdkafka key the kafka buffer sets, with SASL and TLS (insecure, with a CA file) on
+/// so that each conditional key is set too, is refused in the matching `*_properties` by the
+/// validation a pipeline file goes through, and the error names it.
+#[test]
+fn every_kafka_key_sluice_sets_is_refused_in_the_properties() {
+    use sluice_config::kafka::{KafkaClient, owned_property};
+
+    let mut config = crate::kafka_buffer::config("127.0.0.1:9092".to_owned(), "t", "g");
+    config.sasl = Some((
+        "SCRAM-SHA-512".to_owned(),
+        "user".to_owned(),
+        "secret".to_owned(),
+    ));
+    config.tls = Some((Some("/etc/sluice/ca.pem".into()), true));
+    for (field, client, settings) in [
+        (
+            "producer_properties",
+            KafkaClient::Producer,
+            config.producer_client_config(),
+        ),
+        (
+            "consumer_properties",
+            KafkaClient::Consumer,
+            config.consumer_client_config(0),
+        ),
+    ] {
+        let mut keys: Vec<&String> = settings.config_map().keys().collect();
+        keys.sort();
+        // bootstrap, protocol, 3 SASL, 3 TLS, and at least the 4 producer keys.
+        assert!(keys.len() >= 12, "{field}: {keys:?}");
+        for key in &keys {
+            assert!(
+                owned_property(client, key).is_some(),
+                "`{key}` is set by sluice but passes through `{field}`"
+            );
+        }
+        let properties: String = keys
+            .iter()
+            .map(|k| format!("        \"{k}\": \"x\"\n"))
+            .collect();
+        let yaml = format!(
+            "p:\n  source:\n    http:\n  buffer:\n    kafka:\n      bootstrap_servers: [127.0.0.1:9092]\n      \
+             topics:\n        - name: t\n          group_id: g\n      {field}:\n{properties}  sink:\n    - stdout:\n"
+        );
+        let errors = sluice_config::parse(
+            "t.yaml",
+            &yaml,
+            sluice_config::Context {
+                deserializers: Some(&known()),
+            },
+        )
+        .map(|_| "(parsed without error)".to_owned())
+        .unwrap_or_else(|e| e.to_string());
+        for key in &keys {
+            let refused = format!(
+                "`{key}` in `p.buffer.kafka.{field}` is set by sluice and cannot be overridden"
+            );
+            assert!(
+                errors.contains(&refused),
+                "{field}: `{key}` is not refused:\n{errors}"
+            );
+        }
+    }
+}

@@ -11,6 +11,7 @@ use serde_path_to_error::Segment;
 use serde_yaml::{Mapping, Value};
 
 use crate::error::{ConfigError, ConfigErrors, closest};
+use crate::kafka::{KafkaClient, owned_property};
 use crate::location::{LocationIndex, join};
 use crate::model::*;
 use crate::units;
@@ -729,47 +730,6 @@ fn check_deserializer(
     );
 }
 
-/// librdkafka keys sluice sets itself, with the field to use instead (or why not).
-const OWNED_PRODUCER_KEYS: &[(&str, &str)] = &[
-    ("bootstrap.servers", "set `bootstrap_servers`"),
-    ("acks", "sluice always writes with `acks=all`"),
-    ("enable.idempotence", "sluice always writes idempotently"),
-    ("message.timeout.ms", "set `produce_timeout`"),
-    ("delivery.timeout.ms", "set `produce_timeout`"),
-    ("message.max.bytes", "set `max_request_size`"),
-    (
-        "transactional.id",
-        "the kafka buffer does not use transactions",
-    ),
-    ("sasl.mechanism", "set `authentication`"),
-    ("sasl.mechanisms", "set `authentication`"),
-    ("sasl.username", "set `authentication`"),
-    ("sasl.password", "set `authentication`"),
-];
-
-const OWNED_CONSUMER_KEYS: &[(&str, &str)] = &[
-    ("bootstrap.servers", "set `bootstrap_servers`"),
-    ("group.id", "set the topic's `group_id`"),
-    (
-        "enable.auto.commit",
-        "offsets are committed only after the sinks take the events",
-    ),
-    (
-        "enable.auto.offset.store",
-        "offsets are stored only after the sinks take the events",
-    ),
-    ("auto.offset.reset", "set the topic's `auto_offset_reset`"),
-    ("session.timeout.ms", "set the topic's `session_timeout`"),
-    (
-        "max.poll.interval.ms",
-        "set the topic's `max_poll_interval`",
-    ),
-    ("sasl.mechanism", "set `authentication`"),
-    ("sasl.mechanisms", "set `authentication`"),
-    ("sasl.username", "set `authentication`"),
-    ("sasl.password", "set `authentication`"),
-];
-
 fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
     if kafka.bootstrap_servers.is_empty() {
         errors.at(
@@ -928,20 +888,20 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
             }
         }
     }
-    for (field, properties, owned) in [
+    for (field, properties, client) in [
         (
             "producer_properties",
             &kafka.producer_properties,
-            OWNED_PRODUCER_KEYS,
+            KafkaClient::Producer,
         ),
         (
             "consumer_properties",
             &kafka.consumer_properties,
-            OWNED_CONSUMER_KEYS,
+            KafkaClient::Consumer,
         ),
     ] {
         for key in properties.keys() {
-            if let Some((_, instead)) = owned.iter().find(|(k, _)| k == key) {
+            if let Some(instead) = owned_property(client, key) {
                 errors.at(
                     &join(path, field),
                     format!(

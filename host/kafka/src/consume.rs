@@ -172,27 +172,7 @@ impl Consumer {
             in_flight: AtomicUsize::new(0),
             stats,
         });
-        let mut client = config.client(&config.consumer_properties);
-        client
-            .set("group.id", &config.group_id)
-            .set("client.id", format!("sluice-{}-{index}", config.group_id))
-            .set("statistics.interval.ms", "5000")
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", &config.auto_offset_reset)
-            .set(
-                "session.timeout.ms",
-                config.session_timeout.as_millis().to_string(),
-            )
-            .set(
-                "max.poll.interval.ms",
-                config.max_poll_interval.as_millis().to_string(),
-            );
-        if let Some(id) = &config.group_instance_id {
-            // KIP-345: a restart with the same id takes this consumer's partitions back
-            // without waiting for the session of the process that died to expire.
-            client.set("group.instance.id", format!("{id}-{index}"));
-        }
+        let client = config.consumer_client_config(index);
         let error = |error| KafkaBufferError::Client {
             role: "consumer",
             servers: config.servers(),

@@ -4,7 +4,8 @@
 //! sluice and is delivered at least once.
 //!
 //! # Layout
-//! - this file: [`KafkaBufferConfig`], [`KafkaBuffer`] (connect, create the topic, close).
+//! - this file: [`KafkaBufferConfig`] and the librdkafka settings it makes (every key sluice
+//!   owns is set here), [`KafkaBuffer`] (connect, create the topic, close).
 //! - `produce`: the write path. `send_result` (a full local queue is backpressure: wait, never
 //!   drop), then the delivery report; a write resolves only when Kafka has every record
 //!   (acks=all, idempotent).
@@ -106,9 +107,14 @@ impl std::fmt::Debug for KafkaBufferConfig {
 }
 
 impl KafkaBufferConfig {
-    /// Settings shared by the producer, consumers and admin client.
+    /// Settings shared by the producer, consumers and admin client: the user's `extra`
+    /// properties first, then what sluice owns, so that on the same key sluice's value wins
+    /// even if validation (`sluice_config::kafka`, which refuses these keys) was skipped.
     fn client(&self, extra: &BTreeMap<String, String>) -> ClientConfig {
         let mut client = ClientConfig::new();
+        for (k, v) in extra {
+            client.set(k, v);
+        }
         client.set("bootstrap.servers", self.bootstrap_servers.join(","));
         let protocol = match (&self.sasl, &self.tls) {
             (None, None) => "PLAINTEXT",
@@ -133,10 +139,54 @@ impl KafkaBufferConfig {
                     .set("ssl.endpoint.identification.algorithm", "none");
             }
         }
-        for (k, v) in extra {
-            client.set(k, v);
-        }
         client
+    }
+
+    /// The producer's librdkafka settings: `producer_properties`, then every key sluice owns.
+    /// Public so a test can check that each key set here is refused in `producer_properties`.
+    pub fn producer_client_config(&self) -> ClientConfig {
+        let mut producer = self.client(&self.producer_properties);
+        producer
+            .set("acks", "all")
+            .set("enable.idempotence", "true")
+            .set(
+                "message.timeout.ms",
+                self.produce_timeout.as_millis().to_string(),
+            )
+            // Room for the envelope headers and the protocol overhead over the payload limit.
+            .set(
+                "message.max.bytes",
+                (self.max_request_size + 64 * 1024).to_string(),
+            );
+        producer
+    }
+
+    /// Consumer `index`'s librdkafka settings: `consumer_properties`, then every key sluice
+    /// owns. Public so a test can check that each key set here is refused in
+    /// `consumer_properties`.
+    pub fn consumer_client_config(&self, index: usize) -> ClientConfig {
+        let mut consumer = self.client(&self.consumer_properties);
+        consumer
+            .set("group.id", &self.group_id)
+            .set("client.id", format!("sluice-{}-{index}", self.group_id))
+            .set("statistics.interval.ms", "5000")
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", &self.auto_offset_reset)
+            .set(
+                "session.timeout.ms",
+                self.session_timeout.as_millis().to_string(),
+            )
+            .set(
+                "max.poll.interval.ms",
+                self.max_poll_interval.as_millis().to_string(),
+            );
+        if let Some(id) = &self.group_instance_id {
+            // KIP-345: a restart with the same id takes this consumer's partitions back
+            // without waiting for the session of the process that died to expire.
+            consumer.set("group.instance.id", format!("{id}-{index}"));
+        }
+        consumer
     }
 
     fn servers(&self) -> String {
@@ -288,21 +338,9 @@ impl KafkaBuffer {
     /// Connects (fails within `produce_timeout` if no broker answers), creates the topic when
     /// asked, and starts the consumers.
     pub async fn connect(config: KafkaBufferConfig) -> Result<Self, KafkaBufferError> {
-        let mut producer_config = config.client(&config.producer_properties);
-        producer_config
-            .set("acks", "all")
-            .set("enable.idempotence", "true")
-            .set(
-                "message.timeout.ms",
-                config.produce_timeout.as_millis().to_string(),
-            )
-            // Room for the envelope headers and the protocol overhead over the payload limit.
-            .set(
-                "message.max.bytes",
-                (config.max_request_size + 64 * 1024).to_string(),
-            );
         let producer: FutureProducer =
-            producer_config
+            config
+                .producer_client_config()
                 .create()
                 .map_err(|error| KafkaBufferError::Client {
                     role: "producer",
