@@ -160,12 +160,12 @@ fn data_prepper_kafka_block_parses_with_its_defaults() {
 #[test]
 fn the_default_group_instance_id_is_stable_per_data_dir_and_differs_between_them() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let id = |dir: &Path| sluice_pipeline::run::default_instance_id("log-pipeline", dir);
+    let id = |dir: &Path| sluice_pipeline::default_instance_id("log-pipeline", dir);
     assert_eq!(id(a.path()), id(a.path()), "the same across restarts");
     assert_ne!(id(a.path()), id(b.path()), "two data dirs, two ids");
     assert_ne!(
         id(a.path()),
-        sluice_pipeline::run::default_instance_id("other", a.path()),
+        sluice_pipeline::default_instance_id("other", a.path()),
         "two pipelines, two ids"
     );
     let text = id(a.path());

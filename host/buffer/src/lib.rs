@@ -3,10 +3,17 @@
 //! Sources write raw records (the bytes exactly as received) through a [`BufferWriter`]; the
 //! pipeline's workers read them back in batches through [`BufferReader`]s, deserialize them, send
 //! the events to the sinks, and only then acknowledge the batch. Acknowledgement is what frees
-//! room in the in-memory buffer, and what will commit offsets in the Kafka buffer.
+//! room in the in-memory buffer, and what commits offsets in the Kafka buffer (`sluice-kafka`).
+//!
+//! A [`Buffer`] owns its whole lifecycle, so the pipeline that runs it names no concrete
+//! buffer: write ([`BufferWriter`]), read ([`BufferReader`]), acknowledge ([`Acknowledgement`]),
+//! drain ([`Buffer::close`], then readers empty it), shut down ([`Buffer::join`]), report
+//! ([`Buffer::log_summary`], [`Buffer::update_gauges`]) and say how long a drain may take
+//! ([`Buffer::drain_timeout`]).
 //!
 //! # Layout
-//! - this file: [`Record`], the traits, [`Batch`] and [`Acknowledgement`], [`WriteError`].
+//! - this file: [`Record`], the traits, [`Batch`] and [`Acknowledgement`], [`WriteError`],
+//!   [`Count`].
 //! - [`memory`]: `bounded_blocking`, the in-memory implementation.
 
 use std::time::Duration;
@@ -98,7 +105,12 @@ pub trait BufferReader: Send {
     async fn read(&mut self) -> Option<Batch>;
 }
 
-/// A buffer: hands out writers and readers, and closes.
+/// A buffer: hands out writers and readers, drains, shuts down and reports on itself.
+///
+/// The shutdown protocol, as the pipeline runs it: [`close`](Buffer::close), let the readers
+/// return `None` (within [`drain_timeout`](Buffer::drain_timeout)), then
+/// [`join`](Buffer::join), then [`log_summary`](Buffer::log_summary).
+#[async_trait::async_trait]
 pub trait Buffer: Send + Sync {
     /// A writer for a source.
     fn writer(&self) -> std::sync::Arc<dyn BufferWriter>;
@@ -106,13 +118,26 @@ pub trait Buffer: Send + Sync {
     fn reader(&self) -> Box<dyn BufferReader>;
     /// Stops accepting writes; readers drain what is held, then get `None`.
     fn close(&self);
+    /// Waits for the buffer's own work to end after the readers are done (for Kafka: the last
+    /// commit, leaving the group, flushing the producer). Nothing to wait for by default.
+    async fn join(&self) {}
+    /// How long shutdown may wait for this buffer's batches to be acknowledged, if the buffer
+    /// has its own setting (`None`: the run's default).
+    fn drain_timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// Sets the buffer's gauges; the pipeline calls it about once a second. Buffers that keep
+    /// their gauges current themselves leave it empty.
+    fn update_gauges(&self) {}
+    /// Logs what the buffer saw, once, at shutdown.
+    fn log_summary(&self);
 }
 
 /// Records read together, with the handle that acknowledges them.
 pub struct Batch {
     pub records: Vec<Record>,
-    /// Records the buffer read but could not open (an unknown envelope version, and later a
-    /// record that fails to decrypt). They go to the dead-letter file with the reason, never
+    /// Records the buffer read but could not open (an unknown envelope version, a record that
+    /// fails to decrypt). They go to the dead-letter file with the reason, never
     /// to the deserializer, and are acknowledged with the batch so they never stall it.
     pub unreadable: Vec<Unreadable>,
     pub ack: Acknowledgement,

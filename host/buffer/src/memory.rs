@@ -22,6 +22,8 @@ pub struct MemoryBuffer {
 }
 
 struct Inner {
+    /// The pipeline it buffers for, in metric labels and the shutdown summary.
+    pipeline: String,
     capacity: usize,
     batch_size: usize,
     delay: Duration,
@@ -32,14 +34,21 @@ struct Inner {
     /// Wakes readers on new records and on close.
     arrived: Notify,
     closed: AtomicBool,
+    /// Data Prepper's gauges: `bounded_blocking_recordsInFlight` (records held, read or not)
+    /// and `bounded_blocking_bufferUsage` (their share of the capacity).
+    in_flight: metrics::Gauge,
+    usage: metrics::Gauge,
 }
 
 impl MemoryBuffer {
-    /// `capacity` records at most; batches of up to `batch_size`, waiting up to `delay` for a
-    /// batch to fill.
-    pub fn new(capacity: usize, batch_size: usize, delay: Duration) -> Self {
+    /// The buffer of `pipeline`: `capacity` records at most; batches of up to `batch_size`,
+    /// waiting up to `delay` for a batch to fill.
+    pub fn new(pipeline: &str, capacity: usize, batch_size: usize, delay: Duration) -> Self {
         Self {
             inner: Arc::new(Inner {
+                pipeline: pipeline.to_owned(),
+                in_flight: metrics::gauge!("bounded_blocking_recordsInFlight", "pipeline" => pipeline.to_owned()),
+                usage: metrics::gauge!("bounded_blocking_bufferUsage", "pipeline" => pipeline.to_owned()),
                 capacity,
                 batch_size,
                 delay,
@@ -62,6 +71,7 @@ impl MemoryBuffer {
     }
 }
 
+#[async_trait::async_trait]
 impl Buffer for MemoryBuffer {
     fn writer(&self) -> Arc<dyn BufferWriter> {
         Arc::new(self.clone())
@@ -74,6 +84,18 @@ impl Buffer for MemoryBuffer {
     fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.arrived.notify_waiters();
+    }
+
+    fn update_gauges(&self) {
+        let used = self.used();
+        self.inner.in_flight.set(used as f64);
+        self.inner
+            .usage
+            .set(used as f64 / self.inner.capacity.max(1) as f64);
+    }
+
+    fn log_summary(&self) {
+        tracing::info!(pipeline = %self.inner.pipeline, left_in_buffer = self.used(), "memory buffer stopped");
     }
 }
 
@@ -168,7 +190,7 @@ mod tests {
 
     #[tokio::test]
     async fn full_buffer_refuses_until_acknowledged() {
-        let buffer = MemoryBuffer::new(2, 2, Duration::ZERO);
+        let buffer = MemoryBuffer::new("test", 2, 2, Duration::ZERO);
         let w = buffer.writer();
         w.write(vec![rec(1), rec(2)], Duration::from_millis(10))
             .await
@@ -196,7 +218,7 @@ mod tests {
 
     #[tokio::test]
     async fn close_drains_then_ends() {
-        let buffer = MemoryBuffer::new(10, 4, Duration::from_secs(60));
+        let buffer = MemoryBuffer::new("test", 10, 4, Duration::from_secs(60));
         buffer
             .writer()
             .write((0..6).map(rec).collect(), Duration::ZERO)
@@ -218,7 +240,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_partial_batch_waits_for_the_delay() {
-        let buffer = MemoryBuffer::new(10, 4, Duration::from_millis(30));
+        let buffer = MemoryBuffer::new("test", 10, 4, Duration::from_millis(30));
         buffer
             .writer()
             .write(vec![rec(1)], Duration::ZERO)

@@ -402,20 +402,6 @@ impl KafkaBuffer {
     pub fn stats(&self) -> Arc<KafkaStats> {
         self.inner.stats.clone()
     }
-
-    /// Waits (off the reactor) for the consumer threads to finish their last commit and leave
-    /// the group. Call after [`Buffer::close`] and after the readers returned `None`.
-    pub async fn join(&self) {
-        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("not poisoned"));
-        let _ = tokio::task::spawn_blocking(move || {
-            for t in threads {
-                let _ = t.join();
-            }
-        })
-        .await;
-        let producer = self.inner.producer.clone();
-        let _ = tokio::task::spawn_blocking(move || producer.flush(Duration::from_secs(5))).await;
-    }
 }
 
 async fn check_reachable(
@@ -480,6 +466,7 @@ async fn create_topic(
     Ok(())
 }
 
+#[async_trait::async_trait]
 impl Buffer for KafkaBuffer {
     fn writer(&self) -> Arc<dyn BufferWriter> {
         Arc::new(self.clone())
@@ -494,6 +481,40 @@ impl Buffer for KafkaBuffer {
     fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.closing.notify_waiters();
+    }
+
+    /// Waits (off the reactor) for the consumer threads to finish their last commit and leave
+    /// the group, then flushes the producer. Call after [`Buffer::close`] and after the readers
+    /// returned `None`.
+    async fn join(&self) {
+        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("not poisoned"));
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
+        let producer = self.inner.producer.clone();
+        let _ = tokio::task::spawn_blocking(move || producer.flush(Duration::from_secs(5))).await;
+    }
+
+    /// `drain_timeout`: the Kafka buffer may need longer than the default for its batches.
+    fn drain_timeout(&self) -> Option<Duration> {
+        Some(self.inner.config.drain_timeout)
+    }
+
+    fn log_summary(&self) {
+        let s = &self.inner.stats;
+        tracing::info!(
+            pipeline = %self.inner.config.pipeline,
+            records_written = s.records_written.get(),
+            write_failures = s.write_failures.get(),
+            records_consumed = s.records_consumed.get(),
+            records_committed = s.records_committed.get(),
+            positive_acknowledgements = s.positive_acknowledgements.get(),
+            negative_acknowledgements = s.negative_acknowledgements.get(),
+            "kafka buffer stopped"
+        );
     }
 }
 

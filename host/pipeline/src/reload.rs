@@ -1,7 +1,7 @@
 //! Hot reload of the plugin folder: every `every`, rescan it on a blocking thread (compiling a
 //! changed component must not stall the reactor), log what changed and count it. Workers see
 //! new versions through their [`sluice_plugin::Catalog`] subscription and switch between
-//! batches (see `worker::Swap`).
+//! batches (see `worker::PluginUpdates`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,10 +1,17 @@
-//! Sinks: where events go. Each takes a whole batch and returns once it is written (and, for
-//! files, flushed), so the worker can acknowledge the batch.
+//! Sinks: where events go. Each takes a whole batch of event lines and returns once it holds
+//! them (for files: written and flushed), so the worker can acknowledge the batch.
+//!
+//! # Layout
+//! - this file: the [`Sink`] trait, [`SinkError`], and [`build`], the one place that maps a
+//!   configured sink to its implementation (adding a sink: a new file, plus one line there).
+//! - [`stdout`], [`mod@file`]: the sinks.
+//! - [`dlq`]: the dead-letter file: what a rejected record looks like there, and where it goes.
 
-use std::path::{Path, PathBuf};
+pub mod dlq;
+pub mod file;
+pub mod stdout;
 
-use tokio::io::AsyncWriteExt;
-use tokio::sync::Mutex;
+use std::sync::Arc;
 
 /// Why a sink could not take a batch. The worker retries with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -14,159 +21,21 @@ pub struct SinkError {
     pub source: std::io::Error,
 }
 
-/// A destination for JSON lines: standard output or an appended file. The tokio Mutex keeps
-/// one batch's lines together when several workers write at once (it is held across the write).
-pub struct LineSink {
-    name: String,
-    target: Mutex<Target>,
+/// A destination for events.
+#[async_trait::async_trait]
+pub trait Sink: Send + Sync {
+    /// For logs: `stdout`, `file <path>`.
+    fn name(&self) -> &str;
+
+    /// Writes `lines` (JSON events, each ending in `\n`), all or, on error, to be retried
+    /// whole. Resolves once the sink holds them.
+    async fn write(&self, lines: &[u8]) -> Result<(), SinkError>;
 }
 
-enum Target {
-    Stdout(tokio::io::Stdout),
-    /// The file, and its path for reopening. `None` after a failed write: the next write
-    /// reopens the path (the file may have been rotated, or its disk freed).
-    File(PathBuf, Option<tokio::fs::File>),
-}
-
-/// Opens `path` for appending, creating it and its folder. A last line without its newline
-/// (the process died mid-write) is cut off: its batch was not acknowledged, so its events are
-/// written again, whole.
-async fn open_append(path: &Path) -> std::io::Result<tokio::fs::File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        tokio::fs::create_dir_all(dir).await?;
-    }
-    let file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)
-        .await?;
-    let file = file.into_std().await;
-    let file = tokio::task::spawn_blocking(move || trim_torn_line(&file).map(|()| file))
-        .await
-        .map_err(std::io::Error::other)??;
-    Ok(tokio::fs::File::from_std(file))
-}
-
-fn trim_torn_line(file: &std::fs::File) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let len = file.metadata()?.len();
-    if len == 0 || !file.metadata()?.is_file() {
-        return Ok(());
-    }
-    let mut reader = file;
-    // Look back in blocks for the last newline.
-    let mut end = len;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let start = end.saturating_sub(buf.len() as u64);
-        let n = (end - start) as usize;
-        reader.seek(SeekFrom::Start(start))?;
-        reader.read_exact(&mut buf[..n])?;
-        if end == len && buf[n - 1] == b'\n' {
-            return Ok(());
-        }
-        if let Some(i) = buf[..n].iter().rposition(|b| *b == b'\n') {
-            let keep = start + i as u64 + 1;
-            tracing::warn!(
-                cut = len - keep,
-                "the sink file ended in a torn line (a crash mid-write); cutting it, its events are written again"
-            );
-            return file.set_len(keep);
-        }
-        if start == 0 {
-            tracing::warn!(
-                cut = len,
-                "the sink file holds only a torn line; cutting it"
-            );
-            return file.set_len(0);
-        }
-        end = start;
-    }
-}
-
-impl LineSink {
-    pub fn stdout() -> Self {
-        Self {
-            name: "stdout".to_owned(),
-            target: Mutex::new(Target::Stdout(tokio::io::stdout())),
-        }
-    }
-
-    /// Opens `path` for appending, creating it and its folder.
-    pub async fn file(path: &Path) -> Result<Self, SinkError> {
-        let name = format!("file {}", path.display());
-        match open_append(path).await {
-            Ok(file) => Ok(Self {
-                name,
-                target: Mutex::new(Target::File(path.to_owned(), Some(file))),
-            }),
-            Err(source) => Err(SinkError { sink: name, source }),
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Writes `lines` (each already ending in `\n`) and flushes.
-    pub async fn write(&self, lines: &[u8]) -> Result<(), SinkError> {
-        if lines.is_empty() {
-            return Ok(());
-        }
-        let mut target = self.target.lock().await;
-        let result = match &mut *target {
-            Target::Stdout(out) => {
-                async {
-                    out.write_all(lines).await?;
-                    out.flush().await
-                }
-                .await
-            }
-            Target::File(path, slot) => {
-                let result = async {
-                    let file = match slot {
-                        Some(file) => file,
-                        None => slot.insert(open_append(path).await?),
-                    };
-                    file.write_all(lines).await?;
-                    file.flush().await
-                }
-                .await;
-                if result.is_err() {
-                    // Part of the batch may be in the file: reopening cuts the torn line, and
-                    // the retry writes the whole batch.
-                    *slot = None;
-                }
-                result
-            }
-        };
-        result.map_err(|source| SinkError {
-            sink: self.name.clone(),
-            source,
-        })
-    }
-}
-
-/// The default dead-letter path of a pipeline.
-pub fn default_dlq_path(data_dir: &Path, pipeline: &str) -> PathBuf {
-    data_dir.join("dlq").join(format!("{pipeline}.jsonl"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::LineSink;
-
-    #[tokio::test]
-    async fn a_torn_last_line_is_cut_when_the_file_is_reopened() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.jsonl");
-        std::fs::write(&path, "{\"n\":1}\n{\"n\":2}\n{\"n\":").unwrap();
-        let sink = LineSink::file(&path).await.unwrap();
-        sink.write(b"{\"n\":3}\n").await.unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"
-        );
-    }
+/// The sink a pipeline's `sink:` entry configures.
+pub async fn build(config: &sluice_config::Sink) -> Result<Arc<dyn Sink>, SinkError> {
+    Ok(match config {
+        sluice_config::Sink::Stdout(_) => Arc::new(stdout::StdoutSink::default()),
+        sluice_config::Sink::File(f) => Arc::new(file::FileSink::open(&f.path).await?),
+    })
 }

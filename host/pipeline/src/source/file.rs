@@ -9,7 +9,8 @@ use sluice_config::FileSource;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
-use crate::worker::Counters;
+use super::{Source, SourceContext};
+use crate::counters::Counters;
 
 /// Lines written to the buffer per write.
 const LINES_PER_WRITE: usize = 100;
@@ -22,8 +23,37 @@ pub struct FileSourceError {
     source: std::io::Error,
 }
 
+/// The file source, ready to read.
+pub struct FileLines {
+    config: FileSource,
+    cx: SourceContext,
+}
+
+impl FileLines {
+    pub fn new(config: &FileSource, cx: SourceContext) -> Self {
+        Self {
+            config: config.clone(),
+            cx,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Source for FileLines {
+    async fn run(self: Box<Self>, stop: watch::Receiver<bool>) {
+        let SourceContext {
+            pipeline,
+            writer,
+            counters,
+        } = self.cx;
+        if let Err(e) = run(self.config, writer, counters, stop).await {
+            tracing::error!(pipeline = %pipeline, error = %e, "file source stopped");
+        }
+    }
+}
+
 /// Reads until the end (or, with `tail`, until `stop`), writing lines to `writer`.
-pub async fn run(
+async fn run(
     config: FileSource,
     writer: Arc<dyn BufferWriter>,
     counters: Arc<Counters>,

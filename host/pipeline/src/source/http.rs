@@ -20,7 +20,8 @@ use axum::routing::post;
 use sluice_buffer::{BufferWriter, Record, WriteError};
 use sluice_config::HttpSource;
 
-use crate::worker::Counters;
+use super::{Source, SourceContext, SourceError};
+use crate::counters::Counters;
 
 struct HttpState {
     pipeline: String,
@@ -30,6 +31,40 @@ struct HttpState {
     /// `max_request_length` in bytes.
     max_length: u64,
     counters: Arc<Counters>,
+}
+
+/// The http source, listening.
+pub struct HttpServer {
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: server::Limits,
+    pipeline: String,
+}
+
+impl HttpServer {
+    /// Binds the port (so a port in use fails the start, before any pipeline runs).
+    pub async fn bind(config: &HttpSource, cx: SourceContext) -> Result<Self, SourceError> {
+        let listener = tokio::net::TcpListener::bind(("0.0.0.0", config.port))
+            .await
+            .map_err(|error| SourceError::Listen {
+                port: config.port,
+                error,
+            })?;
+        tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, "http source listening");
+        Ok(Self {
+            listener,
+            router: router(&cx.pipeline, config, cx.writer, cx.counters),
+            limits: server::Limits::of(config),
+            pipeline: cx.pipeline,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Source for HttpServer {
+    async fn run(self: Box<Self>, stop: tokio::sync::watch::Receiver<bool>) {
+        server::serve(self.listener, self.router, self.limits, self.pipeline, stop).await;
+    }
 }
 
 /// The router for one pipeline's http source.

@@ -1,0 +1,53 @@
+//! Building a pipeline's buffer from its config. [`build`] is the one place that maps a
+//! configured buffer to its implementation (adding a buffer: a new crate or file, plus one
+//! line there); everything after that goes through the [`sluice_buffer::Buffer`] trait.
+//!
+//! - `bounded_blocking`: [`sluice_buffer::memory::MemoryBuffer`], built in one line here.
+//! - `kafka`: [`kafka`] turns the config into `sluice_kafka`'s settings and connects.
+
+pub mod kafka;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sluice_buffer::Buffer;
+use sluice_buffer::memory::MemoryBuffer;
+
+/// Why a buffer could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BufferError {
+    #[error("kafka buffer: {0}")]
+    Kafka(#[from] sluice_kafka::KafkaBufferError),
+    /// A secret or key could not be resolved (SASL password, encryption key).
+    #[error("kafka buffer: {0}")]
+    KafkaSecurity(String),
+}
+
+/// The buffer a pipeline's `buffer:` configures. `data_dir` makes the Kafka buffer's default
+/// static group instance id.
+pub async fn build(
+    p: &sluice_config::Pipeline,
+    data_dir: &Path,
+) -> Result<Arc<dyn Buffer>, BufferError> {
+    Ok(match &p.buffer {
+        sluice_config::Buffer::BoundedBlocking(bb) => Arc::new(MemoryBuffer::new(
+            &p.name,
+            bb.buffer_size,
+            bb.batch_size,
+            p.delay,
+        )),
+        sluice_config::Buffer::Kafka(k) => Arc::new(kafka::connect(p, k, data_dir).await?),
+    })
+}
+
+/// The start of a buffer's metric names: `custom_metric_prefix`, else the buffer's name
+/// (`kafka_buffer`, `bounded_blocking`).
+pub fn metric_prefix(buffer: &sluice_config::Buffer) -> String {
+    match buffer {
+        sluice_config::Buffer::Kafka(k) => k
+            .custom_metric_prefix
+            .clone()
+            .unwrap_or_else(|| "kafka_buffer".to_owned()),
+        sluice_config::Buffer::BoundedBlocking(_) => "bounded_blocking".to_owned(),
+    }
+}

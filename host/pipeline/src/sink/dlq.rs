@@ -1,0 +1,146 @@
+//! The dead-letter file: one JSON line per record that could not be delivered (the
+//! deserializer rejected it or trapped on it, it returned something that is not JSON objects,
+//! or the buffer could not open it), with the reason and the original bytes, so nothing is
+//! lost and the record can be replayed.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::file::FileSink;
+use super::{Sink, SinkError};
+
+/// A record that did not become events, as the pipeline read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Rejected<'a> {
+    /// Where it came from (`http:/log/ingest`).
+    pub origin: &'a str,
+    pub payload: &'a [u8],
+    pub key: Option<&'a [u8]>,
+    /// What the source was told the bytes are, when known.
+    pub content_type: Option<&'a str>,
+    pub received_at_ms: u64,
+}
+
+/// The dead-letter line of `record` in `pipeline`, rejected for `reason`: the payload and key
+/// in base64 (they may not be text), and when it was dead-lettered.
+pub fn entry(pipeline: &str, record: Rejected<'_>, reason: &str) -> Value {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    json!({
+        "pipeline": pipeline,
+        "origin": record.origin,
+        "reason": reason,
+        "payload": b64.encode(record.payload),
+        "key": record.key.map(|k| b64.encode(k)),
+        "content_type": record.content_type,
+        "received_at_ms": record.received_at_ms,
+        "time": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+    })
+}
+
+/// The default dead-letter path of a pipeline.
+pub fn default_path(data_dir: &Path, pipeline: &str) -> PathBuf {
+    data_dir.join("dlq").join(format!("{pipeline}.jsonl"))
+}
+
+/// A pipeline's dead-letter file.
+pub struct DeadLetters {
+    file: FileSink,
+}
+
+impl DeadLetters {
+    /// Opens (appends to) `path`, creating it and its folder.
+    pub async fn open(path: &Path) -> Result<Self, SinkError> {
+        Ok(Self {
+            file: FileSink::open(path).await?,
+        })
+    }
+
+    /// Writes `entries`, one line each. Resolves once the file holds them all.
+    pub async fn write(&self, entries: &[Value]) -> Result<(), SinkError> {
+        self.file.write(&lines(entries)).await
+    }
+
+    /// For logs.
+    pub fn name(&self) -> &str {
+        self.file.name()
+    }
+}
+
+fn lines(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        out.extend_from_slice(v.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_keeps_the_bytes_the_reason_and_where_they_came_from() {
+        let record = Rejected {
+            origin: "http:/log/ingest",
+            payload: b"\xff not json",
+            key: Some(b"k1"),
+            content_type: Some("application/json"),
+            received_at_ms: 1_700_000_000_123,
+        };
+        let e = entry("log-pipeline", record, "expected value at line 1 column 1");
+        assert_eq!(e["pipeline"], "log-pipeline");
+        assert_eq!(e["origin"], "http:/log/ingest");
+        assert_eq!(e["reason"], "expected value at line 1 column 1");
+        let b64 = base64::engine::general_purpose::STANDARD;
+        assert_eq!(
+            b64.decode(e["payload"].as_str().unwrap()).unwrap(),
+            b"\xff not json"
+        );
+        assert_eq!(b64.decode(e["key"].as_str().unwrap()).unwrap(), b"k1");
+        assert_eq!(e["content_type"], "application/json");
+        assert_eq!(e["received_at_ms"], 1_700_000_000_123_u64);
+        let time = humantime::parse_rfc3339(e["time"].as_str().unwrap()).unwrap();
+        assert!(SystemTime::now().duration_since(time).unwrap().as_secs() < 60);
+    }
+
+    #[test]
+    fn a_record_without_key_or_content_type_has_nulls_there() {
+        let record = Rejected {
+            origin: "file:in.log",
+            payload: b"x",
+            key: None,
+            content_type: None,
+            received_at_ms: 0,
+        };
+        let e = entry("p", record, "r");
+        assert!(e["key"].is_null() && e["content_type"].is_null());
+    }
+
+    #[tokio::test]
+    async fn entries_are_appended_one_json_line_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = default_path(dir.path(), "p");
+        assert_eq!(path, dir.path().join("dlq/p.jsonl"));
+        let dlq = DeadLetters::open(&path).await.unwrap();
+        let record = Rejected {
+            origin: "o",
+            payload: b"a\nb",
+            key: None,
+            content_type: None,
+            received_at_ms: 1,
+        };
+        dlq.write(&[entry("p", record, "one"), entry("p", record, "two")])
+            .await
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let reasons: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["reason"].to_string())
+            .collect();
+        assert_eq!(reasons, ["\"one\"", "\"two\""]);
+    }
+}

@@ -1,0 +1,43 @@
+//! The `stdout` sink: event lines on standard output, flushed per batch.
+
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Mutex;
+
+use super::{Sink, SinkError};
+
+/// Standard output. The tokio Mutex keeps one batch's lines together when several workers
+/// write at once (it is held across the write).
+pub struct StdoutSink {
+    out: Mutex<tokio::io::Stdout>,
+}
+
+impl Default for StdoutSink {
+    fn default() -> Self {
+        Self {
+            out: Mutex::new(tokio::io::stdout()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Sink for StdoutSink {
+    fn name(&self) -> &str {
+        "stdout"
+    }
+
+    async fn write(&self, lines: &[u8]) -> Result<(), SinkError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut out = self.out.lock().await;
+        let result = async {
+            out.write_all(lines).await?;
+            out.flush().await
+        }
+        .await;
+        result.map_err(|source| SinkError {
+            sink: "stdout".to_owned(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! A worker: read a batch, deserialize it in the plugin (off the async reactor), write the
+//! events to every sink and the rejects to the dead-letter file, then acknowledge the batch.
+//! A sink failure is retried with backoff, and the batch is not acknowledged until it succeeds.
+//!
+//! # Layout
+//! - this file: the loop ([`run`]), following new plugin versions, delivering with retries.
+//! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
+//! - `metrics`: the plugin's metrics, updated per batch.
+
+mod metrics;
+mod outcome;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_buffer::BufferReader;
+use sluice_plugin::{Decoder, Limits, Plugin, RawRecord};
+use tokio::sync::watch;
+
+use self::metrics::PluginMetrics;
+use crate::counters::Counters;
+use crate::sink::Sink;
+use crate::sink::dlq::{self, DeadLetters};
+use crate::watchdog::Slot;
+
+/// Where a pipeline's workers deliver: every sink gets every event, the dead-letter file
+/// every record that gave none; the counters count both.
+pub struct Delivery {
+    pub pipeline: String,
+    pub sinks: Vec<Arc<dyn Sink>>,
+    pub dead_letters: Arc<DeadLetters>,
+    pub counters: Arc<Counters>,
+}
+
+/// How a worker follows new versions of its plugin (hot reload): builds a decoder from each
+/// with the same options and limits.
+#[derive(Clone)]
+pub struct PluginUpdates {
+    /// New versions of the pipeline's plugin, published by the catalog.
+    pub updates: watch::Receiver<Plugin>,
+    /// The deserializer's options, for `configure` on the new instance.
+    pub options: Vec<(String, String)>,
+    pub limits: Limits,
+}
+
+/// Runs until the buffer is closed and drained. `slot` marks the time each batch spends in
+/// the plugin, for the watchdog.
+pub async fn run(
+    mut reader: Box<dyn BufferReader>,
+    decoder: Decoder,
+    mut updates: PluginUpdates,
+    outputs: Arc<Delivery>,
+    slot: Arc<Slot>,
+) {
+    let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.plugin().name());
+    let mut decoder = Some(decoder);
+    while let Some(mut batch) = reader.read().await {
+        // A new plugin version: switch before this batch, never inside one.
+        if updates.updates.has_changed().unwrap_or(false) {
+            let current = decoder
+                .take()
+                .expect("decoder is returned after every batch");
+            let (next, switched) = switch(&mut updates, current, &outputs.pipeline).await;
+            if switched {
+                plugin_metrics.swaps.increment(1);
+            }
+            decoder = Some(next);
+        }
+        outputs
+            .counters
+            .consumed
+            .add((batch.records.len() + batch.unreadable.len()) as u64);
+        let content_types: Vec<Option<String>> = batch
+            .records
+            .iter()
+            .map(|r| r.content_type.clone())
+            .collect();
+        let records: Vec<RawRecord> = std::mem::take(&mut batch.records)
+            .into_iter()
+            .map(plugin_record)
+            .collect();
+        let mut d = decoder
+            .take()
+            .expect("decoder is returned after every batch");
+        // Sync wasm calls must not run on the reactor.
+        slot.begin();
+        let (d, records, decoded, before, took) = tokio::task::spawn_blocking(move || {
+            let before = d.stats();
+            let started = std::time::Instant::now();
+            let decoded = d.decode(&records);
+            (d, records, decoded, before, started.elapsed())
+        })
+        .await
+        .expect("the decoder does not panic: plugin faults are values");
+        if slot.end() {
+            plugin_metrics.stalls.increment(1);
+        }
+        plugin_metrics.batch(before, d.stats(), took);
+        decoder = Some(d);
+
+        let outcome::Split {
+            events,
+            event_count,
+            mut dead,
+        } = outcome::split_outcomes(&outputs.pipeline, &records, &content_types, decoded);
+        outputs.counters.failed_to_parse.add(dead.len() as u64);
+        for u in &batch.unreadable {
+            tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
+            let r = &u.record;
+            let rejected = dlq::Rejected {
+                origin: &r.origin,
+                payload: &r.payload,
+                key: r.key.as_deref(),
+                content_type: r.content_type.as_deref(),
+                received_at_ms: r.received_at_ms,
+            };
+            dead.push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
+        }
+        let n_dead = dead.len() as u64;
+        if !dead.is_empty() {
+            deliver(outputs.dead_letters.name(), || {
+                outputs.dead_letters.write(&dead)
+            })
+            .await;
+        }
+        let n_events = event_count as u64;
+        for sink in &outputs.sinks {
+            deliver(sink.name(), || sink.write(&events)).await;
+        }
+        batch.ack.acknowledge();
+        outputs.counters.events.add(n_events);
+        outputs.counters.dead_lettered.add(n_dead);
+        outputs.counters.acknowledged.add(1);
+    }
+}
+
+/// Builds a decoder from the newest version of the plugin (instantiate and `configure`, off
+/// the reactor). If that fails (the new version refuses the options, or cannot start), the
+/// current decoder is kept and the error logged; the version is not retried.
+async fn switch(swap: &mut PluginUpdates, current: Decoder, pipeline: &str) -> (Decoder, bool) {
+    let plugin = swap.updates.borrow_and_update().clone();
+    if plugin.sha256() == current.plugin().sha256() {
+        return (current, false);
+    }
+    let (options, limits) = (swap.options.clone(), swap.limits);
+    let built = tokio::task::spawn_blocking(move || Decoder::new(plugin, options, limits))
+        .await
+        .expect("building a decoder does not panic");
+    match built {
+        Ok(next) => {
+            tracing::info!(pipeline, plugin = next.plugin().name(), from = %&current.plugin().sha256()[..12], to = %&next.plugin().sha256()[..12], "switched to the new plugin version");
+            (next, true)
+        }
+        Err(error) => {
+            tracing::error!(pipeline, %error, "the new plugin version cannot start here; keeping the running one");
+            (current, false)
+        }
+    }
+}
+
+/// The plugin's view of a buffered record.
+fn plugin_record(r: sluice_buffer::Record) -> RawRecord {
+    RawRecord {
+        payload: r.payload,
+        key: r.key,
+        received_at_ms: r.received_at_ms,
+        origin: r.origin,
+    }
+}
+
+/// Writes until it succeeds: the batch is not acknowledged before every sink has it.
+async fn deliver<F, Fut>(sink: &str, mut write: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), crate::sink::SinkError>>,
+{
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match write().await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!(sink, error = %e, retry_in = ?backoff, "sink refused a batch; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Splitting a batch's plugin outcomes into event lines for the sinks and dead-letter entries.
+//! A record whose plugin output is not all JSON objects is dead-lettered whole, so a record is
+//! never half-delivered.
+
+use serde_json::Value;
+use sluice_plugin::{Decoded, RawRecord};
+
+use crate::sink::dlq::{self, Rejected};
+
+/// What a batch becomes.
+#[derive(Debug, Default)]
+pub(crate) struct Split {
+    /// The events, one JSON object per line, ready for every sink.
+    pub(crate) events: Vec<u8>,
+    /// How many lines `events` holds.
+    pub(crate) event_count: usize,
+    /// One dead-letter entry per record that gave no events.
+    pub(crate) dead: Vec<Value>,
+}
+
+/// The record as the dead-letter file shows it.
+pub(crate) fn rejected<'a>(record: &'a RawRecord, content_type: Option<&'a str>) -> Rejected<'a> {
+    Rejected {
+        origin: &record.origin,
+        payload: &record.payload,
+        key: record.key.as_deref(),
+        content_type,
+        received_at_ms: record.received_at_ms,
+    }
+}
+
+/// Splits `decoded` (one outcome per record of `records`, in order) into events and dead
+/// letters. `content_types` has one entry per record.
+pub(crate) fn split_outcomes(
+    pipeline: &str,
+    records: &[RawRecord],
+    content_types: &[Option<String>],
+    decoded: Vec<Decoded>,
+) -> Split {
+    let mut out = Split::default();
+    for ((record, outcome), content_type) in records.iter().zip(decoded).zip(content_types) {
+        let reason = match outcome {
+            Decoded::Events(texts) => {
+                let mark = out.events.len();
+                match append_events(&texts, &mut out.events) {
+                    Ok(()) => {
+                        out.event_count += texts.len();
+                        continue;
+                    }
+                    Err(reason) => {
+                        out.events.truncate(mark);
+                        reason
+                    }
+                }
+            }
+            Decoded::Malformed(reason) => reason,
+            Decoded::Trapped(reason) => format!("plugin trapped: {reason}"),
+        };
+        tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
+        out.dead.push(dlq::entry(
+            pipeline,
+            rejected(record, content_type.as_deref()),
+            &reason,
+        ));
+    }
+    out
+}
+
+/// Checks that each text is one JSON object and appends it as one line. The plugin's text is
+/// kept as it is (validated, not rebuilt) unless it spans lines.
+fn append_events(texts: &[String], out: &mut Vec<u8>) -> Result<(), String> {
+    for (i, text) in texts.iter().enumerate() {
+        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(text)
+            .map_err(|e| format!("plugin returned event {i} that is not valid JSON: {e}"))?;
+        let raw = raw.get().trim();
+        if !raw.starts_with('{') {
+            return Err(format!(
+                "plugin returned event {i} that is not a JSON object"
+            ));
+        }
+        if raw.contains('\n') {
+            // Whitespace between tokens (strings cannot hold a raw newline): re-serialize.
+            let v: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            out.extend_from_slice(v.to_string().as_bytes());
+        } else {
+            out.extend_from_slice(raw.as_bytes());
+        }
+        out.push(b'\n');
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: u8) -> RawRecord {
+        RawRecord {
+            payload: vec![b'0' + n],
+            key: None,
+            received_at_ms: u64::from(n),
+            origin: format!("test:{n}"),
+        }
+    }
+
+    fn events(texts: &[&str]) -> Decoded {
+        Decoded::Events(texts.iter().map(|t| (*t).to_owned()).collect())
+    }
+
+    fn run(decoded: Vec<Decoded>) -> Split {
+        let records: Vec<RawRecord> = (0..decoded.len() as u8).map(record).collect();
+        let types = vec![Some("application/json".to_owned()); records.len()];
+        split_outcomes("p", &records, &types, decoded)
+    }
+
+    fn reasons(split: &Split) -> Vec<(&str, &str)> {
+        split
+            .dead
+            .iter()
+            .map(|d| (d["origin"].as_str().unwrap(), d["reason"].as_str().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn events_of_good_records_become_lines_in_record_order() {
+        let split = run(vec![
+            events(&[r#"{"a":1}"#, r#" {"b":2} "#]),
+            events(&[]),
+            events(&[r#"{"c":3}"#]),
+        ]);
+        assert_eq!(
+            String::from_utf8(split.events.clone()).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
+        assert_eq!(split.event_count, 3);
+        assert!(split.dead.is_empty());
+    }
+
+    #[test]
+    fn an_event_spanning_lines_is_rewritten_on_one() {
+        let split = run(vec![events(&["{\n  \"a\": \"x y\"\n}"])]);
+        assert_eq!(split.events, b"{\"a\":\"x y\"}\n");
+    }
+
+    #[test]
+    fn a_record_with_one_bad_event_is_dead_lettered_whole() {
+        let split = run(vec![
+            events(&[r#"{"ok":1}"#]),
+            events(&[r#"{"kept":false}"#, "not json"]),
+            events(&[r#"{"ok":2}"#, "[1,2]"]),
+        ]);
+        assert_eq!(
+            String::from_utf8(split.events.clone()).unwrap(),
+            "{\"ok\":1}\n",
+            "no event of a rejected record reaches the sinks"
+        );
+        assert_eq!(split.event_count, 1);
+        let reasons = reasons(&split);
+        assert_eq!(reasons.len(), 2);
+        assert_eq!(reasons[0].0, "test:1");
+        assert!(
+            reasons[0]
+                .1
+                .starts_with("plugin returned event 1 that is not valid JSON"),
+            "{}",
+            reasons[0].1
+        );
+        assert_eq!(
+            reasons[1],
+            (
+                "test:2",
+                "plugin returned event 1 that is not a JSON object"
+            )
+        );
+    }
+
+    #[test]
+    fn malformed_and_trapped_records_are_dead_lettered_with_the_reason() {
+        let split = run(vec![
+            Decoded::Malformed("expected `=` at column 4".to_owned()),
+            events(&[r#"{"n":1}"#]),
+            Decoded::Trapped("wasm trap: unreachable".to_owned()),
+        ]);
+        assert_eq!(split.event_count, 1);
+        assert_eq!(
+            reasons(&split),
+            [
+                ("test:0", "expected `=` at column 4"),
+                ("test:2", "plugin trapped: wasm trap: unreachable"),
+            ]
+        );
+        let first = &split.dead[0];
+        assert_eq!(first["payload"], "MA==", "the original bytes, base64");
+        assert_eq!(first["content_type"], "application/json");
+        assert_eq!(first["pipeline"], "p");
+    }
+}
