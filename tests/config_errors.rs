@@ -188,12 +188,15 @@ fn every_kafka_key_sluice_sets_is_refused_in_the_properties() {
     use sluice_config::kafka::{KafkaClient, owned_property};
 
     let mut config = crate::kafka_buffer::config("127.0.0.1:9092".to_owned(), "t", "g");
-    config.sasl = Some((
-        "SCRAM-SHA-512".to_owned(),
-        "user".to_owned(),
-        "secret".to_owned(),
-    ));
-    config.tls = Some((Some("/etc/sluice/ca.pem".into()), true));
+    config.sasl = Some(sluice_kafka::Sasl {
+        mechanism: "SCRAM-SHA-512".to_owned(),
+        username: "user".to_owned(),
+        password: "secret".to_owned(),
+    });
+    config.tls = Some(sluice_kafka::Tls {
+        ca: Some("/etc/sluice/ca.pem".into()),
+        insecure: true,
+    });
     for (field, client, settings) in [
         (
             "producer_properties",

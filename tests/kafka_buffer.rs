@@ -27,7 +27,10 @@ pub(crate) fn config(bootstrap: String, topic: &str, group: &str) -> KafkaBuffer
         produce_timeout: Duration::from_secs(10),
         drain_timeout: Duration::from_secs(10),
         max_request_size: 1 << 20,
-        create_topic: Some((1, 1)),
+        create_topic: Some(sluice_kafka::CreateTopic {
+            partitions: 1,
+            replication_factor: 1,
+        }),
         sasl: None,
         tls: None,
         producer_properties: BTreeMap::new(),

@@ -4,8 +4,11 @@
 //! sluice and is delivered at least once.
 //!
 //! # Layout
-//! - this file: [`KafkaBufferConfig`] and the librdkafka settings it makes (every key sluice
-//!   owns is set here), [`KafkaBuffer`] (connect, create the topic, close).
+//! - this file: [`KafkaBuffer`] (connect, create the topic, close, join, summary) and
+//!   [`KafkaBufferError`].
+//! - `config`: [`KafkaBufferConfig`] and the librdkafka settings it makes (every key sluice
+//!   owns is set there).
+//! - `stats`: [`KafkaStats`], the counts and gauges with Data Prepper's names.
 //! - `produce`: the write path. `send_result` (a full local queue is backpressure: wait, never
 //!   drop), then the delivery report; a write resolves only when Kafka has every record
 //!   (acks=all, idempotent).
@@ -22,197 +25,20 @@ use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, Producer};
-use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter, Count};
+use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 mod commit;
+mod config;
 mod consume;
 mod envelope;
 mod produce;
+mod stats;
 
-/// Settings of the Kafka buffer.
-#[derive(Clone)]
-pub struct KafkaBufferConfig {
-    /// `bootstrap.servers`, e.g. `127.0.0.1:9092`.
-    pub bootstrap_servers: Vec<String>,
-    /// The buffer topic.
-    pub topic: String,
-    /// The consumer group.
-    pub group_id: String,
-    /// Consumers this process runs in the group (each on its own thread).
-    pub consumers: usize,
-    /// Most records per batch.
-    pub batch_size: usize,
-    /// How long a consumer waits for a batch to fill once it has a record.
-    pub delay: Duration,
-    /// How often acknowledged offsets are committed (also on revoke and close).
-    pub commit_interval: Duration,
-    /// `earliest` or `latest`.
-    pub auto_offset_reset: String,
-    /// `session.timeout.ms`.
-    pub session_timeout: Duration,
-    /// `max.poll.interval.ms`.
-    pub max_poll_interval: Duration,
-    /// Static membership: this process's `group.instance.id` (consumer `i` uses `<id>-<i>`), or
-    /// `None` for dynamic membership.
-    pub group_instance_id: Option<String>,
-    /// How long a write waits for Kafka's acknowledgement (`message.timeout.ms`).
-    pub produce_timeout: Duration,
-    /// How long close waits for read batches to be acknowledged before the last commit.
-    pub drain_timeout: Duration,
-    /// The largest Kafka record written (payload, key and envelope headers).
-    pub max_request_size: usize,
-    /// Create the topic with (partitions, replication factor) if it does not exist.
-    pub create_topic: Option<(i32, i32)>,
-    /// SASL (mechanism, username, password).
-    pub sasl: Option<(String, String, String)>,
-    /// TLS to the brokers: the CA file (else the system's), and whether to skip verification.
-    pub tls: Option<(Option<std::path::PathBuf>, bool)>,
-    /// Extra librdkafka producer properties (already checked against the keys sluice owns).
-    pub producer_properties: BTreeMap<String, String>,
-    /// Extra librdkafka consumer properties (likewise).
-    pub consumer_properties: BTreeMap<String, String>,
-    /// Seal records at rest (AES-256-GCM envelopes).
-    pub encryption: Option<Encryption>,
-    /// The pipeline, for metric labels.
-    pub pipeline: String,
-    /// The start of this buffer's metric names (`kafka_buffer` unless configured).
-    pub metric_prefix: String,
-}
-
-/// Where the buffer's data keys come from, and how long each seals records.
-#[derive(Clone)]
-pub struct Encryption {
-    pub keys: Arc<dyn sluice_crypt::KeySource>,
-    pub data_key_lifetime: Duration,
-}
-
-impl std::fmt::Debug for KafkaBufferConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KafkaBufferConfig")
-            .field("bootstrap_servers", &self.bootstrap_servers)
-            .field("topic", &self.topic)
-            .field("group_id", &self.group_id)
-            .field("consumers", &self.consumers)
-            .field("batch_size", &self.batch_size)
-            .field(
-                "sasl",
-                &self.sasl.as_ref().map(|(m, u, _)| (m, u, "<redacted>")),
-            )
-            .finish_non_exhaustive()
-    }
-}
-
-impl KafkaBufferConfig {
-    /// Settings shared by the producer, consumers and admin client: the user's `extra`
-    /// properties first, then what sluice owns, so that on the same key sluice's value wins
-    /// even if validation (`sluice_config::kafka`, which refuses these keys) was skipped.
-    fn client(&self, extra: &BTreeMap<String, String>) -> ClientConfig {
-        let mut client = ClientConfig::new();
-        for (k, v) in extra {
-            client.set(k, v);
-        }
-        client.set("bootstrap.servers", self.bootstrap_servers.join(","));
-        let protocol = match (&self.sasl, &self.tls) {
-            (None, None) => "PLAINTEXT",
-            (Some(_), None) => "SASL_PLAINTEXT",
-            (None, Some(_)) => "SSL",
-            (Some(_), Some(_)) => "SASL_SSL",
-        };
-        client.set("security.protocol", protocol);
-        if let Some((mechanism, username, password)) = &self.sasl {
-            client
-                .set("sasl.mechanism", mechanism)
-                .set("sasl.username", username)
-                .set("sasl.password", password);
-        }
-        if let Some((ca, insecure)) = &self.tls {
-            if let Some(ca) = ca {
-                client.set("ssl.ca.location", ca.display().to_string());
-            }
-            if *insecure {
-                client
-                    .set("enable.ssl.certificate.verification", "false")
-                    .set("ssl.endpoint.identification.algorithm", "none");
-            }
-        }
-        client
-    }
-
-    /// The producer's librdkafka settings: `producer_properties`, then every key sluice owns.
-    /// Public so a test can check that each key set here is refused in `producer_properties`.
-    pub fn producer_client_config(&self) -> ClientConfig {
-        let mut producer = self.client(&self.producer_properties);
-        producer
-            .set("acks", "all")
-            .set("enable.idempotence", "true")
-            .set(
-                "message.timeout.ms",
-                self.produce_timeout.as_millis().to_string(),
-            )
-            // Room for the envelope headers and the protocol overhead over the payload limit.
-            .set(
-                "message.max.bytes",
-                (self.max_request_size + 64 * 1024).to_string(),
-            );
-        producer
-    }
-
-    /// Consumer `index`'s librdkafka settings: `consumer_properties`, then every key sluice
-    /// owns. Public so a test can check that each key set here is refused in
-    /// `consumer_properties`.
-    pub fn consumer_client_config(&self, index: usize) -> ClientConfig {
-        let mut consumer = self.client(&self.consumer_properties);
-        consumer
-            .set("group.id", &self.group_id)
-            .set("client.id", format!("sluice-{}-{index}", self.group_id))
-            .set("statistics.interval.ms", "5000")
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", &self.auto_offset_reset)
-            .set(
-                "session.timeout.ms",
-                self.session_timeout.as_millis().to_string(),
-            )
-            .set(
-                "max.poll.interval.ms",
-                self.max_poll_interval.as_millis().to_string(),
-            );
-        if let Some(id) = &self.group_instance_id {
-            // KIP-345: a restart with the same id takes this consumer's partitions back
-            // without waiting for the session of the process that died to expire.
-            consumer.set("group.instance.id", format!("{id}-{index}"));
-        }
-        consumer
-    }
-
-    fn servers(&self) -> String {
-        self.bootstrap_servers.join(",")
-    }
-
-    /// What to check besides the address, for connection errors.
-    fn security_hint(&self) -> String {
-        let mut hint = String::new();
-        if let Some((mechanism, username, _)) = &self.sasl {
-            hint.push_str(&format!(
-                ", and the SASL {mechanism} credentials of user `{username}`"
-            ));
-        }
-        if let Some((ca, _)) = &self.tls {
-            hint.push_str(&match ca {
-                Some(ca) => format!(
-                    ", and that the brokers' TLS certificates are signed by {}",
-                    ca.display()
-                ),
-                None => ", and that the brokers' TLS certificates are trusted".to_owned(),
-            });
-        }
-        hint
-    }
-}
+pub use config::{CreateTopic, Encryption, KafkaBufferConfig, Sasl, Tls};
+pub use stats::KafkaStats;
 
 /// Why the Kafka buffer could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -241,79 +67,6 @@ pub enum KafkaBufferError {
         servers: String,
         reason: String,
     },
-}
-
-/// Counts of one Kafka buffer. Exported as `<prefix>_<name>{pipeline}` with Data Prepper's
-/// names; the prefix is `custom_metric_prefix`, by default `kafka_buffer`.
-#[derive(Debug)]
-pub struct KafkaStats {
-    /// numberOfRecordsProduced: records Kafka acknowledged to the producer.
-    pub records_written: Count,
-    /// numberOfWriteFailures: writes Kafka refused or did not acknowledge in time.
-    pub write_failures: Count,
-    /// numberOfProducerQueueFull: writes refused because the producer's local queue stayed full.
-    pub write_timeouts: Count,
-    /// numberOfRecordsConsumed.
-    pub records_consumed: Count,
-    /// numberOfBytesConsumed (payload bytes).
-    pub bytes_consumed: Count,
-    /// numberOfRecordsCommitted: offsets moved by commits.
-    pub records_committed: Count,
-    /// numberOfPositiveAcknowledgements: batches the pipeline acknowledged.
-    pub positive_acknowledgements: Count,
-    /// numberOfNegativeAcknowledgements: batches dropped unacknowledged (their offsets are
-    /// not committed; they are read again after a restart or rebalance).
-    pub negative_acknowledgements: Count,
-    /// numberOfPollErrors: poll and client errors (broker down, ...).
-    pub poll_errors: Count,
-    /// numberOfPollAuthErrors.
-    pub poll_auth_errors: Count,
-    /// numberOfPartitionsRevoked.
-    pub partitions_revoked: Count,
-    /// numberOfRecordsUnreadable: records whose envelope this build cannot open.
-    pub records_unreadable: Count,
-    /// numberOfRecordsFailedToDecrypt: sealed records that did not open (wrong key or
-    /// context, a changed byte, KMS refused), or that this buffer has no key for.
-    pub decrypt_failures: Count,
-    /// recordsInFlight: records handed to the workers and not yet acknowledged.
-    pub(crate) in_flight: metrics::Gauge,
-    prefix: String,
-    pipeline: String,
-}
-
-impl KafkaStats {
-    /// Registers the metrics of `pipeline`'s buffer under `prefix`.
-    pub fn new(prefix: &str, pipeline: &str) -> Self {
-        let count = |name: &str| Count::new(&format!("{prefix}_{name}"), pipeline);
-        Self {
-            records_written: count("numberOfRecordsProduced"),
-            write_failures: count("numberOfWriteFailures"),
-            write_timeouts: count("numberOfProducerQueueFull"),
-            records_consumed: count("numberOfRecordsConsumed"),
-            bytes_consumed: count("numberOfBytesConsumed"),
-            records_committed: count("numberOfRecordsCommitted"),
-            positive_acknowledgements: count("numberOfPositiveAcknowledgements"),
-            negative_acknowledgements: count("numberOfNegativeAcknowledgements"),
-            poll_errors: count("numberOfPollErrors"),
-            poll_auth_errors: count("numberOfPollAuthErrors"),
-            partitions_revoked: count("numberOfPartitionsRevoked"),
-            records_unreadable: count("numberOfRecordsUnreadable"),
-            decrypt_failures: count("numberOfRecordsFailedToDecrypt"),
-            in_flight: metrics::gauge!(format!("{prefix}_recordsInFlight"), "pipeline" => pipeline.to_owned()),
-            prefix: prefix.to_owned(),
-            pipeline: pipeline.to_owned(),
-        }
-    }
-
-    /// Sets the lag gauge of one partition.
-    pub(crate) fn consumer_lag(&self, partition: i32, lag: i64) {
-        metrics::gauge!(
-            format!("{}_consumerLag", self.prefix),
-            "pipeline" => self.pipeline.clone(),
-            "partition" => partition.to_string()
-        )
-        .set(lag as f64);
-    }
 }
 
 /// The Kafka buffer: a shared idempotent producer, and `consumers` consumer threads feeding
@@ -348,8 +101,8 @@ impl KafkaBuffer {
                     error,
                 })?;
         check_reachable(&producer, &config).await?;
-        if let Some((partitions, replication)) = config.create_topic {
-            create_topic(&config, partitions, replication).await?;
+        if let Some(create) = config.create_topic {
+            create_topic(&config, create.partitions, create.replication_factor).await?;
         }
         let sealer = match &config.encryption {
             Some(e) => {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_kafka::{Encryption, KafkaBuffer, KafkaBufferConfig};
+use sluice_kafka::{CreateTopic, Encryption, KafkaBuffer, KafkaBufferConfig, Sasl, Tls};
 
 use super::BufferError;
 
@@ -26,7 +26,11 @@ pub async fn connect(
         let password = c
             .resolved_password()
             .map_err(|reason| BufferError::KafkaSecurity(format!("authentication: {reason}")))?;
-        config.sasl = Some((mechanism.to_owned(), c.username.clone(), password));
+        config.sasl = Some(Sasl {
+            mechanism: mechanism.to_owned(),
+            username: c.username.clone(),
+            password,
+        });
     }
     config.encryption = encryption(k).await.map_err(BufferError::KafkaSecurity)?;
     let kafka = KafkaBuffer::connect(config).await?;
@@ -106,15 +110,19 @@ fn kafka_config(
         produce_timeout: k.produce_timeout,
         drain_timeout: k.drain_timeout,
         max_request_size: usize::try_from(k.max_request_size.bytes()).unwrap_or(usize::MAX),
-        create_topic: topic
-            .create_topic
-            .then_some((topic.number_of_partitions, topic.replication_factor)),
+        create_topic: topic.create_topic.then_some(CreateTopic {
+            partitions: topic.number_of_partitions,
+            replication_factor: topic.replication_factor,
+        }),
         sasl: None,
         tls: k
             .encryption_in_transit
             .as_ref()
             .filter(|t| t.kind == sluice_config::TransitType::Ssl)
-            .map(|t| (t.certificate.clone(), t.insecure)),
+            .map(|t| Tls {
+                ca: t.certificate.clone(),
+                insecure: t.insecure,
+            }),
         producer_properties: k.producer_properties.clone(),
         consumer_properties: k.consumer_properties.clone(),
         encryption: None,

@@ -6,6 +6,7 @@
 //! Never 200 for data the buffer does not have. [`server`] serves the router: connection limit
 //! and timeouts.
 
+mod activity;
 pub mod server;
 
 use std::sync::Arc;
