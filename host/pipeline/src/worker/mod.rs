@@ -186,3 +186,6 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
