@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::location::Position;
+use crate::location::{LocationIndex, Position};
 
 /// One problem in a pipeline file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,6 +61,24 @@ pub fn closest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, c)| c)
+}
+
+/// The errors found so far in one file, and where each key is.
+pub(crate) struct Errors {
+    pub(crate) index: LocationIndex,
+    pub(crate) list: Vec<ConfigError>,
+}
+
+impl Errors {
+    /// An error about the key at `path` (its position is looked up).
+    pub(crate) fn at(&mut self, path: &str, message: impl Into<String>) {
+        let position = self.index.find(path);
+        self.list.push(ConfigError {
+            position,
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
 }
 
 #[cfg(test)]

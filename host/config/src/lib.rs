@@ -1,22 +1,38 @@
 //! Pipeline configuration: the YAML file a user writes, parsed strictly and validated.
 //!
 //! # Layout
-//! - [`model`]: the file's shape (Data Prepper's), with every field documented.
-//! - [`load`]: text → [`Config`], collecting every error.
-//! - [`kafka`]: the librdkafka properties sluice owns, refused in `producer_properties` and
-//!   `consumer_properties`.
+//! - [`mod@parse`]: text → [`Config`] (YAML, then each component through serde, strictly),
+//!   collecting every error; then `validate`.
+//! - `explain`: serde's messages reworded to name the key path and suggest the fix.
+//! - `validate`: the rules that span fields and pipelines; it runs each component's own rules.
+//! - [`pipeline`]: [`Config`] and [`Pipeline`], the file's top-level shape.
+//! - [`source`], [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
+//!   documented), its rules, and ([`kafka`]) the librdkafka properties sluice owns and the
+//!   resolved settings it runs with.
 //! - [`location`]: which line each key is on, for errors found after parsing.
 //! - [`error`]: [`ConfigError`]s that name the key path and line, and suggest the fix.
 //! - [`units`]: durations (`250ms`) and sizes (`10mb`).
 
+pub mod buffer;
 pub mod error;
+mod explain;
 pub mod kafka;
-pub mod load;
 pub mod location;
-pub mod model;
+pub mod parse;
+pub mod pipeline;
+pub mod sink;
+pub mod source;
 pub mod units;
+mod validate;
 
+pub use buffer::{BoundedBlocking, Buffer};
 pub use error::{ConfigError, ConfigErrors};
-pub use load::{Context, parse};
-pub use model::*;
+pub use kafka::{
+    AutoOffsetReset, BufferEncryption, Credentials, InTransit, KafkaAuthentication, KafkaBuffer,
+    KafkaSasl, KafkaTopic, KmsEncryption, Secret, TransitType, resolve_secret,
+};
+pub use parse::{Context, parse};
+pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline, Processor};
+pub use sink::{FileSink, Sink, StdoutSink};
+pub use source::{DeserializerConfig, FileSource, HttpSource, Source, SourceKind};
 pub use units::ByteSize;

@@ -211,10 +211,7 @@ async fn build(
         .clone()
         .unwrap_or_else(|| dlq::default_path(&options.data_dir, &name));
     let dead_letters = Arc::new(DeadLetters::open(&dlq_path).await.map_err(sink_error)?);
-    let counters = Arc::new(Counters::new(
-        &name,
-        &crate::buffer::metric_prefix(&p.buffer),
-    ));
+    let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
         sinks,

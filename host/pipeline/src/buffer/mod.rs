@@ -39,15 +39,3 @@ pub async fn build(
         sluice_config::Buffer::Kafka(k) => Arc::new(kafka::connect(p, k, data_dir).await?),
     })
 }
-
-/// The start of a buffer's metric names: `custom_metric_prefix`, else the buffer's name
-/// (`kafka_buffer`, `bounded_blocking`).
-pub fn metric_prefix(buffer: &sluice_config::Buffer) -> String {
-    match buffer {
-        sluice_config::Buffer::Kafka(k) => k
-            .custom_metric_prefix
-            .clone()
-            .unwrap_or_else(|| "kafka_buffer".to_owned()),
-        sluice_config::Buffer::BoundedBlocking(_) => "bounded_blocking".to_owned(),
-    }
-}

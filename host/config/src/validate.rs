@@ -1,0 +1,68 @@
+//! Rules that span fields and pipelines, run after every component parsed: each component's
+//! own rules live beside its model ([`crate::source`], [`crate::buffer`], [`crate::kafka`]);
+//! this module runs them and checks what only the whole file can (a port used twice, a pull
+//! source on the kafka buffer).
+
+use std::collections::HashMap;
+
+use crate::buffer::check_bounded_blocking;
+use crate::error::Errors;
+use crate::kafka::check_kafka;
+use crate::location::join;
+use crate::parse::Context;
+use crate::source::{check_deserializer, check_http};
+use crate::{Buffer, Pipeline, Source, SourceKind};
+
+/// Runs every pipeline's component rules, then the rules that span fields and pipelines.
+pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
+    let mut ports: HashMap<u16, &str> = HashMap::new();
+    for p in pipelines {
+        let name = p.name.as_str();
+        if p.workers == 0 {
+            errors.at(
+                &join(name, "workers"),
+                format!("`{name}.workers` must be at least 1"),
+            );
+        }
+        if let Buffer::BoundedBlocking(b) = &p.buffer {
+            check_bounded_blocking(b, &join(name, "buffer.bounded_blocking"), errors);
+        }
+        if let (SourceKind::Pull, Buffer::Kafka(_)) = (p.source.kind(), &p.buffer) {
+            let source = p.source.plugin_name();
+            errors.at(
+                &join(name, "buffer.kafka"),
+                format!(
+                    "source `{source}` pulls its data and cannot use the kafka buffer; use \
+                     bounded_blocking, or a push source such as http"
+                ),
+            );
+        }
+        if let Buffer::Kafka(kafka) = &p.buffer {
+            check_kafka(kafka, &join(name, "buffer.kafka"), errors);
+        }
+        match &p.source {
+            Source::File(file) => {
+                let path = join(name, "source.file");
+                check_deserializer(
+                    &file.deserializer,
+                    &join(&path, "deserializer"),
+                    errors,
+                    context,
+                );
+            }
+            Source::Http(http) => {
+                let path = join(name, "source.http");
+                if let Some(other) = ports.insert(http.port, name) {
+                    errors.at(
+                        &join(&path, "port"),
+                        format!(
+                            "`{path}.port` {} is already used by pipeline `{other}`; give each http source its own port",
+                            http.port
+                        ),
+                    );
+                }
+                check_http(http, &path, errors, context);
+            }
+        }
+    }
+}
