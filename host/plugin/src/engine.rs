@@ -1,5 +1,6 @@
 //! The engine, the linker, and loading components: each file is compiled once per process,
-//! with the compiled artefact cached on disk, and type-checked against the world at load time.
+//! with the compiled artefact cached on disk, and recognised at load time as implementing one
+//! of the worlds in `crate::worlds` (or refused, naming what does not match).
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,6 @@ use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::bindings::exports::sluice::plugin::{configure, raw_byte_handler};
 use crate::cache::Cache;
 use crate::error::PluginError;
 
@@ -167,21 +167,15 @@ impl PluginHost {
                 imports,
             });
         }
-        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
+        let wrong_world = |reason: String| PluginError::WrongWorld {
             origin: origin.to_owned(),
-            reason: format!("{e:#}"),
+            reason,
         };
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(wrong_world)?;
-        let handler = raw_byte_handler::GuestIndices::new(&pre).map_err(wrong_world)?;
-        let configure = match configure::GuestIndices::new(&pre) {
-            Ok(indices) => Some(indices),
-            // Absent is fine (the export is optional); present but mistyped is not.
-            Err(_) if component.get_export_index(None, CONFIGURE).is_none() => None,
-            Err(e) => return Err(wrong_world(e)),
-        };
+            .map_err(|e| wrong_world(format!("{e:#}")))?;
+        let world = crate::worlds::identify(&pre, &component).map_err(wrong_world)?;
         Ok(Plugin {
             inner: Arc::new(PluginInner {
                 name: name.to_owned(),
@@ -191,8 +185,7 @@ impl PluginHost {
                 imports,
                 engine: self.engine.clone(),
                 pre,
-                handler,
-                configure,
+                world,
             }),
         })
     }
@@ -232,8 +225,6 @@ impl PluginHost {
         Ok(component)
     }
 }
-
-const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
 
 /// The WASI p2 packages the linker provides (`wasmtime_wasi::p2::add_to_linker_async`), each
 /// with a context that grants nothing. Anything else a component imports (`wasi:http`, a
@@ -323,7 +314,8 @@ impl Hasher for Sha256Hasher {
     }
 }
 
-/// A loaded, type-checked plugin. Cheap to clone; instantiate it with [`crate::Decoder`].
+/// A loaded plugin, type-checked against the world it implements. Cheap to clone; run it
+/// through its world's adapter (a deserializer: [`crate::Decoder`]).
 #[derive(Clone)]
 pub struct Plugin {
     pub(crate) inner: Arc<PluginInner>,
@@ -337,8 +329,8 @@ pub(crate) struct PluginInner {
     pub(crate) imports: Vec<String>,
     pub(crate) engine: Engine,
     pub(crate) pre: InstancePre<HostState>,
-    pub(crate) handler: raw_byte_handler::GuestIndices,
-    pub(crate) configure: Option<configure::GuestIndices>,
+    /// The world it implements (see `crate::worlds::identify`).
+    pub(crate) world: &'static str,
 }
 
 impl Plugin {
@@ -358,13 +350,9 @@ impl Plugin {
     pub fn sha256(&self) -> &str {
         &self.inner.sha256
     }
-    /// The world it implements.
+    /// The world it implements, e.g. `sluice:plugin/deserializer@0.1.0`.
     pub fn world(&self) -> &'static str {
-        if self.inner.configure.is_some() {
-            "sluice:plugin/configurable-deserializer@0.1.0"
-        } else {
-            "sluice:plugin/deserializer@0.1.0"
-        }
+        self.inner.world
     }
     /// The interfaces it imports (all WASI; granted nothing).
     pub fn imports(&self) -> &[String] {

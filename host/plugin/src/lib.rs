@@ -1,34 +1,41 @@
-//! The WebAssembly plugin host: loads deserializer components that implement
-//! `wit/deserializer.wit`, sandboxes them, and calls them once per batch.
+//! The WebAssembly component host: loads plugin components, knows which WIT world each
+//! implements, sandboxes them and calls them once per batch. The host is generic; each world
+//! is one adapter under [`worlds`].
 //!
 //! # Layout
-//! - `bindings`: the one `bindgen!` for the WIT world.
 //! - [`engine`]: the process-wide engine and linker, the epoch ticker, loading and compiling
-//!   components, type-checking them at load.
+//!   components, and recognising their world at load.
 //! - `cache`: compiled components on disk, by sha256 and engine hash; used only from an
 //!   owner-only folder, each entry checked (HMAC) before it is deserialized.
-//! - [`decoder`]: one sandboxed instance per worker, the per-call deadline and memory cap, and
-//!   the trap policy (fresh instance, one retry, then isolate the record that traps).
+//! - `sandbox`: one instance's store (nothing granted, memory capped) and the per-call
+//!   deadline that ends computing and waiting alike.
+//! - `runner`: the call policy for any world: a fresh instance after a fault, one retry,
+//!   then isolating the records that fail alone; recycling; counters.
+//! - [`worlds`]: one adapter per WIT world (its `bindgen!`, exports, setup and batch call):
+//!   [`worlds::deserializer`] with [`Decoder`].
 //! - [`catalog`]: every plugin by name, and hot reload: a changed file is compiled and
 //!   type-checked off the hot path, then published to the workers, who switch between batches.
 //! - [`error`]: [`PluginError`], naming the plugin and its file.
 //! - `guest_log`: a plugin's stdout/stderr, routed to tracing at debug level.
 //!
-//! Data flow: `PluginHost::load_*` / [`Catalog::load_dir`] → [`Plugin`] (shared, immutable) → [`Decoder::new`] per
-//! worker → [`Decoder::decode`] per batch → one [`Decoded`] per record.
+//! Data flow: `PluginHost::load_*` / [`Catalog::load_dir`] → [`Plugin`] (shared, immutable,
+//! knows its world) → a world adapter per worker ([`Decoder::new`]) → one call per batch
+//! ([`Decoder::decode`]) → one outcome per record.
 
-mod bindings;
 mod cache;
 pub mod catalog;
-pub mod decoder;
 pub mod engine;
 pub mod error;
 mod guest_log;
+mod runner;
+mod sandbox;
 #[doc(hidden)]
 pub mod testing;
+pub mod worlds;
 
-pub use bindings::RawRecord;
 pub use catalog::{Catalog, Reload};
-pub use decoder::{Decoded, Decoder, DecoderStats, Limits};
 pub use engine::{Plugin, PluginHost, capability};
 pub use error::PluginError;
+pub use runner::CallStats;
+pub use sandbox::Limits;
+pub use worlds::deserializer::{Decoded, Decoder, DecoderStats, RawRecord};

@@ -1,0 +1,22 @@
+//! The WIT worlds sluice hosts, one adapter each on the generic host (the `World` trait of
+//! the crate's `runner`): the world's `bindgen!`, how to find its exports, its setup, its
+//! batch call, and the typed front the pipeline uses.
+//!
+//! Adding a world (a processor, a buffer policy) is a new file here that implements `World`,
+//! plus one line in `identify` so a loaded component is recognised as implementing it. The
+//! engine, sandbox, cache, catalog and call policy do not change.
+
+pub mod deserializer;
+
+use wasmtime::component::{Component, InstancePre};
+
+use crate::engine::HostState;
+
+/// Which world a component implements: its name (as `sluice plugins inspect` shows it), or why
+/// it implements none.
+pub(crate) fn identify(
+    pre: &InstancePre<HostState>,
+    component: &Component,
+) -> Result<&'static str, String> {
+    deserializer::identify(pre, component)
+}
