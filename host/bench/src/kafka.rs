@@ -11,16 +11,20 @@
 //! peak RSS of those runs, and a run with the sink stalled. Not a test: figures depend on the
 //! machine; compare them only within one run.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail, ensure};
+use std::process::Command;
+
+use anyhow::{bail, ensure};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use sluice_tests::{Sluice, create_topic, unique};
+
+use crate::measure::{Cpu, peak_rss, rss, wait_for_lines};
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
@@ -161,25 +165,6 @@ fn payloads(args: &Args) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
-    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-    let admin: AdminClient<_> = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()?;
-    let topics = [NewTopic::new(topic, partitions, TopicReplication::Fixed(1))];
-    for result in admin.create_topics(&topics, &AdminOptions::new()).await? {
-        result.map_err(|(t, e)| anyhow::anyhow!("creating {t}: {e}"))?;
-    }
-    Ok(())
-}
-
 /// Produces every body while a group consumer reads them; the time until it has all.
 /// `senders`: `None` sends everything at once; `Some(n)` has n senders that each wait for
 /// their record's acknowledgement, as concurrent HTTP clients of a Kafka-backed source do.
@@ -189,7 +174,9 @@ async fn raw_librdkafka(
     senders: Option<usize>,
 ) -> anyhow::Result<Duration> {
     let topic = unique("bench-raw");
-    create_topic(&args.bootstrap, &topic, args.partitions).await?;
+    create_topic(&args.bootstrap, &topic, args.partitions)
+        .await
+        .map_err(anyhow::Error::msg)?;
     let producer: FutureProducer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", &args.bootstrap)
         .set("acks", "all")
@@ -322,21 +309,13 @@ const BENCH_ENCRYPTION: &str = "encryption: {key: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
 /// joined and assigned.
 const WARM_UP: usize = 50;
 
-struct Sluice(Child);
-
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A running `sluice run` on a kafka-buffered pipeline writing to `sink`.
+/// A running `sluice run` on a kafka-buffered pipeline writing to `sink` (the harness's
+/// process: killed when dropped).
 struct Running {
     _process: Sluice,
     pid: u32,
     url: String,
-    _dir: tempfile::TempDir,
+    _plugins: tempfile::TempDir,
 }
 
 /// Starts sluice with the benchmark pipeline (`extra` lines in its `kafka:` block), its file
@@ -346,17 +325,19 @@ fn start_sluice(
     extra: &str,
     sink: Option<&Path>,
 ) -> anyhow::Result<(Running, PathBuf)> {
-    let dir = tempfile::tempdir()?;
-    let port = crate::free_port()?;
-    let sink = sink.map_or_else(|| dir.path().join("events.jsonl"), Path::to_owned);
     let topic = unique("bench-sluice");
+    // `{port}` and `{dir}` are filled in by the harness.
+    let sink_yaml = sink.map_or_else(
+        || "{dir}/events.jsonl".to_owned(),
+        |p| p.display().to_string(),
+    );
     let yaml = format!(
         r#"bench-pipeline:
   workers: 2
   delay: 20ms
   source:
     http:
-      port: {port}
+      port: {{port}}
   buffer:
     kafka:
       bootstrap_servers: [{bootstrap}]
@@ -370,59 +351,33 @@ fn start_sluice(
           max_poll_records: 500
   sink:
     - file:
-        path: {sink}
-  dlq_path: {dlq}
+        path: {sink_yaml}
+  dlq_path: {{dir}}/dlq.jsonl
 "#,
         bootstrap = args.bootstrap,
         extra = args.kafka_yaml.clone() + "\n      " + extra,
         partitions = args.partitions,
-        sink = sink.display(),
-        dlq = dir.path().join("dlq.jsonl").display(),
     );
-    let file = dir.path().join("bench.yaml");
-    std::fs::write(&file, yaml)?;
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
     // components of the folder would dominate the start and the peak RSS.
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir_all(&plugins)?;
-    std::fs::copy(args.plugins.join("json.wasm"), plugins.join("json.wasm"))?;
-    let bin = std::env::current_exe()?
-        .parent()
-        .context("the bench binary has a folder")?
-        .join("sluice");
-    let log = dir.path().join("sluice.log");
-    let child = Command::new(&bin)
-        .arg("run")
-        .arg(&file)
-        .arg("--metrics-addr")
-        .arg("127.0.0.1:0")
-        .arg("--plugins")
-        .arg(&plugins)
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let pid = child.id();
-    let process = Sluice(child);
-    let ready = Instant::now();
-    let url = format!("http://127.0.0.1:{port}/log/ingest");
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if ready.elapsed() > Duration::from_secs(60) {
-            bail!(
-                "sluice did not listen within 60 s:\n{}",
-                std::fs::read_to_string(&log)?
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let plugins = tempfile::tempdir()?;
+    std::fs::copy(
+        args.plugins.join("json.wasm"),
+        plugins.path().join("json.wasm"),
+    )?;
+    let plugin_dir = plugins.path().display().to_string();
+    let process = Sluice::start_with(&yaml, &["--plugins", &plugin_dir]);
+    let sink = sink.map_or_else(|| process.path("events.jsonl"), Path::to_owned);
+    let (pid, url) = (
+        process.child.id(),
+        format!("http://127.0.0.1:{}/log/ingest", process.port),
+    );
     Ok((
         Running {
             _process: process,
             pid,
             url,
-            _dir: dir,
+            _plugins: plugins,
         },
         sink,
     ))
@@ -502,25 +457,6 @@ fn sluice_end_to_end(args: &Args, bodies: &[Vec<u8>], extra: &str) -> anyhow::Re
     })
 }
 
-/// Peak resident set size of `pid` so far (VmHWM in `/proc/PID/status`), bytes; 0 elsewhere.
-fn peak_rss(pid: u32) -> u64 {
-    status_kib(pid, "VmHWM:") * 1024
-}
-
-/// Current resident set size of `pid` (VmRSS), bytes.
-fn rss(pid: u32) -> u64 {
-    status_kib(pid, "VmRSS:") * 1024
-}
-
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// The sink stalls for `stall` (a FIFO nobody reads) while clients keep posting: sluice must
 /// keep answering (Kafka holds the records) with bounded memory, then deliver every event once
 /// the sink drains. Returns (requests accepted during the stall, peak RSS during it, events
@@ -577,99 +513,4 @@ fn stalled_sink(
     let delivered = drained.join().expect("fifo reader")?;
     drop(running);
     Ok((accepted, peak, delivered))
-}
-
-/// CPU seconds used so far by process `pid` (user + system), from `/proc` (Linux; 0 elsewhere).
-fn process_cpu(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the `(comm)`, which may hold spaces: state is field 3, utime 14, stime 15.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / CLOCK_TICKS
-}
-
-/// CPU seconds the whole machine spent busy so far (every process), from `/proc/stat`.
-fn machine_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let Some(line) = stat.lines().next() else {
-        return 0.0;
-    };
-    // cpu user nice system idle iowait irq softirq steal
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    let get = |i: usize| v.get(i).copied().unwrap_or(0.0);
-    (get(0) + get(1) + get(2) + get(5) + get(6) + get(7)) / CLOCK_TICKS
-}
-
-/// `sysconf(_SC_CLK_TCK)` on Linux.
-const CLOCK_TICKS: f64 = 100.0;
-
-/// CPU use over a measured phase.
-struct Cpu {
-    machine: f64,
-    own: f64,
-    sluice: Option<(u32, f64)>,
-}
-
-impl Cpu {
-    fn start(sluice: Option<u32>) -> Self {
-        Self {
-            machine: machine_cpu(),
-            own: process_cpu(std::process::id()),
-            sluice: sluice.map(|pid| (pid, process_cpu(pid))),
-        }
-    }
-
-    /// "machine X cpu-s: sluice A, this client B, broker and the rest C".
-    fn report(&self) -> String {
-        let machine = machine_cpu() - self.machine;
-        let own = process_cpu(std::process::id()) - self.own;
-        let sluice = self.sluice.map_or(0.0, |(pid, at)| process_cpu(pid) - at);
-        format!(
-            "cpu-seconds: machine {machine:.2} = sluice {sluice:.2} + bench client {own:.2} + broker and the rest {:.2}",
-            machine - sluice - own
-        )
-    }
-}
-
-/// Counts lines as the file grows until it has `want`.
-fn wait_for_lines(path: &Path, want: usize, timeout: Duration) -> anyhow::Result<usize> {
-    let started = Instant::now();
-    let mut lines = 0;
-    let mut offset = 0u64;
-    let mut buf = vec![0u8; 1 << 20];
-    while lines < want {
-        ensure!(
-            started.elapsed() < timeout,
-            "the sink had {lines} of {want} events after {timeout:?}"
-        );
-        if let Ok(mut f) = std::fs::File::open(path) {
-            f.seek(SeekFrom::Start(offset))?;
-            loop {
-                let n = f.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                offset += n as u64;
-                lines += buf[..n].iter().filter(|b| **b == b'\n').count();
-            }
-        }
-        if lines < want {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    Ok(lines)
 }

@@ -10,6 +10,7 @@
 use clap::{Parser, Subcommand};
 
 mod kafka;
+mod measure;
 mod startup;
 mod wasm;
 
@@ -36,11 +37,4 @@ fn main() -> anyhow::Result<()> {
         Bench::Wasm(args) => wasm::run(&args),
         Bench::Startup(args) => startup::run(&args),
     }
-}
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }

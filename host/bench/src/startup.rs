@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
-use crate::free_port;
+use sluice_tests::free_port;
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
@@ -44,7 +44,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             folder.join(format!("{name}.wasm")),
         )
         .with_context(|| format!("copying {name}.wasm"))?;
-        let port = free_port()?;
+        let port = free_port();
         yaml.push_str(&format!(
             "{name}:\n  source:\n    http:\n      port: {port}\n      deserializer:\n        name: {name}\n  sink:\n    - stdout:\n"
         ));
@@ -86,7 +86,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 
 /// One start: spawn, poll `/health` every millisecond until 200, then kill.
 fn start(bin: &Path, file: &Path, plugins: &Path, data: &Path) -> anyhow::Result<Duration> {
-    let metrics = free_port()?;
+    let metrics = free_port();
     let started = Instant::now();
     let mut child = Command::new(bin)
         .arg("run")

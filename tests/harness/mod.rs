@@ -1,0 +1,138 @@
+//! Test harness, shared by the integration tests and `host/bench`: where the binary and the
+//! built plugins are, free ports, a running `sluice` process that is killed when dropped, the
+//! test broker and KMS server.
+//!
+//! # Layout
+//! - this file: paths (repository, binary, plugins, plugin cache), free ports, JSON lines.
+//! - [`process`]: [`Sluice`], a running `sluice run` (start, post, metrics, restart, kill).
+//! - [`kafka`]: the test broker's address, unique names, topics, a [`Broker`] of a test's own,
+//!   and what Kafka holds (committed offsets, stored records).
+//! - [`kms`]: the test KMS server.
+//! - [`metrics`]: reading a Prometheus sample.
+
+pub mod kafka;
+pub mod kms;
+pub mod metrics;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub use kafka::{Broker, committed_and_end, create_topic, kafka_bootstrap, stored_records, unique};
+pub use kms::{kms_client, kms_endpoint, kms_key};
+pub use metrics::prometheus_value;
+pub use process::Sluice;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_owned()
+}
+
+/// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
+pub const PLUGINS: [&str; 7] = [
+    "csv",
+    "hostile",
+    "json",
+    "logfmt",
+    "logfmt_js",
+    "logfmt_python",
+    "ndjson",
+];
+
+/// Where tests keep compiled plugins between runs, so the big Python and JavaScript components
+/// are compiled once (the host keys entries by content hash and engine). Owner-only, as the
+/// host requires whatever the umask (it would compile without a group-writable cache).
+pub fn plugin_cache() -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = profile_dir().join("plugin-cache");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .expect("creating the test plugin cache");
+    dir
+}
+
+/// The folder of built example plugins; builds them when missing (never skips).
+pub fn plugin_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = root().join("plugins/target/wasm32-wasip2/release");
+            if !PLUGINS
+                .iter()
+                .all(|p| dir.join(format!("{p}.wasm")).is_file())
+            {
+                let status = Command::new(root().join("scripts/build-plugins"))
+                    .status()
+                    .expect("running scripts/build-plugins");
+                assert!(status.success(), "scripts/build-plugins failed");
+            }
+            dir
+        })
+        .clone()
+}
+
+/// `target/<profile>` of this build: test executables run from its `deps/` folder, the bench
+/// binary from the folder itself.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("executable path");
+    let dir = exe.parent().expect("target/<profile>");
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent().expect("target/<profile>/deps").to_owned()
+    } else {
+        dir.to_owned()
+    }
+}
+
+/// The `sluice` binary of this build (next to the test executable's `deps/` folder).
+pub fn sluice_bin() -> PathBuf {
+    let bin = profile_dir().join("sluice");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p sluice` first (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The plugin folder `sluice run` gets in these tests: the small Rust components only
+/// (copies), so a test's fresh data dir does not recompile the 12-18 MB Python and JavaScript
+/// components at every start. Tests of those pass `--plugins` themselves.
+pub fn run_plugin_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = plugin_cache().with_file_name("run-plugins");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["hostile", "json", "logfmt", "ndjson"] {
+            let file = format!("{name}.wasm");
+            let tmp = dir.join(format!("{file}.{}", std::process::id()));
+            std::fs::copy(plugin_dir().join(&file), &tmp).unwrap();
+            std::fs::rename(&tmp, dir.join(&file)).unwrap();
+        }
+        dir
+    })
+    .clone()
+}
+
+/// The JSON lines of a file (empty if it does not exist).
+pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}

@@ -1,0 +1,230 @@
+//! A running `sluice run` process: started on a pipeline file written to a fresh folder,
+//! killed when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::metrics::prometheus_value;
+use super::{free_port, run_plugin_dir, sluice_bin};
+
+/// `sluice run DIR/pipelines.yaml` with its data in `DIR/data` and `/metrics` on
+/// `metrics_port`; the caller sets stderr and spawns it.
+fn run_command(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
+    let mut command = Command::new(sluice_bin());
+    command
+        .arg("run")
+        .arg(dir.join("pipelines.yaml"))
+        .arg("--metrics-addr")
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        // For the KMS server of the tests (moto takes any credentials).
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(extra)
+        .stdout(Stdio::null());
+    if !extra.contains(&"--plugins") {
+        command.arg("--plugins").arg(run_plugin_dir());
+    }
+    command
+}
+
+/// A running `sluice run`.
+pub struct Sluice {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    /// Where `/metrics` and `/health` are served.
+    pub metrics_port: u16,
+}
+
+impl Sluice {
+    /// Writes `pipeline_yaml` (with `{port}` and `{dir}` replaced) and runs it; returns once
+    /// the http port accepts connections.
+    pub fn start(pipeline_yaml: &str) -> Self {
+        Self::start_with(pipeline_yaml, &[])
+    }
+
+    /// Writes the pipeline file (with `{port}` and `{dir}` replaced) and starts `sluice run`
+    /// on it with `extra` arguments and `env` variables; does not wait.
+    fn spawn(pipeline_yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let yaml = pipeline_yaml
+            .replace("{port}", &port.to_string())
+            .replace("{dir}", &dir.path().display().to_string());
+        std::fs::write(dir.path().join("pipelines.yaml"), yaml).unwrap();
+        let metrics_port = free_port();
+        let mut command = run_command(dir.path(), metrics_port, extra);
+        command.stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let child = command.spawn().expect("starting sluice");
+        Self {
+            child,
+            dir,
+            port,
+            metrics_port,
+        }
+    }
+
+    /// [`Sluice::start`] with extra environment variables for the process.
+    pub fn start_with_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, &[], env);
+        s.wait_ready();
+        s
+    }
+
+    /// [`Sluice::start`] with extra `sluice run` arguments.
+    pub fn start_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, extra, &[]);
+        s.wait_ready();
+        s
+    }
+
+    /// [`Sluice::start`] for pipelines without an http source: returns once the log says
+    /// every pipeline is ready.
+    pub fn start_without_listener(pipeline_yaml: &str) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, &[], &[]);
+        let started = Instant::now();
+        while !s.log().contains("all pipelines ready") {
+            if let Some(status) = s.child.try_wait().unwrap() {
+                panic!("sluice exited with {status}:\n{}", s.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "not ready:\n{}",
+                s.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+
+    fn wait_ready(&mut self) {
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "sluice exited with {status} before listening:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "sluice did not listen within 60 s:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.path("sluice.log")).unwrap_or_default()
+    }
+
+    /// POSTs `body` to `path`; returns the status code.
+    pub fn post(&self, path: &str, body: &[u8]) -> u16 {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        match agent
+            .post(&format!("http://127.0.0.1:{}{path}", self.port))
+            .send(body)
+        {
+            Ok(response) => response.status().as_u16(),
+            Err(e) => panic!("POST failed: {e}"),
+        }
+    }
+
+    /// SIGTERM, then waits for exit; returns the exit code.
+    pub fn terminate(&mut self) -> i32 {
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "sluice did not exit after SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Sluice {
+    /// SIGKILL: no drain, no commit, as in a crash.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts `sluice run` again on the same pipeline file, data dir, port and log (appended).
+    pub fn restart(&mut self, extra: &[&str]) {
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.path("sluice.log"))
+            .unwrap();
+        self.child = run_command(self.dir.path(), self.metrics_port, extra)
+            .stderr(log)
+            .spawn()
+            .expect("starting sluice");
+        self.wait_ready();
+    }
+
+    /// GETs `path` on the metrics server: (status, body).
+    pub fn get_metrics_server(&self, path: &str) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut response = agent
+            .get(&format!("http://127.0.0.1:{}{path}", self.metrics_port))
+            .call()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = response.status().as_u16();
+        (status, response.body_mut().read_to_string().unwrap())
+    }
+
+    /// The value of the Prometheus sample `name{...pipeline="PIPELINE"...}`, if exported.
+    pub fn metric(&self, name: &str, pipeline: &str) -> Option<f64> {
+        let (_, text) = self.get_metrics_server("/metrics");
+        prometheus_value(&text, name, &[("pipeline", pipeline)])
+    }
+
+    /// POSTs with a deadline: `Err` for a transport error or no answer within `timeout`.
+    pub fn try_post(&self, path: &str, body: &[u8], timeout: Duration) -> Result<u16, String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .build()
+            .into();
+        agent
+            .post(&format!("http://127.0.0.1:{}{path}", self.port))
+            .send(body)
+            .map(|r| r.status().as_u16())
+            .map_err(|e| e.to_string())
+    }
+}
