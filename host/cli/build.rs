@@ -14,7 +14,11 @@ use std::process::Command;
 const BUILTIN: [&str; 2] = ["json", "ndjson"];
 
 fn main() {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // Read at run time, not with `env!`: a build script binary compiled for a checkout at
+    // another path (a shared target folder) must still look at this checkout.
+    let manifest = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     let root = manifest.join("../..");
     let plugins = root.join("plugins");
     if !plugins.join("Cargo.toml").is_file() {
