@@ -201,3 +201,60 @@ async fn close_drains_what_was_read_then_commits_it() {
         "a closed buffer refuses writes"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_behind_longer_than_max_poll_interval_pause_reading_but_keep_the_membership() {
+    let cluster = MockCluster::new(1).unwrap();
+    cluster.create_topic(TOPIC, 1, 1).unwrap();
+    let bootstrap = cluster.bootstrap_servers();
+    // A consumer that does not poll for `max_poll_interval` (7 s here; the mock broker, like
+    // Kafka, refuses sessions under 6 s) is put out of the group by librdkafka.
+    let settings = config(bootstrap.clone());
+    let stall = settings.max_poll_interval + Duration::from_secs(3);
+    let buffer = KafkaBuffer::connect(settings).await.unwrap();
+    let writer = buffer.writer();
+    writer
+        .write((0..10).map(record).collect(), Duration::from_secs(10))
+        .await
+        .unwrap();
+    // A reader that takes nothing: the one batch the channel holds is handed out, then the
+    // consumer is behind. More records arrive while it is.
+    let mut reader = buffer.reader();
+    let stats = buffer.stats();
+    let started = Instant::now();
+    while stats.records_consumed.get() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the consumer joined and read nothing in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    writer
+        .write((10..20).map(record).collect(), Duration::from_secs(10))
+        .await
+        .unwrap();
+    // Behind for one second before pausing, then past max.poll.interval.
+    tokio::time::sleep(stall).await;
+    assert_eq!(
+        stats.records_consumed.get(),
+        4,
+        "while behind, nothing is read past the one batch the channel holds"
+    );
+    assert_eq!(
+        stats.partitions_revoked.get(),
+        0,
+        "the paused consumer kept polling, so it stayed in the group past max.poll.interval"
+    );
+
+    let mut seen = Vec::new();
+    while seen.len() < 20 {
+        let batch = next(&mut reader).await.expect("reading resumes");
+        seen.extend(batch.records.iter().map(|r| r.payload.clone()));
+        batch.ack.acknowledge();
+    }
+    let want: Vec<Vec<u8>> = (0..20).map(|i| record(i).payload).collect();
+    assert_eq!(seen, want, "after the pause, every record once, in order");
+    assert_eq!(stats.partitions_revoked.get(), 0);
+    close(&buffer, reader).await;
+    assert_eq!(stats.records_consumed.get(), 20);
+}
