@@ -1,0 +1,228 @@
+//! sluice end to end (HTTP → kafka buffer → json → file) and the stalled-sink run.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure};
+use sluice_tests::{Sluice, unique};
+
+use super::{Args, WARM_UP};
+use crate::measure::{Cpu, peak_rss, rss, wait_for_lines};
+
+/// A fixed key for the benchmark only (32 zero bytes).
+pub(super) const BENCH_ENCRYPTION: &str =
+    "encryption: {key: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=}";
+
+/// A running `sluice run` on a kafka-buffered pipeline writing to `sink` (the harness's
+/// process: killed when dropped).
+struct Running {
+    _process: Sluice,
+    pid: u32,
+    url: String,
+    _plugins: tempfile::TempDir,
+}
+
+/// Starts sluice with the benchmark pipeline (`extra` lines in its `kafka:` block), its file
+/// sink at `sink` (`None`: in its temporary folder); returns once it listens.
+fn start_sluice(
+    args: &Args,
+    extra: &str,
+    sink: Option<&Path>,
+) -> anyhow::Result<(Running, PathBuf)> {
+    let topic = unique("bench-sluice");
+    // `{port}` and `{dir}` are filled in by the harness.
+    let sink_yaml = sink.map_or_else(
+        || "{dir}/events.jsonl".to_owned(),
+        |p| p.display().to_string(),
+    );
+    let yaml = format!(
+        r#"bench-pipeline:
+  workers: 2
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      {extra}
+      topics:
+        - name: {topic}
+          group_id: {topic}-group
+          create_topic: true
+          number_of_partitions: {partitions}
+          workers: {partitions}
+          max_poll_records: 500
+  sink:
+    - file:
+        path: {sink_yaml}
+  dlq_path: {{dir}}/dlq.jsonl
+"#,
+        bootstrap = args.bootstrap,
+        extra = args.kafka_yaml.clone() + "\n      " + extra,
+        partitions = args.partitions,
+    );
+    // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
+    // components of the folder would dominate the start and the peak RSS.
+    let plugins = tempfile::tempdir()?;
+    std::fs::copy(
+        args.plugins.join("json.wasm"),
+        plugins.path().join("json.wasm"),
+    )?;
+    let plugin_dir = plugins.path().display().to_string();
+    let process = Sluice::start_with(&yaml, &["--plugins", &plugin_dir]);
+    let sink = sink.map_or_else(|| process.path("events.jsonl"), Path::to_owned);
+    let (pid, url) = (
+        process.child.id(),
+        format!("http://127.0.0.1:{}/log/ingest", process.port),
+    );
+    Ok((
+        Running {
+            _process: process,
+            pid,
+            url,
+            _plugins: plugins,
+        },
+        sink,
+    ))
+}
+
+/// What one end-to-end run measured.
+pub(super) struct E2e {
+    pub(super) took: Duration,
+    /// Peak resident memory of the sluice process (VmHWM), bytes.
+    pub(super) peak_rss: u64,
+}
+
+pub(super) fn sluice_end_to_end(
+    args: &Args,
+    bodies: &[Vec<u8>],
+    extra: &str,
+) -> anyhow::Result<E2e> {
+    let (running, sink) = start_sluice(args, extra, None)?;
+    let (sluice_pid, url) = (running.pid, running.url.clone());
+    // Warm up until every consumer has joined and read, as the raw run does.
+    for body in &bodies[..WARM_UP] {
+        ensure!(
+            ureq::post(&url).send(&body[..])?.status() == 200,
+            "warm-up request refused"
+        );
+    }
+    let warmed = wait_for_lines(&sink, WARM_UP * args.events, Duration::from_secs(120))?;
+
+    let want_events = bodies.len() * args.events;
+    let next = Arc::new(AtomicUsize::new(0));
+    let cpu = Cpu::start(Some(sluice_pid));
+    let shared = Arc::new(bodies.to_vec());
+    let started = Instant::now();
+    let clients: Vec<_> = (0..args.clients)
+        .map(|_| {
+            let next = next.clone();
+            let bodies = shared.clone();
+            let url = url.clone();
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(body) = bodies.get(i) else {
+                        return Ok(());
+                    };
+                    loop {
+                        let status = agent.post(&url).send(&body[..])?.status().as_u16();
+                        match status {
+                            200 => break,
+                            503 => std::thread::sleep(Duration::from_millis(10)),
+                            other => bail!("sluice answered {other}"),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client thread")?;
+    }
+    let posted = started.elapsed();
+    let lines = wait_for_lines(&sink, warmed + want_events, Duration::from_secs(600))?;
+    let took = started.elapsed();
+    println!(
+        "  (sluice: every request answered 200 after {:.2} s, every event in the file after {:.2} s; {})",
+        posted.as_secs_f64(),
+        took.as_secs_f64(),
+        cpu.report()
+    );
+    ensure!(
+        lines == warmed + want_events,
+        "the sink has {} events, expected {want_events}",
+        lines - warmed
+    );
+    Ok(E2e {
+        took,
+        peak_rss: peak_rss(sluice_pid),
+    })
+}
+
+/// The sink stalls for `stall` (a FIFO nobody reads) while clients keep posting: sluice must
+/// keep answering (Kafka holds the records) with bounded memory, then deliver every event once
+/// the sink drains. Returns (requests accepted during the stall, peak RSS during it, events
+/// delivered after it).
+pub(super) fn stalled_sink(
+    args: &Args,
+    bodies: &[Vec<u8>],
+    stall: Duration,
+) -> anyhow::Result<(usize, u64, usize)> {
+    let fifo_dir = tempfile::tempdir()?;
+    let fifo = fifo_dir.path().join("events.fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status()?;
+    ensure!(status.success(), "mkfifo failed");
+    let (running, _) = start_sluice(args, "", Some(&fifo))?;
+    let (pid, url) = (running.pid, running.url.clone());
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let started = Instant::now();
+    let mut accepted = 0;
+    let mut peak = 0;
+    let mut next_sample = Instant::now();
+    while started.elapsed() < stall {
+        let body = &bodies[accepted % bodies.len()];
+        match agent.post(&url).send(&body[..])?.status().as_u16() {
+            200 => accepted += 1,
+            503 => std::thread::sleep(Duration::from_millis(10)),
+            other => bail!("sluice answered {other} while the sink stalled"),
+        }
+        if Instant::now() >= next_sample {
+            peak = peak.max(rss(pid));
+            next_sample += Duration::from_millis(100);
+        }
+    }
+    peak = peak.max(rss(pid));
+    // Drain: read the FIFO until every accepted event has come out.
+    let want = accepted * args.events;
+    let reader = std::fs::File::open(&fifo)?;
+    let drained = std::thread::spawn(move || -> anyhow::Result<usize> {
+        let mut lines = 0;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, reader);
+        let mut buf = vec![0u8; 1 << 20];
+        let started = Instant::now();
+        while lines < want && started.elapsed() < Duration::from_secs(600) {
+            let n = reader.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+        }
+        Ok(lines)
+    });
+    let delivered = drained.join().expect("fifo reader")?;
+    drop(running);
+    Ok((accepted, peak, delivered))
+}
