@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -97,14 +98,46 @@ impl Catalog {
     /// same name. Fails on the first file that does not load: at startup, running without a
     /// plugin a pipeline names would only fail later.
     pub fn load_dir(&self, dir: &Path) -> Result<Vec<Plugin>, PluginError> {
+        let paths = wasm_files(dir)?;
         let mut loaded = Vec::new();
-        for path in wasm_files(dir)? {
-            let stamp = Stamp::of(&path);
-            let plugin = self.host.load_file(&path)?;
-            self.publish(plugin.clone(), stamp.map(|s| (path, s)), true);
+        for (path, (stamp, plugin)) in paths.iter().zip(self.load_all(&paths)) {
+            let plugin = plugin?;
+            self.publish(plugin.clone(), stamp.map(|s| (path.clone(), s)), true);
             loaded.push(plugin);
         }
         Ok(loaded)
+    }
+
+    /// Loads `paths` on as many threads as there are cores (hashing, verifying and copying a
+    /// large component's compiled code is CPU-bound); the results in the order of `paths`, each
+    /// with the file's stamp from before it was read.
+    fn load_all(&self, paths: &[PathBuf]) -> Vec<(Option<Stamp>, Result<Plugin, PluginError>)> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(paths.len());
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<_>>> = paths.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else { break };
+                        let stamp = Stamp::of(path);
+                        let result = self.host.load_file(path);
+                        *slots[i].lock().expect("not poisoned") = Some((stamp, result));
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .expect("not poisoned")
+                    .expect("every path was loaded")
+            })
+            .collect()
     }
 
     /// The current version of `name`.
