@@ -6,9 +6,11 @@
 //! - `wasm`: the json component against the same Rust compiled natively at batch sizes 1 to
 //!   1000; logfmt in Rust, Python and JavaScript.
 //! - `startup`: `sluice run` to ready with three plugins, cold and cached.
+//! - `abi`: the candidate batch ABIs of contract 0.2, each against native code.
 
 use clap::{Parser, Subcommand};
 
+mod abi;
 mod kafka;
 mod measure;
 mod startup;
@@ -29,6 +31,8 @@ enum Bench {
     Wasm(wasm::Args),
     /// Time to ready, cold and cached.
     Startup(startup::Args),
+    /// Candidate batch ABIs for contract 0.2, each against native code.
+    Abi(abi::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,5 +40,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Kafka(args) => kafka::run(&args),
         Bench::Wasm(args) => wasm::run(&args),
         Bench::Startup(args) => startup::run(&args),
+        Bench::Abi(args) => abi::run(&args),
     }
 }

@@ -14,7 +14,7 @@ use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord};
 /// The json plugin's parsing, compiled natively.
 #[path = "../../../plugins/json/src/parse.rs"]
 #[allow(dead_code, reason = "the plugin's file, used here only for `parse`")]
-mod json_native;
+pub(crate) mod json_native;
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
@@ -159,7 +159,7 @@ fn native_outcome(payload: &[u8]) -> Decoded {
 }
 
 /// One JSON object of about 1 KB, shaped like a log event.
-fn json_record(i: usize) -> RawRecord {
+pub(crate) fn json_record(i: usize) -> RawRecord {
     let message = format!(
         "GET /api/v1/items/{i} 200 {}",
         "lorem ipsum dolor sit amet ".repeat(30)

@@ -40,7 +40,7 @@ pub(crate) fn parse(payload: &[u8]) -> Result<Vec<String>, String> {
 }
 
 /// What a (valid) raw JSON value is, from its first character.
-fn raw_kind(value: &RawValue) -> &'static str {
+pub(crate) fn raw_kind(value: &RawValue) -> &'static str {
     match value.get().as_bytes().first() {
         Some(b'{') => "an object",
         Some(b'[') => "an array",
