@@ -70,7 +70,8 @@ pub(crate) fn split_outcomes(
 /// kept as it is (validated, not rebuilt) unless it spans lines.
 fn append_events(texts: &[String], out: &mut Vec<u8>) -> Result<(), String> {
     for (i, text) in texts.iter().enumerate() {
-        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(text)
+        // Borrowed: one pass checks the text, and the same bytes are copied into the line.
+        let raw: &serde_json::value::RawValue = serde_json::from_str(text)
             .map_err(|e| format!("plugin returned event {i} that is not valid JSON: {e}"))?;
         let raw = raw.get().trim();
         if !raw.starts_with('{') {
