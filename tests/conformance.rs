@@ -90,8 +90,7 @@ fn load(name: &str) -> (Vec<String>, Vec<Suite>) {
 fn differs(expect: &Expect, got: &Decoded) -> Option<String> {
     match (expect, got) {
         (Expect::Events(want), Decoded::Events(texts)) => {
-            let parsed: Result<Vec<Value>, _> =
-                texts.iter().map(|t| serde_json::from_str(t)).collect();
+            let parsed: Result<Vec<Value>, _> = texts.iter().map(serde_json::from_slice).collect();
             match parsed {
                 Ok(parsed) if &parsed == want => None,
                 Ok(_) => Some(format!("expected events {want:?}, got {texts:?}")),

@@ -21,7 +21,13 @@ fn decoder(name: &str) -> Decoder {
 }
 
 fn events(texts: &[&str]) -> Decoded {
-    Decoded::Events(texts.iter().map(|t| (*t).to_owned()).collect())
+    Decoded::Events(
+        texts
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect::<Vec<_>>()
+            .into(),
+    )
 }
 
 #[test]
@@ -86,14 +92,17 @@ fn json_refuses_unknown_options_at_startup() {
 }
 
 #[test]
-fn real_plugins_import_only_wasi() {
+fn real_plugins_import_only_wasi_and_the_contracts_types() {
     let host = PluginHost::new(None).unwrap();
     for name in ["json", "ndjson"] {
         let plugin = host
             .load_file(&plugin_dir().join(format!("{name}.wasm")))
             .unwrap();
         assert!(
-            plugin.imports().iter().all(|i| i.starts_with("wasi:")),
+            plugin
+                .imports()
+                .iter()
+                .all(|i| i.starts_with("wasi:") || i == "sluice:plugin/types@0.2.0"),
             "{:?}",
             plugin.imports()
         );

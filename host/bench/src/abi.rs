@@ -32,7 +32,7 @@ use bindings::exports::sluice::abi_bench::designs::{
 
 // The guest's parsers, compiled natively (as in the guest, `spans` finds `parse` beside it).
 use crate::wasm::json_native as parse;
-#[path = "../../../plugins/bench-abi/src/spans.rs"]
+#[path = "../../../plugins/json/src/spans.rs"]
 mod spans;
 
 #[derive(clap::Args, Clone)]

@@ -153,7 +153,7 @@ fn limits() -> Limits {
 
 fn native_outcome(payload: &[u8]) -> Decoded {
     match json_native::parse(payload) {
-        Ok(events) => Decoded::Events(events),
+        Ok(events) => Decoded::Events(events.into()),
         Err(reason) => Decoded::Malformed(reason),
     }
 }

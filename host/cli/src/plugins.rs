@@ -306,8 +306,8 @@ pub(crate) fn inspect(
         match outcome {
             Decoded::Events(events) => {
                 writeln!(out, "{head}: {} event(s)", events.len())?;
-                for e in events {
-                    writeln!(out, "    {e}")?;
+                for e in events.iter() {
+                    writeln!(out, "    {}", String::from_utf8_lossy(e))?;
                 }
             }
             Decoded::Malformed(reason) => writeln!(out, "{head}: malformed: {reason}")?,

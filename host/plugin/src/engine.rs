@@ -111,6 +111,12 @@ impl PluginHost {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        for types in CONTRACT_TYPES {
+            // Type definitions only: an empty instance satisfies the import.
+            linker
+                .instance(types)
+                .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        }
         start_ticker(&engine);
         let mut hasher = Sha256Hasher(Sha256::new());
         std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
@@ -154,7 +160,10 @@ impl PluginHost {
             .collect();
         let unknown: Vec<&String> = imports
             .iter()
-            .filter(|name| !LINKED_WASI.iter().any(|p| name.starts_with(p)))
+            .filter(|name| {
+                !LINKED_WASI.iter().any(|p| name.starts_with(p))
+                    && !CONTRACT_TYPES.contains(&name.as_str())
+            })
             .collect();
         if !unknown.is_empty() {
             let imports = unknown
@@ -238,6 +247,10 @@ pub const LINKED_WASI: [&str; 6] = [
     "wasi:sockets/",
 ];
 
+/// The interfaces of sluice's own contract that a plugin imports because its exports use their
+/// types. They hold types only, so importing them grants nothing.
+pub const CONTRACT_TYPES: [&str; 1] = ["sluice:plugin/types@0.2.0"];
+
 /// A plugin's name: its file's stem (`plugins/csv.wasm` is `csv`).
 pub(crate) fn stem(path: &Path) -> String {
     path.file_stem()
@@ -284,6 +297,7 @@ pub fn capability(import: &str) -> Option<(&'static str, &'static str)> {
         i if i.starts_with("wasi:sockets/") => {
             ("network", "none (every address and lookup denied)")
         }
+        "sluice:plugin/types" => ("the contract's types", "nothing to grant (types only)"),
         _ => return None,
     })
 }

@@ -12,7 +12,9 @@
 //! - `runner`: the call policy for any world: a fresh instance after a fault, one retry,
 //!   then isolating the records that fail alone; recycling; counters.
 //! - [`worlds`]: one adapter per WIT world (its `bindgen!`, exports, setup and batch call):
-//!   [`worlds::deserializer`] with [`Decoder`].
+//!   [`worlds::deserializer`] (contract 0.1.0) and [`worlds::deserializer_v2`] (0.2).
+//! - `decoder`: [`Decoder`], the deserializer front the workers call, for either contract.
+//! - `events`: [`Events`], a record's events as the plugin left them (strings or spans).
 //! - [`catalog`]: every plugin by name, and hot reload: a changed file is compiled and
 //!   type-checked off the hot path, then published to the workers, who switch between batches.
 //! - [`error`]: [`PluginError`], naming the plugin and its file.
@@ -24,8 +26,10 @@
 
 mod cache;
 pub mod catalog;
+mod decoder;
 pub mod engine;
 pub mod error;
+mod events;
 mod guest_log;
 mod runner;
 mod sandbox;
@@ -34,8 +38,10 @@ pub mod testing;
 pub mod worlds;
 
 pub use catalog::{Catalog, Reload};
+pub use decoder::{Decoded, Decoder, DecoderStats};
 pub use engine::{Plugin, PluginHost, capability};
 pub use error::PluginError;
+pub use events::Events;
 pub use runner::CallStats;
 pub use sandbox::Limits;
-pub use worlds::deserializer::{Decoded, Decoder, DecoderStats, RawRecord};
+pub use worlds::deserializer::RawRecord;

@@ -27,7 +27,7 @@ fn other() -> String {
 }
 
 fn says(word: &str) -> Decoded {
-    Decoded::Events(vec![format!(r#"{{"{word}":true}}"#)])
+    Decoded::Events(vec![format!(r#"{{"{word}":true}}"#)].into())
 }
 
 /// Loads `wat` through a fresh host using `cache`, and decodes one record with it. Returns the

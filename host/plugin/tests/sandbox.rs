@@ -31,7 +31,7 @@ fn decoder(limits: Limits) -> Decoder {
 }
 
 fn ok() -> Decoded {
-    Decoded::Events(vec![r#"{"wat":true}"#.to_owned()])
+    Decoded::Events(vec![r#"{"wat":true}"#.to_owned()].into())
 }
 
 #[test]

@@ -10,6 +10,7 @@ use exports::sluice::abi_bench::designs::{
 // The parsers, free of bindings: `sluice-bench abi` compiles these files natively too.
 #[path = "../../json/src/parse.rs"]
 mod parse;
+#[path = "../../json/src/spans.rs"]
 mod spans;
 
 struct Bench;

@@ -84,14 +84,22 @@ pub async fn run(
             .expect("decoder is returned after every batch");
         // Sync wasm calls must not run on the reactor.
         slot.begin();
-        let (d, records, decoded, before, took) = tokio::task::spawn_blocking(move || {
-            let before = d.stats();
-            let started = std::time::Instant::now();
-            let decoded = d.decode(&records);
-            (d, records, decoded, before, started.elapsed())
-        })
-        .await
-        .expect("the decoder does not panic: plugin faults are values");
+        let (d, records, content_types, decoded, before, took) =
+            tokio::task::spawn_blocking(move || {
+                let before = d.stats();
+                let started = std::time::Instant::now();
+                let decoded = d.decode_typed(&records, &content_types);
+                (
+                    d,
+                    records,
+                    content_types,
+                    decoded,
+                    before,
+                    started.elapsed(),
+                )
+            })
+            .await
+            .expect("the decoder does not panic: plugin faults are values");
         if slot.end() {
             plugin_metrics.stalls.increment(1);
         }

@@ -3,7 +3,7 @@
 //! never half-delivered.
 
 use serde_json::Value;
-use sluice_plugin::{Decoded, RawRecord};
+use sluice_plugin::{Decoded, Events, RawRecord};
 
 use crate::sink::dlq::{self, Rejected};
 
@@ -68,10 +68,10 @@ pub(crate) fn split_outcomes(
 
 /// Checks that each text is one JSON object and appends it as one line. The plugin's text is
 /// kept as it is (validated, not rebuilt) unless it spans lines.
-fn append_events(texts: &[String], out: &mut Vec<u8>) -> Result<(), String> {
+fn append_events(texts: &Events, out: &mut Vec<u8>) -> Result<(), String> {
     for (i, text) in texts.iter().enumerate() {
         // Borrowed: one pass checks the text, and the same bytes are copied into the line.
-        let raw: &serde_json::value::RawValue = serde_json::from_str(text)
+        let raw: &serde_json::value::RawValue = serde_json::from_slice(text)
             .map_err(|e| format!("plugin returned event {i} that is not valid JSON: {e}"))?;
         let raw = raw.get().trim();
         if !raw.starts_with('{') {
@@ -105,7 +105,13 @@ mod tests {
     }
 
     fn events(texts: &[&str]) -> Decoded {
-        Decoded::Events(texts.iter().map(|t| (*t).to_owned()).collect())
+        Decoded::Events(
+            texts
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect::<Vec<_>>()
+                .into(),
+        )
     }
 
     fn run(decoded: Vec<Decoded>) -> Split {

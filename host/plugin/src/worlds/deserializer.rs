@@ -1,9 +1,7 @@
-//! The `deserializer` world (`wit/deserializer.wit`): raw bytes in, events out. Its one
-//! `bindgen!`, how a component is recognised as implementing it (with or without the optional
-//! `configure` export), and [`Decoder`], the typed front the pipeline's workers call.
-//!
-//! Data flow: [`Plugin`] → [`Decoder::new`] (instantiate, `configure`) per worker →
-//! [`Decoder::decode`] per batch → one [`Decoded`] per record.
+//! The `deserializer` world of contract 0.1.0 (`wit/deserializer.wit`): raw bytes in, events
+//! out, one list entry per record and one string per event. Its one `bindgen!`, and how a
+//! component is recognised as implementing it (with or without the optional `configure`
+//! export). The pipeline reaches it through [`crate::Decoder`].
 
 use std::future::Future;
 
@@ -12,7 +10,7 @@ use wasmtime::component::{Component, Instance, InstancePre};
 
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::runner::{CallStats, Runner, World};
+use crate::runner::World;
 use crate::sandbox::{Limits, deadline_reason, deadline_ticks, describe_trap, with_deadline};
 
 #[allow(
@@ -31,13 +29,13 @@ mod bindings {
     });
 }
 
-use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
+pub(crate) use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
 pub use bindings::exports::sluice::plugin::raw_byte_handler::RawRecord;
-use bindings::exports::sluice::plugin::raw_byte_handler::{self, Outcome};
+pub(crate) use bindings::exports::sluice::plugin::raw_byte_handler::{self, Outcome};
 
 const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
-const WORLD: &str = "sluice:plugin/deserializer@0.1.0";
-const CONFIGURABLE_WORLD: &str = "sluice:plugin/configurable-deserializer@0.1.0";
+pub(crate) const WORLD: &str = "sluice:plugin/deserializer@0.1.0";
+pub(crate) const CONFIGURABLE_WORLD: &str = "sluice:plugin/configurable-deserializer@0.1.0";
 
 /// Whether `component` implements the world, and which variant: `configure` may be absent,
 /// but present and mistyped is an error, like a missing or mistyped `raw-byte-handler`.
@@ -51,17 +49,6 @@ pub(crate) fn identify(
         Err(_) if component.get_export_index(None, CONFIGURE).is_none() => Ok(WORLD),
         Err(e) => Err(format!("{e:#}")),
     }
-}
-
-/// What became of one record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decoded {
-    /// The events the plugin parsed (JSON object text, not yet checked by the host).
-    Events(Vec<String>),
-    /// The plugin said the record is malformed, and why.
-    Malformed(String),
-    /// The plugin trapped on this record alone (after a retry on a fresh instance).
-    Trapped(String),
 }
 
 /// The deserializer world on the generic host.
@@ -148,67 +135,5 @@ impl World for Deserializer {
         batch: &'a [RawRecord],
     ) -> impl Future<Output = wasmtime::Result<Vec<Outcome>>> + Send + 'a {
         guest.handler.call_deserialize_batch(store, batch)
-    }
-}
-
-/// Counters of one decoder, for metrics and tests.
-pub type DecoderStats = CallStats;
-
-/// A deserializer instance plus the call policy. Not shared: each worker owns one.
-pub struct Decoder {
-    runner: Runner<Deserializer>,
-}
-
-impl Decoder {
-    /// Instantiates `plugin` and calls its `configure` export with `options`. Fails when the
-    /// plugin refuses the options (or takes none and some were given), or cannot start.
-    /// Blocks: call it off the async reactor.
-    pub fn new(
-        plugin: Plugin,
-        options: Vec<(String, String)>,
-        limits: Limits,
-    ) -> Result<Self, PluginError> {
-        if !options.is_empty() && plugin.world() != CONFIGURABLE_WORLD {
-            let keys = options
-                .iter()
-                .map(|(k, _)| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(PluginError::NotConfigurable {
-                name: plugin.name().to_owned(),
-                keys,
-            });
-        }
-        let options = options
-            .into_iter()
-            .map(|(key, value)| OptionEntry { key, value })
-            .collect();
-        Ok(Self {
-            runner: Runner::new(plugin, options, limits)?,
-        })
-    }
-
-    /// The plugin this decoder runs.
-    pub fn plugin(&self) -> &Plugin {
-        self.runner.plugin()
-    }
-
-    /// Counters since this decoder was made.
-    pub fn stats(&self) -> DecoderStats {
-        self.runner.stats()
-    }
-
-    /// Deserializes `batch`: exactly one [`Decoded`] per record, in order. Blocks: call it off
-    /// the async reactor.
-    pub fn decode(&mut self, batch: &[RawRecord]) -> Vec<Decoded> {
-        self.runner
-            .run(batch)
-            .into_iter()
-            .map(|result| match result {
-                Ok(Outcome::Events(events)) => Decoded::Events(events),
-                Ok(Outcome::Malformed(reason)) => Decoded::Malformed(reason),
-                Err(reason) => Decoded::Trapped(reason),
-            })
-            .collect()
     }
 }

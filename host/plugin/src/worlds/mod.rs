@@ -7,6 +7,7 @@
 //! engine, sandbox, cache, catalog and call policy do not change.
 
 pub mod deserializer;
+pub mod deserializer_v2;
 
 use wasmtime::component::{Component, InstancePre};
 
@@ -18,5 +19,14 @@ pub(crate) fn identify(
     pre: &InstancePre<HostState>,
     component: &Component,
 ) -> Result<&'static str, String> {
-    deserializer::identify(pre, component)
+    // A component that exports a 0.2 interface is judged against 0.2, any other against
+    // 0.1.0, so the error names what the plugin's author aimed at.
+    let v2 = component
+        .get_export_index(None, deserializer_v2::INTERFACE)
+        .is_some();
+    if v2 {
+        deserializer_v2::identify(pre, component)
+    } else {
+        deserializer::identify(pre, component)
+    }
 }

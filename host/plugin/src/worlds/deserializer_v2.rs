@@ -1,0 +1,437 @@
+//! The `deserializer-plugin` world of contract 0.2 (`wit/v0.2/deserializer.wit`): the same job
+//! as 0.1.0's `deserializer`, with one buffer plus spans per call. Each batch is staged once
+//! (every payload and key copied into one buffer); a plugin's events are spans into that buffer
+//! or into its reply's own bytes, read in place by the pipeline ([`Events`]).
+//!
+//! The pipeline reaches it through [`crate::Decoder`], which picks this adapter or 0.1.0's by
+//! the plugin's world.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use wasmtime::Store;
+use wasmtime::component::{Component, Instance, InstancePre};
+
+use crate::engine::{HostState, Plugin};
+use crate::error::PluginError;
+use crate::events::{CallBuffers, Events, Side};
+use crate::runner::World;
+use crate::sandbox::{Limits, deadline_reason, deadline_ticks, describe_trap, with_deadline};
+use crate::worlds::deserializer::RawRecord;
+
+#[allow(
+    unsafe_code,
+    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
+)]
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.2",
+        world: "deserializer-plugin",
+        // Async, as for 0.1.0: the deadline must end a guest waiting in a host call too.
+        exports: { default: async },
+        additional_derives: [PartialEq, Eq],
+    });
+}
+
+pub(crate) use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
+use bindings::exports::sluice::plugin::deserializer::{self, EventRef, Outcome, RawRecord as Meta};
+use bindings::sluice::plugin::types::Span;
+
+/// The interface that makes a component a 0.2 deserializer.
+pub(crate) const INTERFACE: &str = "sluice:plugin/deserializer@0.2.0";
+
+/// The world's name, as `sluice plugins inspect` shows it.
+pub(crate) const WORLD: &str = "sluice:plugin/deserializer-plugin@0.2.0";
+
+/// Whether `component` implements the world (both exports, with their exact types).
+pub(crate) fn identify(
+    pre: &InstancePre<HostState>,
+    _: &Component,
+) -> Result<&'static str, String> {
+    deserializer::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
+    configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
+    Ok(WORLD)
+}
+
+/// A batch as the plugin gets it, staged once per [`crate::Decoder::decode`].
+pub(crate) struct Staged {
+    data: Arc<Vec<u8>>,
+    records: Vec<Meta>,
+    content_types: Vec<String>,
+    origins: Vec<String>,
+}
+
+impl Staged {
+    /// Copies every payload and key of `batch` into one buffer; `content_types` has one entry
+    /// per record, or none at all.
+    pub(crate) fn new(batch: &[RawRecord], content_types: &[Option<String>]) -> Self {
+        let size = batch
+            .iter()
+            .map(|r| r.payload.len() + r.key.as_ref().map_or(0, Vec::len))
+            .sum();
+        let mut data = Vec::with_capacity(size);
+        let mut types: Vec<String> = Vec::new();
+        let mut push = |bytes: &[u8]| {
+            let span = Span {
+                offset: data.len() as u32,
+                len: bytes.len() as u32,
+            };
+            data.extend_from_slice(bytes);
+            span
+        };
+        let records = batch
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Meta {
+                payload: push(&r.payload),
+                key: r.key.as_deref().map(&mut push),
+                received_at_ms: r.received_at_ms,
+                content_type: content_types.get(i).and_then(Option::as_deref).map(|t| {
+                    let at = types
+                        .iter()
+                        .position(|known| known == t)
+                        .unwrap_or_else(|| {
+                            types.push(t.to_owned());
+                            types.len() - 1
+                        });
+                    at as u16
+                }),
+            })
+            .collect();
+        Self {
+            data: Arc::new(data),
+            records,
+            content_types: types,
+            origins: batch.iter().map(|r| r.origin.clone()).collect(),
+        }
+    }
+
+    /// The inputs of the runner: one per record, sharing this staging.
+    pub(crate) fn inputs(self) -> Vec<Input> {
+        let staged = Arc::new(self);
+        (0..staged.records.len())
+            .map(|index| Input {
+                staged: staged.clone(),
+                index,
+            })
+            .collect()
+    }
+}
+
+/// One record of a staged batch.
+pub(crate) struct Input {
+    staged: Arc<Staged>,
+    index: usize,
+}
+
+/// What became of one record, as the plugin said.
+pub(crate) enum Output {
+    Events(Events),
+    Malformed(String),
+}
+
+/// The 0.2 deserializer world on the generic host.
+pub(crate) struct DeserializerV2;
+
+pub(crate) struct Exports {
+    handler: deserializer::GuestIndices,
+    configure: configure::GuestIndices,
+}
+
+pub(crate) struct Guest {
+    handler: deserializer::Guest,
+}
+
+impl World for DeserializerV2 {
+    const CALL: &'static str = "deserialize";
+    type Exports = Exports;
+    type Setup = Vec<OptionEntry>;
+    type Guest = Guest;
+    type Input = Input;
+    type Output = Output;
+
+    fn origin(input: &Input) -> &str {
+        &input.staged.origins[input.index]
+    }
+
+    fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
+        let pre = &plugin.inner.pre;
+        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
+            origin: plugin.origin().to_owned(),
+            reason: format!("{e:#}"),
+        };
+        Ok(Exports {
+            handler: deserializer::GuestIndices::new(pre).map_err(wrong_world)?,
+            configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
+        })
+    }
+
+    fn load(
+        plugin: &Plugin,
+        exports: &Exports,
+        store: &mut Store<HostState>,
+        instance: &Instance,
+        options: &Vec<OptionEntry>,
+        limits: Limits,
+    ) -> Result<Guest, PluginError> {
+        let name = || plugin.name().to_owned();
+        let fail = |e: wasmtime::Error| PluginError::Instantiate {
+            name: name(),
+            reason: describe_trap(&e, limits),
+        };
+        let handler = exports.handler.load(&mut *store, instance).map_err(fail)?;
+        let configure = exports
+            .configure
+            .load(&mut *store, instance)
+            .map_err(fail)?;
+        store.set_epoch_deadline(deadline_ticks(limits.timeout));
+        let configured = with_deadline(
+            limits.timeout,
+            configure.call_configure(&mut *store, options),
+        )
+        .map_err(|_| PluginError::Instantiate {
+            name: name(),
+            reason: deadline_reason(limits.timeout),
+        })?;
+        match configured {
+            Ok(Ok(())) => Ok(Guest { handler }),
+            Ok(Err(message)) => Err(PluginError::Configure {
+                name: name(),
+                message,
+            }),
+            Err(e) => Err(fail(e)),
+        }
+    }
+
+    async fn call(
+        guest: &Guest,
+        store: &mut Store<HostState>,
+        batch: &[Input],
+    ) -> wasmtime::Result<Vec<Output>> {
+        let Some(first) = batch.first() else {
+            return Ok(Vec::new());
+        };
+        let staged = &first.staged;
+        // The runner passes the batch or contiguous parts of it (when isolating a fault).
+        let isolated;
+        let (data, records) = if batch.len() == staged.records.len() {
+            (staged.data.clone(), &staged.records[..])
+        } else {
+            isolated = part(staged, first.index..first.index + batch.len());
+            (isolated.0.clone(), &isolated.1[..])
+        };
+        let reply = guest
+            .handler
+            .call_deserialize(&mut *store, &data, records, &staged.content_types)
+            .await?;
+        outputs(data, reply, batch.len()).map_err(wasmtime::Error::msg)
+    }
+}
+
+/// Records `range` of `staged` on their own: their bytes copied out and their spans rebased.
+fn part(staged: &Staged, range: Range<usize>) -> (Arc<Vec<u8>>, Vec<Meta>) {
+    let records = &staged.records[range];
+    let start = records.iter().map(|r| r.payload.offset).min().unwrap_or(0);
+    let end = records
+        .iter()
+        .flat_map(|r| [Some(r.payload), r.key].into_iter().flatten())
+        .map(|s| s.offset + s.len)
+        .max()
+        .unwrap_or(start);
+    let rebase = |s: Span| Span {
+        offset: s.offset - start,
+        len: s.len,
+    };
+    let records = records
+        .iter()
+        .map(|r| Meta {
+            payload: rebase(r.payload),
+            key: r.key.map(rebase),
+            ..*r
+        })
+        .collect();
+    (
+        Arc::new(staged.data[start as usize..end as usize].to_vec()),
+        records,
+    )
+}
+
+/// The reply as one [`Output`] per record, after checking it: one outcome per record, exactly
+/// as many events as the outcomes claim, every span inside its buffer. Anything else is a
+/// plugin fault, treated as a trap.
+fn outputs(
+    input: Arc<Vec<u8>>,
+    reply: deserializer::Reply,
+    records: usize,
+) -> Result<Vec<Output>, String> {
+    if reply.outcomes.len() != records {
+        // The runner reports this length mismatch itself; say it here too, with the numbers.
+        return Err(format!(
+            "the plugin returned {} outcomes for {records} records",
+            reply.outcomes.len()
+        ));
+    }
+    let claimed: u64 = reply
+        .outcomes
+        .iter()
+        .map(|o| match o {
+            Outcome::Events(n) => u64::from(*n),
+            Outcome::Malformed(_) => 0,
+        })
+        .sum();
+    if claimed != reply.events.len() as u64 {
+        return Err(format!(
+            "the plugin's outcomes claim {claimed} events but it returned {}",
+            reply.events.len()
+        ));
+    }
+    let input_len = input.len();
+    let output_len = reply.data.len();
+    let events = reply
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (side, span, len) = match e {
+                EventRef::Input(s) => (Side::Input, s, input_len),
+                EventRef::Output(s) => (Side::Output, s, output_len),
+            };
+            let (start, end) = (
+                span.offset as usize,
+                span.offset as usize + span.len as usize,
+            );
+            if end > len {
+                return Err(format!(
+                    "event {i} points at bytes {start}..{end} of a {len}-byte buffer"
+                ));
+            }
+            Ok((side, start..end))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let call = Arc::new(CallBuffers {
+        input,
+        output: reply.data,
+        events,
+    });
+    let mut next = 0;
+    Ok(reply
+        .outcomes
+        .into_iter()
+        .map(|o| match o {
+            Outcome::Events(n) => {
+                let range = next..next + n as usize;
+                next = range.end;
+                Output::Events(Events::spans(call.clone(), range))
+            }
+            Outcome::Malformed(reason) => Output::Malformed(reason),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(payload: &str, origin: &str) -> RawRecord {
+        RawRecord {
+            payload: payload.as_bytes().to_vec(),
+            key: None,
+            received_at_ms: 7,
+            origin: origin.to_owned(),
+        }
+    }
+
+    fn span(offset: u32, len: u32) -> Span {
+        Span { offset, len }
+    }
+
+    fn texts(output: &Output) -> Result<Vec<String>, String> {
+        match output {
+            Output::Events(e) => Ok(e
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).into())
+                .collect()),
+            Output::Malformed(reason) => Err(reason.clone()),
+        }
+    }
+
+    #[test]
+    fn staging_puts_every_payload_in_one_buffer_and_numbers_the_content_types() {
+        let batch = [record("{}", "a"), record("[1]", "b"), record("x", "c")];
+        let types = [
+            Some("application/json".into()),
+            None,
+            Some("application/json".into()),
+        ];
+        let staged = Staged::new(&batch, &types);
+        assert_eq!(&staged.data[..], b"{}[1]x");
+        assert_eq!(staged.records[1].payload, span(2, 3));
+        assert_eq!(staged.content_types, vec!["application/json".to_owned()]);
+        let indexes: Vec<_> = staged.records.iter().map(|r| r.content_type).collect();
+        assert_eq!(indexes, vec![Some(0), None, Some(0)]);
+    }
+
+    #[test]
+    fn a_part_of_the_batch_is_rebased_onto_its_own_bytes() {
+        let batch = [record("aa", "a"), record("bbb", "b"), record("c", "c")];
+        let staged = Staged::new(&batch, &[]);
+        let (data, records) = part(&staged, 1..3);
+        assert_eq!(&data[..], b"bbbc");
+        assert_eq!(records[0].payload, span(0, 3));
+        assert_eq!(records[1].payload, span(3, 1));
+    }
+
+    #[test]
+    fn a_reply_becomes_one_output_per_record_reading_both_buffers() {
+        let input = Arc::new(br#"[{"a":1}]"#.to_vec());
+        let reply = deserializer::Reply {
+            data: br#"{"b":2}"#.to_vec(),
+            events: vec![EventRef::Input(span(1, 7)), EventRef::Output(span(0, 7))],
+            outcomes: vec![
+                Outcome::Events(2),
+                Outcome::Malformed("no".into()),
+                Outcome::Events(0),
+            ],
+        };
+        let out = outputs(input, reply, 3).unwrap();
+        assert_eq!(
+            texts(&out[0]),
+            Ok(vec![r#"{"a":1}"#.into(), r#"{"b":2}"#.into()])
+        );
+        assert_eq!(texts(&out[1]), Err("no".into()));
+        assert_eq!(texts(&out[2]), Ok(vec![]));
+    }
+
+    #[test]
+    fn a_reply_that_lies_is_a_fault() {
+        let input = Arc::new(b"{}".to_vec());
+        let reply = |events: Vec<EventRef>, outcomes: Vec<Outcome>| deserializer::Reply {
+            data: Vec::new(),
+            events,
+            outcomes,
+        };
+        let fault = |r| outputs(input.clone(), r, 1).err().unwrap();
+        assert_eq!(
+            fault(reply(vec![], vec![])),
+            "the plugin returned 0 outcomes for 1 records"
+        );
+        assert_eq!(
+            fault(reply(vec![], vec![Outcome::Events(1)])),
+            "the plugin's outcomes claim 1 events but it returned 0"
+        );
+        assert_eq!(
+            fault(reply(
+                vec![EventRef::Input(span(1, 5))],
+                vec![Outcome::Events(1)]
+            )),
+            "event 0 points at bytes 1..6 of a 2-byte buffer"
+        );
+        assert_eq!(
+            fault(reply(
+                vec![EventRef::Output(span(0, 1))],
+                vec![Outcome::Events(1)]
+            )),
+            "event 0 points at bytes 0..1 of a 0-byte buffer"
+        );
+    }
+}
