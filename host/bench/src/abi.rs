@@ -30,10 +30,8 @@ use bindings::exports::sluice::abi_bench::designs::{
     EventRef, Outcome, OutcomeStrings, RawMeta, RawRecord, Span,
 };
 
-// The guest's parsers, compiled natively (as in the guest, `spans` finds `parse` beside it).
-use crate::wasm::json_native as parse;
-#[path = "../../../plugins/json/src/spans.rs"]
-mod spans;
+// The guest's parsers, compiled natively.
+use crate::wasm::{json_native as parse, json_spans as spans};
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
