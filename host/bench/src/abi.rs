@@ -35,9 +35,9 @@ use crate::wasm::{json_native as parse, json_spans as spans};
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
-    /// The folder of built plugins (`plugins/target/wasm32-wasip2/release`).
+    /// The built `plugins/bench-abi` component (scripts/bench builds it).
     #[arg(long)]
-    plugins: PathBuf,
+    component: PathBuf,
     /// Records per measurement (each batch size processes this many records in all).
     #[arg(long, default_value_t = 20_000)]
     records: usize,
@@ -109,8 +109,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let engine = w(Engine::new(&config))?;
     let mut linker = Linker::<Host>::new(&engine);
     w(wasmtime_wasi::p2::add_to_linker_sync(&mut linker))?;
-    let file = args.plugins.join("bench_abi.wasm");
-    let component = w(Component::from_file(&engine, &file))
+    let file = &args.component;
+    let component = w(Component::from_file(&engine, file))
         .with_context(|| format!("loading {}", file.display()))?;
     let host = Host {
         wasi: WasiCtxBuilder::new().build(),
