@@ -4,6 +4,8 @@
 mod config_errors;
 // The real example plugins (built from plugins/) through the host.
 mod decode;
+// Processors (contract 0.2) through the real host.
+mod process;
 // One conformance suite per format across the Rust, Python and JavaScript plugins.
 mod conformance;
 // The real `sluice` binary: HTTP in, file sink and dead-letter file out, shutdown drains.

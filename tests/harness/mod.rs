@@ -33,7 +33,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 7] = [
+pub const PLUGINS: [&str; 8] = [
     "csv",
     "hostile",
     "json",
@@ -41,6 +41,7 @@ pub const PLUGINS: [&str; 7] = [
     "logfmt_js",
     "logfmt_python",
     "ndjson",
+    "redact",
 ];
 
 /// Where tests keep compiled plugins between runs, so the big Python and JavaScript components
@@ -117,7 +118,7 @@ pub fn run_plugin_dir() -> PathBuf {
     DIR.get_or_init(|| {
         let dir = plugin_cache().with_file_name("run-plugins");
         std::fs::create_dir_all(&dir).unwrap();
-        for name in ["hostile", "json", "logfmt", "ndjson"] {
+        for name in ["hostile", "json", "logfmt", "ndjson", "redact"] {
             let file = format!("{name}.wasm");
             let tmp = dir.join(format!("{file}.{}", std::process::id()));
             std::fs::copy(plugin_dir().join(&file), &tmp).unwrap();

@@ -240,9 +240,10 @@ fn plugins_list_shows_built_ins_and_folder_plugins() {
         "{stdout}"
     );
     assert!(
-        lines.iter().any(
-            |l| l.starts_with("ndjson\t") && l.contains("sluice:plugin/deserializer-plugin@0.2.0")
-        ),
+        lines
+            .iter()
+            .any(|l| l.starts_with("ndjson\t")
+                && l.contains("sluice:plugin/deserializer-plugin@0.2.0")),
         "{stdout}"
     );
     assert!(

@@ -36,6 +36,31 @@ pub(crate) enum Side {
     Output,
 }
 
+/// Checks a reply's event references (which buffer, offset, length) against the buffers' sizes;
+/// an event outside its buffer is a plugin fault, described for the log.
+pub(crate) fn checked(
+    events: impl Iterator<Item = (Side, u32, u32)>,
+    input: usize,
+    output: usize,
+) -> Result<Vec<(Side, Range<usize>)>, String> {
+    events
+        .enumerate()
+        .map(|(i, (side, offset, len))| {
+            let size = match side {
+                Side::Input => input,
+                Side::Output => output,
+            };
+            let (start, end) = (offset as usize, offset as usize + len as usize);
+            if end > size {
+                return Err(format!(
+                    "event {i} points at bytes {start}..{end} of a {size}-byte buffer"
+                ));
+            }
+            Ok((side, start..end))
+        })
+        .collect()
+}
+
 impl CallBuffers {
     fn event(&self, i: usize) -> &[u8] {
         let (side, range) = &self.events[i];

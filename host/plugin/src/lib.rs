@@ -45,3 +45,4 @@ pub use events::Events;
 pub use runner::CallStats;
 pub use sandbox::Limits;
 pub use worlds::deserializer::RawRecord;
+pub use worlds::processor::{Event, Processed, Processor, ProcessorStats};

@@ -14,7 +14,7 @@ use wasmtime::component::{Component, Instance, InstancePre};
 
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::events::{CallBuffers, Events, Side};
+use crate::events::{CallBuffers, Events, Side, checked};
 use crate::runner::World;
 use crate::sandbox::{Limits, deadline_reason, deadline_ticks, describe_trap, with_deadline};
 use crate::worlds::deserializer::RawRecord;
@@ -285,29 +285,14 @@ fn outputs(
             reply.events.len()
         ));
     }
-    let input_len = input.len();
-    let output_len = reply.data.len();
-    let events = reply
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let (side, span, len) = match e {
-                EventRef::Input(s) => (Side::Input, s, input_len),
-                EventRef::Output(s) => (Side::Output, s, output_len),
-            };
-            let (start, end) = (
-                span.offset as usize,
-                span.offset as usize + span.len as usize,
-            );
-            if end > len {
-                return Err(format!(
-                    "event {i} points at bytes {start}..{end} of a {len}-byte buffer"
-                ));
-            }
-            Ok((side, start..end))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let events = checked(
+        reply.events.iter().map(|e| match e {
+            EventRef::Input(s) => (Side::Input, s.offset, s.len),
+            EventRef::Output(s) => (Side::Output, s.offset, s.len),
+        }),
+        input.len(),
+        reply.data.len(),
+    )?;
     let call = Arc::new(CallBuffers {
         input,
         output: reply.data,

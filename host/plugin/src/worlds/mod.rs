@@ -8,6 +8,7 @@
 
 pub mod deserializer;
 pub mod deserializer_v2;
+pub mod processor;
 
 use wasmtime::component::{Component, InstancePre};
 
@@ -21,10 +22,10 @@ pub(crate) fn identify(
 ) -> Result<&'static str, String> {
     // A component that exports a 0.2 interface is judged against 0.2, any other against
     // 0.1.0, so the error names what the plugin's author aimed at.
-    let v2 = component
-        .get_export_index(None, deserializer_v2::INTERFACE)
-        .is_some();
-    if v2 {
+    let exports = |name| component.get_export_index(None, name).is_some();
+    if exports(processor::INTERFACE) {
+        processor::identify(pre, component)
+    } else if exports(deserializer_v2::INTERFACE) {
         deserializer_v2::identify(pre, component)
     } else {
         deserializer::identify(pre, component)

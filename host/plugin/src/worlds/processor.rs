@@ -1,0 +1,445 @@
+//! The `processor-plugin` world of contract 0.2 (`wit/v0.2/processor.wit`): a batch of events
+//! in, one verdict per event out (keep, drop, replace by zero or more events, failed). Its
+//! `bindgen!`, recognising it, and [`Processor`], the typed front a pipeline's processor stage
+//! calls. Retry, isolation and recycling are the generic runner's, as for deserializers.
+//!
+//! Data flow: [`Plugin`] → [`Processor::new`] (instantiate, `configure`) per worker →
+//! [`Processor::process`] per batch of events → one [`Processed`] per event.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+use wasmtime::component::{Component, Instance, InstancePre};
+
+use crate::engine::{HostState, Plugin};
+use crate::error::PluginError;
+use crate::events::{CallBuffers, Events, Side, checked};
+use crate::runner::{CallStats, Runner, World};
+use crate::sandbox::{Limits, deadline_reason, deadline_ticks, describe_trap, with_deadline};
+
+#[allow(
+    unsafe_code,
+    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
+)]
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.2",
+        world: "processor-plugin",
+        // Async, as for deserializers: the deadline must end a guest waiting in a host call.
+        exports: { default: async },
+    });
+}
+
+use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
+use bindings::exports::sluice::plugin::processor::{self, Event as Meta, Reply, Verdict};
+use bindings::sluice::plugin::types::{EventRef, Span};
+
+/// The interface that makes a component a processor.
+pub(crate) const INTERFACE: &str = "sluice:plugin/processor@0.2.0";
+
+/// The world's name, as `sluice plugins inspect` shows it.
+pub(crate) const WORLD: &str = "sluice:plugin/processor-plugin@0.2.0";
+
+/// Whether `component` implements the world (both exports, with their exact types).
+pub(crate) fn identify(
+    pre: &InstancePre<HostState>,
+    _: &Component,
+) -> Result<&'static str, String> {
+    processor::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
+    configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
+    Ok(WORLD)
+}
+
+/// One event handed to a processor.
+#[derive(Debug, Clone, Copy)]
+pub struct Event<'a> {
+    /// The event: one JSON object as UTF-8 text.
+    pub body: &'a [u8],
+    /// When the source received the record the event came from (ms since the Unix epoch).
+    pub received_at_ms: u64,
+    /// Where that record came from, for logs (`http:/log/ingest`).
+    pub origin: &'a str,
+}
+
+/// What became of one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Processed {
+    /// Unchanged: the caller keeps the event it passed.
+    Keep,
+    /// Filtered out on purpose.
+    Drop,
+    /// Replaced by these events (none: removed).
+    Replace(Events),
+    /// The processor could not process it, and said why.
+    Failed(String),
+    /// The processor trapped on this event alone (after a retry on a fresh instance).
+    Trapped(String),
+}
+
+/// A batch as the plugin gets it: every event's text in one buffer.
+struct Staged {
+    data: Arc<Vec<u8>>,
+    events: Vec<Meta>,
+    origins: Vec<String>,
+}
+
+/// One event of a staged batch.
+pub(crate) struct Input {
+    staged: Arc<Staged>,
+    index: usize,
+}
+
+/// The processor world on the generic host.
+pub(crate) struct ProcessorWorld;
+
+pub(crate) struct Exports {
+    processor: processor::GuestIndices,
+    configure: configure::GuestIndices,
+}
+
+pub(crate) struct Guest {
+    processor: processor::Guest,
+}
+
+/// What the plugin said of one event (before the runner adds traps).
+pub(crate) enum Output {
+    Keep,
+    Drop,
+    Replace(Events),
+    Failed(String),
+}
+
+impl World for ProcessorWorld {
+    const CALL: &'static str = "process";
+    type Exports = Exports;
+    type Setup = Vec<OptionEntry>;
+    type Guest = Guest;
+    type Input = Input;
+    type Output = Output;
+
+    fn origin(input: &Input) -> &str {
+        &input.staged.origins[input.index]
+    }
+
+    fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
+        let pre = &plugin.inner.pre;
+        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
+            origin: plugin.origin().to_owned(),
+            reason: format!("{e:#}"),
+        };
+        Ok(Exports {
+            processor: processor::GuestIndices::new(pre).map_err(wrong_world)?,
+            configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
+        })
+    }
+
+    fn load(
+        plugin: &Plugin,
+        exports: &Exports,
+        store: &mut Store<HostState>,
+        instance: &Instance,
+        options: &Vec<OptionEntry>,
+        limits: Limits,
+    ) -> Result<Guest, PluginError> {
+        let name = || plugin.name().to_owned();
+        let fail = |e: wasmtime::Error| PluginError::Instantiate {
+            name: name(),
+            reason: describe_trap(&e, limits),
+        };
+        let processor = exports
+            .processor
+            .load(&mut *store, instance)
+            .map_err(fail)?;
+        let configure = exports
+            .configure
+            .load(&mut *store, instance)
+            .map_err(fail)?;
+        store.set_epoch_deadline(deadline_ticks(limits.timeout));
+        let configured = with_deadline(
+            limits.timeout,
+            configure.call_configure(&mut *store, options),
+        )
+        .map_err(|_| PluginError::Instantiate {
+            name: name(),
+            reason: deadline_reason(limits.timeout),
+        })?;
+        match configured {
+            Ok(Ok(())) => Ok(Guest { processor }),
+            Ok(Err(message)) => Err(PluginError::Configure {
+                name: name(),
+                message,
+            }),
+            Err(e) => Err(fail(e)),
+        }
+    }
+
+    async fn call(
+        guest: &Guest,
+        store: &mut Store<HostState>,
+        batch: &[Input],
+    ) -> wasmtime::Result<Vec<Output>> {
+        let Some(first) = batch.first() else {
+            return Ok(Vec::new());
+        };
+        let staged = &first.staged;
+        // The runner passes the batch or contiguous parts of it (when isolating a fault).
+        let isolated;
+        let (data, events) = if batch.len() == staged.events.len() {
+            (staged.data.clone(), &staged.events[..])
+        } else {
+            isolated = part(staged, first.index, batch.len());
+            (isolated.0.clone(), &isolated.1[..])
+        };
+        let reply = guest
+            .processor
+            .call_process(&mut *store, &data, events)
+            .await?;
+        outputs(data, reply, batch.len()).map_err(wasmtime::Error::msg)
+    }
+}
+
+fn stage(events: &[Event<'_>]) -> Staged {
+    let mut data = Vec::with_capacity(events.iter().map(|e| e.body.len()).sum());
+    let metas = events
+        .iter()
+        .map(|e| {
+            let body = Span {
+                offset: data.len() as u32,
+                len: e.body.len() as u32,
+            };
+            data.extend_from_slice(e.body);
+            Meta {
+                body,
+                received_at_ms: e.received_at_ms,
+            }
+        })
+        .collect();
+    Staged {
+        data: Arc::new(data),
+        events: metas,
+        origins: events.iter().map(|e| e.origin.to_owned()).collect(),
+    }
+}
+
+/// Events `start..start + n` of `staged` on their own: their bytes copied out, spans rebased.
+fn part(staged: &Staged, start: usize, n: usize) -> (Arc<Vec<u8>>, Vec<Meta>) {
+    let events = &staged.events[start..start + n];
+    let from = events.first().map_or(0, |e| e.body.offset);
+    let to = events.last().map_or(from, |e| e.body.offset + e.body.len);
+    let events = events
+        .iter()
+        .map(|e| Meta {
+            body: Span {
+                offset: e.body.offset - from,
+                len: e.body.len,
+            },
+            ..*e
+        })
+        .collect();
+    (
+        Arc::new(staged.data[from as usize..to as usize].to_vec()),
+        events,
+    )
+}
+
+/// The reply as one [`Output`] per event, after checking it: one verdict per event, exactly
+/// as many events as the verdicts claim, every span inside its buffer. Anything else is a
+/// plugin fault, treated as a trap.
+fn outputs(input: Arc<Vec<u8>>, reply: Reply, n: usize) -> Result<Vec<Output>, String> {
+    if reply.verdicts.len() != n {
+        return Err(format!(
+            "the plugin returned {} verdicts for {n} events",
+            reply.verdicts.len()
+        ));
+    }
+    let claimed: u64 = reply
+        .verdicts
+        .iter()
+        .map(|v| match v {
+            Verdict::Replace(k) => u64::from(*k),
+            _ => 0,
+        })
+        .sum();
+    if claimed != reply.events.len() as u64 {
+        return Err(format!(
+            "the plugin's verdicts claim {claimed} events but it returned {}",
+            reply.events.len()
+        ));
+    }
+    let events = checked(
+        reply.events.iter().map(|e| match e {
+            EventRef::Input(s) => (Side::Input, s.offset, s.len),
+            EventRef::Output(s) => (Side::Output, s.offset, s.len),
+        }),
+        input.len(),
+        reply.data.len(),
+    )?;
+    let call = Arc::new(CallBuffers {
+        input,
+        output: reply.data,
+        events,
+    });
+    let mut next = 0;
+    Ok(reply
+        .verdicts
+        .into_iter()
+        .map(|v| match v {
+            Verdict::Keep => Output::Keep,
+            Verdict::Drop => Output::Drop,
+            Verdict::Replace(k) => {
+                let range = next..next + k as usize;
+                next = range.end;
+                Output::Replace(Events::spans(call.clone(), range))
+            }
+            Verdict::Failed(reason) => Output::Failed(reason),
+        })
+        .collect())
+}
+
+/// Counters of one processor, for metrics and tests.
+pub type ProcessorStats = CallStats;
+
+/// A processor instance plus the call policy. Not shared: each worker owns one.
+pub struct Processor {
+    runner: Runner<ProcessorWorld>,
+}
+
+impl Processor {
+    /// Instantiates `plugin` and calls its `configure` export with `options`. Fails when the
+    /// plugin is not a processor, refuses the options, or cannot start. Blocks: call it off the
+    /// async reactor.
+    pub fn new(
+        plugin: Plugin,
+        options: Vec<(String, String)>,
+        limits: Limits,
+    ) -> Result<Self, PluginError> {
+        if plugin.world() != WORLD {
+            return Err(PluginError::WrongWorld {
+                origin: plugin.origin().to_owned(),
+                reason: format!("it is a `{}` plugin, not a processor", plugin.world()),
+            });
+        }
+        let options = options
+            .into_iter()
+            .map(|(key, value)| OptionEntry { key, value })
+            .collect();
+        Ok(Self {
+            runner: Runner::new(plugin, options, limits)?,
+        })
+    }
+
+    /// The plugin this processor runs.
+    pub fn plugin(&self) -> &Plugin {
+        self.runner.plugin()
+    }
+
+    /// Counters since this processor was made.
+    pub fn stats(&self) -> ProcessorStats {
+        self.runner.stats()
+    }
+
+    /// Processes `events`: exactly one [`Processed`] per event, in order. Blocks: call it off
+    /// the async reactor.
+    pub fn process(&mut self, events: &[Event<'_>]) -> Vec<Processed> {
+        let staged = Arc::new(stage(events));
+        let inputs: Vec<Input> = (0..events.len())
+            .map(|index| Input {
+                staged: staged.clone(),
+                index,
+            })
+            .collect();
+        self.runner
+            .run(&inputs)
+            .into_iter()
+            .map(|result| match result {
+                Ok(Output::Keep) => Processed::Keep,
+                Ok(Output::Drop) => Processed::Drop,
+                Ok(Output::Replace(events)) => Processed::Replace(events),
+                Ok(Output::Failed(reason)) => Processed::Failed(reason),
+                Err(reason) => Processed::Trapped(reason),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(body: &str) -> Event<'_> {
+        Event {
+            body: body.as_bytes(),
+            received_at_ms: 1,
+            origin: "test",
+        }
+    }
+
+    fn reply(data: &str, events: Vec<EventRef>, verdicts: Vec<Verdict>) -> Reply {
+        Reply {
+            data: data.as_bytes().to_vec(),
+            events,
+            verdicts,
+        }
+    }
+
+    fn span(offset: u32, len: u32) -> Span {
+        Span { offset, len }
+    }
+
+    #[test]
+    fn verdicts_become_outputs_and_replacements_read_either_buffer() {
+        let staged = stage(&[
+            event(r#"{"a":1}"#),
+            event(r#"{"b":2}"#),
+            event("{}"),
+            event("{}"),
+        ]);
+        assert_eq!(&staged.data[..], br#"{"a":1}{"b":2}{}{}"#);
+        let r = reply(
+            r#"{"c":3}"#,
+            vec![EventRef::Output(span(0, 7)), EventRef::Input(span(7, 7))],
+            vec![
+                Verdict::Keep,
+                Verdict::Replace(2),
+                Verdict::Drop,
+                Verdict::Failed("no".into()),
+            ],
+        );
+        let out = outputs(staged.data.clone(), r, 4).unwrap();
+        assert!(matches!(out[0], Output::Keep));
+        let Output::Replace(events) = &out[1] else {
+            panic!("a replacement")
+        };
+        assert_eq!(
+            events,
+            &Events::from(vec![r#"{"c":3}"#.to_owned(), r#"{"b":2}"#.to_owned()])
+        );
+        assert!(matches!(out[2], Output::Drop));
+        assert!(matches!(&out[3], Output::Failed(r) if r == "no"));
+    }
+
+    #[test]
+    fn a_part_is_rebased_and_a_lying_reply_is_a_fault() {
+        let staged = stage(&[event("{}"), event(r#"{"x":1}"#), event("{}")]);
+        let (data, metas) = part(&staged, 1, 2);
+        assert_eq!(&data[..], br#"{"x":1}{}"#);
+        assert_eq!((metas[1].body.offset, metas[1].body.len), (7, 2));
+        let fault = |r| outputs(staged.data.clone(), r, 1).err().unwrap();
+        assert_eq!(
+            fault(reply("", vec![], vec![])),
+            "the plugin returned 0 verdicts for 1 events"
+        );
+        assert_eq!(
+            fault(reply("", vec![], vec![Verdict::Replace(1)])),
+            "the plugin's verdicts claim 1 events but it returned 0"
+        );
+        assert_eq!(
+            fault(reply(
+                "",
+                vec![EventRef::Output(span(0, 1))],
+                vec![Verdict::Replace(1)]
+            )),
+            "event 0 points at bytes 0..1 of a 0-byte buffer"
+        );
+    }
+}
