@@ -85,3 +85,145 @@ fn a_plugin_of_one_kind_is_refused_where_another_is_expected() {
         .to_string();
     assert!(as_processor.contains("not a processor"), "{as_processor}");
 }
+
+const PIPELINE: &str = r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  buffer:
+    bounded_blocking:
+      batch_size: 8
+  processor:
+    - redact:
+        keys: ["password"]
+    - redact:
+        keys: ["token"]
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+
+#[test]
+fn a_pipeline_runs_its_processors_in_order_and_dead_letters_what_one_fails() {
+    let s = sluice_tests::Sluice::start(PIPELINE);
+    let body = serde_json::json!([
+        {"user": "ann", "password": "hunter2"},
+        {"user": "bob", "token": "t0k"},
+        {"user": "cy"},
+        {"user": "dee", "password": {"nested": true}},
+    ]);
+    assert_eq!(s.post("/log/ingest", body.to_string().as_bytes()), 200);
+    let started = std::time::Instant::now();
+    while s.metric("sluice_eventsWritten", "p") != Some(3.0)
+        || s.metric("sluice_recordsDeadLettered", "p") != Some(1.0)
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let events = sluice_tests::json_lines(&s.path("out/events.jsonl"));
+    assert_eq!(
+        events,
+        vec![
+            serde_json::json!({"user": "ann", "password": "***"}),
+            serde_json::json!({"user": "bob", "token": "***"}),
+            serde_json::json!({"user": "cy"}),
+        ]
+    );
+    let dead = sluice_tests::json_lines(&s.path("dlq.jsonl"));
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        dead[0]["reason"],
+        "processor `redact` failed: `password` holds an object or a list; redact masks single values only"
+    );
+    assert_eq!(s.metric("sluice_eventsFailedInProcessors", "p"), Some(1.0));
+    assert_eq!(
+        s.metric("bounded_blocking_numberOfRecordsFailedToParse", "p"),
+        Some(0.0),
+        "the record parsed; one of its events failed later"
+    );
+}
+
+/// `component` with a custom section appended: the same behaviour, another sha256 (a "new
+/// version" for the catalog).
+fn with_custom_section(mut component: Vec<u8>, note: &str) -> Vec<u8> {
+    let name = b"sluice-test";
+    let payload_len = 1 + name.len() + note.len();
+    assert!(
+        payload_len < 128 && name.len() < 128,
+        "one-byte LEB128 sizes"
+    );
+    component.extend_from_slice(&[0, payload_len as u8, name.len() as u8]);
+    component.extend_from_slice(name);
+    component.extend_from_slice(note.as_bytes());
+    component
+}
+
+#[test]
+fn a_processor_follows_new_versions_between_batches_and_keeps_one_that_cannot_start() {
+    let plugins = tempfile::tempdir().unwrap();
+    let redact = std::fs::read(plugin_dir().join("redact.wasm")).unwrap();
+    let file = plugins.path().join("redact.wasm");
+    std::fs::write(&file, &redact).unwrap();
+    let replace = |bytes: &[u8]| {
+        let tmp = plugins.path().join("redact.tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    };
+    let plugin_arg = plugins.path().to_str().unwrap();
+    let s = sluice_tests::Sluice::start_with(
+        PIPELINE,
+        &["--plugins", plugin_arg, "--reload-interval", "100ms"],
+    );
+    let post = |n: usize| {
+        let body = serde_json::json!([{"n": n, "password": "p"}]).to_string();
+        assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
+    };
+    let wait = |what: &str, check: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !check() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "timed out waiting for {what}:\n{}",
+                s.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    post(0);
+    // A new version (same code, another hash): both stages switch at their next batch.
+    replace(&with_custom_section(redact.clone(), "v2"));
+    let mut n = 1;
+    wait("the switch to the new version", &|| {
+        post(n);
+        s.log()
+            .matches("switched to the new processor version")
+            .count()
+            >= 2
+    });
+    // A "new version" that is no processor: refused, the running one carries on.
+    n += 100;
+    replace(&std::fs::read(plugin_dir().join("json.wasm")).unwrap());
+    wait("the refusal", &|| {
+        post(n);
+        s.log()
+            .contains("the new processor version cannot start here; keeping the running one")
+    });
+    post(n + 1);
+    wait("every event written", &|| {
+        sluice_tests::json_lines(&s.path("out/events.jsonl"))
+            .last()
+            .is_some_and(|e| e["n"] == n + 1)
+    });
+    let events = sluice_tests::json_lines(&s.path("out/events.jsonl"));
+    assert!(
+        events.iter().all(|e| e["password"] == "***"),
+        "every event was redacted, before, during and after the switches: {events:?}"
+    );
+}

@@ -20,6 +20,7 @@ pub mod kafka;
 pub mod location;
 pub mod parse;
 pub mod pipeline;
+pub mod processor;
 pub mod sink;
 pub mod source;
 pub mod units;
@@ -32,7 +33,8 @@ pub use kafka::{
     KafkaSasl, KafkaTopic, KmsEncryption, Secret, TransitType, resolve_secret,
 };
 pub use parse::{Context, parse};
-pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline, Processor};
+pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
+pub use processor::Processor;
 pub use sink::{FileSink, Sink, StdoutSink};
 pub use source::{DeserializerConfig, FileSource, HttpSource, Source, SourceKind};
 pub use units::ByteSize;

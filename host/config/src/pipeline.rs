@@ -10,9 +10,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
-
-use crate::{Buffer, Sink, Source};
+use crate::{Buffer, Processor, Sink, Source};
 
 /// A whole pipeline file: pipelines in the order they are written.
 #[derive(Debug, Clone)]
@@ -35,7 +33,8 @@ pub struct Pipeline {
     pub source: Source,
     /// Where accepted data waits before it is deserialized. Default: `bounded_blocking`.
     pub buffer: Buffer,
-    /// Processors, applied in order. sluice has none yet; an empty list is valid.
+    /// Processors: plugins from the plugin folder, applied in order to every event between the
+    /// deserializer and the sinks (`- name: {options}`). Default: none.
     pub processor: Vec<Processor>,
     /// Where the events go; each event goes to every sink. At least one is required.
     pub sink: Vec<Sink>,
@@ -62,8 +61,3 @@ pub(crate) const fn default_workers() -> usize {
 pub(crate) const fn default_delay() -> Duration {
     Duration::from_millis(3000)
 }
-
-/// A processor. None exist yet: the stage is there so pipelines can name it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Processor {}

@@ -206,17 +206,20 @@ impl DeserializerConfig {
     pub fn option_pairs(&self) -> Vec<(String, String)> {
         self.options
             .iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_yaml::Value::String(s) => s.clone(),
-                    serde_yaml::Value::Bool(b) => b.to_string(),
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    serde_yaml::Value::Null => String::new(),
-                    other => serde_json::to_string(other).unwrap_or_default(),
-                };
-                (k.clone(), text)
-            })
+            .map(|(k, v)| (k.clone(), option_text(v)))
             .collect()
+    }
+}
+
+/// An option's value as a plugin's `configure` receives it: scalars as their text, lists and
+/// maps as JSON text.
+pub(crate) fn option_text(value: &serde_yaml::Value) -> String {
+    match value {
+        serde_yaml::Value::String(s) => s.clone(),
+        serde_yaml::Value::Bool(b) => b.to_string(),
+        serde_yaml::Value::Number(n) => n.to_string(),
+        serde_yaml::Value::Null => String::new(),
+        other => serde_json::to_string(other).unwrap_or_default(),
     }
 }
 

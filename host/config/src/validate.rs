@@ -10,6 +10,7 @@ use crate::error::Errors;
 use crate::kafka::check_kafka;
 use crate::location::join;
 use crate::parse::Context;
+use crate::processor::check_processor;
 use crate::source::{check_deserializer, check_http};
 use crate::{Buffer, Pipeline, Source, SourceKind};
 
@@ -39,6 +40,10 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
         }
         if let Buffer::Kafka(kafka) = &p.buffer {
             check_kafka(kafka, &join(name, "buffer.kafka"), errors);
+        }
+        for (i, processor) in p.processor.iter().enumerate() {
+            let path = format!("{}[{i}]", join(name, "processor"));
+            check_processor(processor, &path, errors, context);
         }
         match &p.source {
             Source::File(file) => {

@@ -22,8 +22,13 @@ pub struct Counters {
     pub failed_to_parse: Count,
     /// eventsWritten (sluice_): events written to the sinks.
     pub events: Count,
-    /// recordsDeadLettered (sluice_): records sent to the dead-letter file.
+    /// recordsDeadLettered (sluice_): records (and events a processor failed) sent to the
+    /// dead-letter file.
     pub dead_lettered: Count,
+    /// eventsDropped (sluice_): events a processor dropped on purpose.
+    pub dropped: Count,
+    /// eventsFailedInProcessors (sluice_): events a processor failed or trapped on.
+    pub processor_failed: Count,
     /// batchesAcknowledged (sluice_).
     pub acknowledged: Count,
 }
@@ -41,6 +46,8 @@ impl Counters {
             failed_to_parse: buffer("numberOfRecordsFailedToParse"),
             events: own("eventsWritten"),
             dead_lettered: own("recordsDeadLettered"),
+            dropped: own("eventsDropped"),
+            processor_failed: own("eventsFailedInProcessors"),
             acknowledged: own("batchesAcknowledged"),
         }
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sluice_buffer::{Buffer, BufferReader};
 use sluice_config::Config;
-use sluice_plugin::{Catalog, Decoder, Limits, PluginError};
+use sluice_plugin::{Catalog, Decoder, Limits, PluginError, Processor};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -24,7 +24,7 @@ use crate::sink::SinkError;
 use crate::sink::dlq::{self, DeadLetters};
 use crate::source::{Source, SourceContext, SourceError};
 use crate::watchdog::Watchdog;
-use crate::worker::{self, Delivery, PluginUpdates};
+use crate::worker::{self, Delivery, PluginUpdates, Stage};
 
 /// Settings of a run that are not in the pipeline file.
 #[derive(Debug, Clone)]
@@ -45,6 +45,8 @@ pub struct RunOptions {
 pub enum PipelineError {
     #[error("pipeline `{pipeline}`: deserializer `{plugin}` is not loaded")]
     MissingPlugin { pipeline: String, plugin: String },
+    #[error("pipeline `{pipeline}`: processor `{plugin}` is not loaded")]
+    MissingProcessor { pipeline: String, plugin: String },
     #[error("pipeline `{pipeline}`: {error}")]
     Plugin {
         pipeline: String,
@@ -69,7 +71,7 @@ struct Built {
     name: String,
     buffer: Arc<dyn Buffer>,
     source: Box<dyn Source>,
-    workers: Vec<(Box<dyn BufferReader>, Decoder)>,
+    workers: Vec<(Box<dyn BufferReader>, Decoder, Vec<Stage>)>,
     updates: PluginUpdates,
     delivery: Arc<Delivery>,
 }
@@ -98,7 +100,7 @@ pub async fn run(
     for b in built {
         let name = b.name;
         sources.spawn(b.source.run(stop_rx.clone()));
-        for (i, (reader, decoder)) in b.workers.into_iter().enumerate() {
+        for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
             let timeout = b.updates.limits.timeout;
             let slot = options
                 .watchdog
@@ -106,6 +108,7 @@ pub async fn run(
             workers.spawn(worker::run(
                 reader,
                 decoder,
+                stages,
                 b.updates.clone(),
                 b.delivery.clone(),
                 slot,
@@ -230,7 +233,11 @@ async fn build(
                 pipeline: name.clone(),
                 error,
             })?;
-        workers.push((buffer.reader(), decoder));
+        let mut stages = Vec::new();
+        for processor in &p.processor {
+            stages.push(stage(&name, processor, plugins).await?);
+        }
+        workers.push((buffer.reader(), decoder, stages));
     }
     let cx = SourceContext {
         pipeline: name.clone(),
@@ -256,5 +263,41 @@ async fn build(
             limits,
         },
         delivery,
+    })
+}
+
+/// One processor stage of one worker: its plugin's current version, instantiated and
+/// configured (off the reactor), subscribed to new versions. Processors run with the default
+/// limits (64 MiB, 1 s per batch, recycled every 10,000 batches).
+async fn stage(
+    pipeline: &str,
+    processor: &sluice_config::Processor,
+    plugins: &Catalog,
+) -> Result<Stage, PipelineError> {
+    let updates =
+        plugins
+            .subscribe(&processor.name)
+            .ok_or_else(|| PipelineError::MissingProcessor {
+                pipeline: pipeline.to_owned(),
+                plugin: processor.name.clone(),
+            })?;
+    let plugin = updates.borrow().clone();
+    let limits = Limits::default();
+    let options = processor.option_pairs();
+    let built = {
+        let options = options.clone();
+        tokio::task::spawn_blocking(move || Processor::new(plugin, options, limits))
+            .await
+            .expect("building a processor does not panic")
+    };
+    let processor = built.map_err(|error| PipelineError::Plugin {
+        pipeline: pipeline.to_owned(),
+        error,
+    })?;
+    Ok(Stage {
+        processor,
+        updates,
+        options,
+        limits,
     })
 }

@@ -1,6 +1,8 @@
 //! `redact`: an example processor. Every top-level key named in the `keys` option has its value
-//! replaced by `"***"`; an event without such a key is kept as it is (nothing is copied back);
-//! an event that is not a JSON object fails with a reason (it goes to the dead-letter file).
+//! replaced by `"***"`; an event without such a key is kept as it is (nothing is copied back).
+//! An event fails with a reason (and goes to the dead-letter file) when it is not a JSON object,
+//! or when a named key holds an object or a list: masking it whole would hide its structure
+//! from whoever reads the dead end, so the operator decides.
 //!
 //! ```yaml
 //! processor:
@@ -60,9 +62,17 @@ impl Guest for Redact {
                     };
                     let mut changed = false;
                     for key in keys.iter() {
-                        if let Some(value) = event.get_mut(key) {
-                            *value = Value::from("***");
-                            changed = true;
+                        match event.get_mut(key) {
+                            Some(Value::Object(_) | Value::Array(_)) => {
+                                return Verdict::Failed(format!(
+                                    "`{key}` holds an object or a list; redact masks single values only"
+                                ));
+                            }
+                            Some(value) => {
+                                *value = Value::from("***");
+                                changed = true;
+                            }
+                            None => {}
                         }
                     }
                     if !changed {

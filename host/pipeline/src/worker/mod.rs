@@ -5,10 +5,14 @@
 //! # Layout
 //! - this file: the loop ([`run`]), following new plugin versions, delivering with retries.
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
+//! - `process`: the processor stages, in order, over those events.
 //! - `metrics`: the plugin's metrics, updated per batch.
 
 mod metrics;
 mod outcome;
+mod process;
+
+pub use process::Stage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,10 +52,12 @@ pub struct PluginUpdates {
 pub async fn run(
     mut reader: Box<dyn BufferReader>,
     decoder: Decoder,
+    stages: Vec<Stage>,
     mut updates: PluginUpdates,
     outputs: Arc<Delivery>,
     slot: Arc<Slot>,
 ) {
+    let mut stages = Some(stages);
     let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.plugin().name());
     let mut decoder = Some(decoder);
     while let Some(mut batch) = reader.read().await {
@@ -79,39 +85,50 @@ pub async fn run(
             .into_iter()
             .map(plugin_record)
             .collect();
+        let mut stage_list = stages
+            .take()
+            .expect("stages are returned after every batch");
+        for stage in &mut stage_list {
+            if stage.updates.has_changed().unwrap_or(false) {
+                process::switch(stage, &outputs.pipeline).await;
+            }
+        }
         let mut d = decoder
             .take()
             .expect("decoder is returned after every batch");
         // Sync wasm calls must not run on the reactor.
         slot.begin();
-        let (d, records, content_types, decoded, before, took) =
-            tokio::task::spawn_blocking(move || {
-                let before = d.stats();
-                let started = std::time::Instant::now();
-                let decoded = d.decode_typed(&records, &content_types);
-                (
-                    d,
-                    records,
-                    content_types,
-                    decoded,
-                    before,
-                    started.elapsed(),
-                )
-            })
-            .await
-            .expect("the decoder does not panic: plugin faults are values");
+        let pipeline = outputs.pipeline.clone();
+        let (d, stage_list, split, counts, before, took) = tokio::task::spawn_blocking(move || {
+            let before = d.stats();
+            let started = std::time::Instant::now();
+            let decoded = d.decode_typed(&records, &content_types);
+            let took = started.elapsed();
+            let mut split = outcome::split_outcomes(&pipeline, &records, &content_types, decoded);
+            let counts = process::run_stages(&pipeline, &mut stage_list, &records, &mut split);
+            (d, stage_list, split, counts, before, took)
+        })
+        .await
+        .expect("the plugins do not panic: plugin faults are values");
         if slot.end() {
             plugin_metrics.stalls.increment(1);
         }
         plugin_metrics.batch(before, d.stats(), took);
         decoder = Some(d);
+        stages = Some(stage_list);
+        outputs.counters.dropped.add(counts.dropped);
+        outputs.counters.processor_failed.add(counts.failed);
 
         let outcome::Split {
             events,
             event_count,
             mut dead,
-        } = outcome::split_outcomes(&outputs.pipeline, &records, &content_types, decoded);
-        outputs.counters.failed_to_parse.add(dead.len() as u64);
+            ..
+        } = split;
+        outputs
+            .counters
+            .failed_to_parse
+            .add(dead.len() as u64 - counts.failed);
         for u in &batch.unreadable {
             tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
             let r = &u.record;

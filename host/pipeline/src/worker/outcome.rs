@@ -14,6 +14,8 @@ pub(crate) struct Split {
     pub(crate) events: Vec<u8>,
     /// How many lines `events` holds.
     pub(crate) event_count: usize,
+    /// For each line, the index of the record it came from.
+    pub(crate) owners: Vec<usize>,
     /// One dead-letter entry per record that gave no events.
     pub(crate) dead: Vec<Value>,
 }
@@ -38,13 +40,16 @@ pub(crate) fn split_outcomes(
     decoded: Vec<Decoded>,
 ) -> Split {
     let mut out = Split::default();
-    for ((record, outcome), content_type) in records.iter().zip(decoded).zip(content_types) {
+    for (i, ((record, outcome), content_type)) in
+        records.iter().zip(decoded).zip(content_types).enumerate()
+    {
         let reason = match outcome {
             Decoded::Events(texts) => {
                 let mark = out.events.len();
                 match append_events(&texts, &mut out.events) {
                     Ok(()) => {
                         out.event_count += texts.len();
+                        out.owners.extend(std::iter::repeat_n(i, texts.len()));
                         continue;
                     }
                     Err(reason) => {
@@ -68,7 +73,7 @@ pub(crate) fn split_outcomes(
 
 /// Checks that each text is one JSON object and appends it as one line. The plugin's text is
 /// kept as it is (validated, not rebuilt) unless it spans lines.
-fn append_events(texts: &Events, out: &mut Vec<u8>) -> Result<(), String> {
+pub(crate) fn append_events(texts: &Events, out: &mut Vec<u8>) -> Result<(), String> {
     for (i, text) in texts.iter().enumerate() {
         // Borrowed: one pass checks the text, and the same bytes are copied into the line.
         let raw: &serde_json::value::RawValue = serde_json::from_slice(text)

@@ -76,7 +76,14 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
     };
     tokio::time::timeout(
         Duration::from_secs(30),
-        super::run(buffer.reader(), decoder, updates, delivery.clone(), slot),
+        super::run(
+            buffer.reader(),
+            decoder,
+            Vec::new(),
+            updates,
+            delivery.clone(),
+            slot,
+        ),
     )
     .await
     .expect("the worker ends once the closed buffer is drained");

@@ -1,0 +1,136 @@
+//! The processor stages: each processor plugin of the pipeline, in order, over the events a
+//! batch deserialized into. An event a processor keeps stays as it was; one it replaces
+//! becomes the events it returned (each checked: one JSON object, made one line); one it drops
+//! is gone; one it fails (or traps on) goes to the dead-letter file with the processor's name
+//! and reason. Runs on the worker's blocking thread, right after the deserializer.
+
+use serde_json::Value;
+use sluice_plugin::{Event, Limits, Plugin, Processed, Processor, RawRecord};
+use tokio::sync::watch;
+
+use super::outcome::{Split, append_events};
+use crate::sink::dlq::{self, Rejected};
+
+/// One processor of one worker: its instance, and how it follows new versions of its plugin.
+pub struct Stage {
+    pub processor: Processor,
+    /// New versions of the plugin, published by the catalog.
+    pub updates: watch::Receiver<Plugin>,
+    /// The processor's options, for `configure` on a new instance.
+    pub options: Vec<(String, String)>,
+    pub limits: Limits,
+}
+
+/// What the stages did to a batch, for the counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct StageCounts {
+    /// Events a processor dropped on purpose.
+    pub(crate) dropped: u64,
+    /// Events a processor failed or trapped on (dead-lettered).
+    pub(crate) failed: u64,
+}
+
+/// Runs `split`'s events through every stage in order, in place. `records` are the batch's
+/// records (each event's `split.owners` entry names its record).
+pub(crate) fn run_stages(
+    pipeline: &str,
+    stages: &mut [Stage],
+    records: &[RawRecord],
+    split: &mut Split,
+) -> StageCounts {
+    let mut done = StageCounts::default();
+    for stage in stages {
+        if split.event_count == 0 {
+            break;
+        }
+        let name = stage.processor.plugin().name().to_owned();
+        let bodies: Vec<&[u8]> = split
+            .events
+            .split(|&b| b == b'\n')
+            .take(split.event_count)
+            .collect();
+        let events: Vec<Event<'_>> = bodies
+            .iter()
+            .zip(&split.owners)
+            .map(|(body, &owner)| Event {
+                body,
+                received_at_ms: records[owner].received_at_ms,
+                origin: &records[owner].origin,
+            })
+            .collect();
+        let results = stage.processor.process(&events);
+        let mut lines = Vec::with_capacity(split.events.len());
+        let mut owners = Vec::with_capacity(split.owners.len());
+        let mut dead: Vec<Value> = Vec::new();
+        let reject = |event: &Event<'_>, reason: String, dead: &mut Vec<Value>| {
+            tracing::debug!(pipeline, processor = %name, origin = %event.origin, %reason, "dead-lettering an event");
+            let rejected = Rejected {
+                origin: event.origin,
+                payload: event.body,
+                key: None,
+                content_type: Some("application/json"),
+                received_at_ms: event.received_at_ms,
+            };
+            dead.push(dlq::entry(pipeline, rejected, &reason));
+        };
+        for ((event, &owner), result) in events.iter().zip(&split.owners).zip(results) {
+            match result {
+                Processed::Keep => {
+                    lines.extend_from_slice(event.body);
+                    lines.push(b'\n');
+                    owners.push(owner);
+                }
+                Processed::Drop => done.dropped += 1,
+                Processed::Replace(replacement) => {
+                    let mark = lines.len();
+                    match append_events(&replacement, &mut lines) {
+                        Ok(()) => owners.extend(std::iter::repeat_n(owner, replacement.len())),
+                        Err(reason) => {
+                            lines.truncate(mark);
+                            reject(event, format!("processor `{name}`: {reason}"), &mut dead);
+                        }
+                    }
+                }
+                Processed::Failed(reason) => reject(
+                    event,
+                    format!("processor `{name}` failed: {reason}"),
+                    &mut dead,
+                ),
+                Processed::Trapped(reason) => reject(
+                    event,
+                    format!("processor `{name}` trapped: {reason}"),
+                    &mut dead,
+                ),
+            }
+        }
+        done.failed += dead.len() as u64;
+        split.event_count = owners.len();
+        split.events = lines;
+        split.owners = owners;
+        split.dead.extend(dead);
+    }
+    done
+}
+
+/// Builds the stage's processor from the newest version of its plugin (instantiate and
+/// `configure`, off the reactor), between batches. If that fails the running one is kept and
+/// the error logged, as for the deserializer.
+pub(crate) async fn switch(stage: &mut Stage, pipeline: &str) {
+    let plugin = stage.updates.borrow_and_update().clone();
+    if plugin.sha256() == stage.processor.plugin().sha256() {
+        return;
+    }
+    let (options, limits) = (stage.options.clone(), stage.limits);
+    let built = tokio::task::spawn_blocking(move || Processor::new(plugin, options, limits))
+        .await
+        .expect("building a processor does not panic");
+    match built {
+        Ok(next) => {
+            tracing::info!(pipeline, processor = next.plugin().name(), from = %&stage.processor.plugin().sha256()[..12], to = %&next.plugin().sha256()[..12], "switched to the new processor version");
+            stage.processor = next;
+        }
+        Err(error) => {
+            tracing::error!(pipeline, %error, "the new processor version cannot start here; keeping the running one");
+        }
+    }
+}
