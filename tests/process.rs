@@ -227,3 +227,43 @@ fn a_processor_follows_new_versions_between_batches_and_keeps_one_that_cannot_st
         "every event was redacted, before, during and after the switches: {events:?}"
     );
 }
+
+#[test]
+fn inspect_runs_a_processor_on_sample_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("events.jsonl");
+    std::fs::write(
+        &sample,
+        "{\"user\":\"a\",\"password\":\"x\"}\n{\"user\":\"b\"}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args(["plugins", "inspect"])
+        .arg(plugin_dir().join("redact.wasm"))
+        .arg("--sample")
+        .arg(&sample)
+        .args(["--lines", "--option", r#"keys=["password"]"#])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("world    sluice:plugin/processor-plugin@0.2.0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "event {}:1: replaced by 1 event(s)\n    {{\"password\":\"***\",\"user\":\"a\"}}",
+            sample.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("event {}:2: kept", sample.display())),
+        "{stdout}"
+    );
+}

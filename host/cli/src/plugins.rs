@@ -13,7 +13,9 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use clap::ValueEnum;
-use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord, capability};
+use sluice_plugin::{
+    Decoded, Decoder, Event, Limits, PluginHost, Processed, Processor, RawRecord, capability,
+};
 
 /// The contract, copied into every new plugin folder.
 const WIT: &str = include_str!("../../../wit/deserializer.wit");
@@ -243,7 +245,7 @@ pub(crate) fn inspect(
     writeln!(out, "world    {}", plugin.world())?;
     writeln!(
         out,
-        "imports  {} (all WASI p2; sluice grants what is shown)",
+        "imports  {} (WASI p2 and the contract's types; sluice grants what is shown)",
         plugin.imports().len()
     )?;
     for import in plugin.imports() {
@@ -251,6 +253,10 @@ pub(crate) fn inspect(
             Some((asks, grants)) => writeln!(out, "  ! {import}: {asks} -> {grants}")?,
             None => writeln!(out, "    {import}")?,
         }
+    }
+    if plugin.is_processor() {
+        inspect_processor(&mut out, plugin, compiled, samples, lines, options, limits)?;
+        return Ok(out);
     }
     let started = Instant::now();
     let mut decoder = Decoder::new(plugin.clone(), options.to_vec(), limits)?;
@@ -269,20 +275,7 @@ pub(crate) fn inspect(
     if samples.is_empty() {
         return Ok(out);
     }
-    let mut records = Vec::new();
-    for sample in samples {
-        let bytes = std::fs::read(sample)
-            .with_context(|| format!("reading sample `{}`", sample.display()))?;
-        if lines {
-            for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-                if !line.is_empty() {
-                    records.push((format!("{}:{}", sample.display(), i + 1), line.to_vec()));
-                }
-            }
-        } else {
-            records.push((sample.display().to_string(), bytes));
-        }
-    }
+    let records = read_samples(samples, lines)?;
     let batch: Vec<RawRecord> = records
         .iter()
         .map(|(origin, payload)| RawRecord {
@@ -315,6 +308,84 @@ pub(crate) fn inspect(
         }
     }
     Ok(out)
+}
+
+/// The samples as (origin, bytes): each file whole, or each non-empty line of it.
+fn read_samples(samples: &[PathBuf], lines: bool) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut records = Vec::new();
+    for sample in samples {
+        let bytes = std::fs::read(sample)
+            .with_context(|| format!("reading sample `{}`", sample.display()))?;
+        if lines {
+            for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                if !line.is_empty() {
+                    records.push((format!("{}:{}", sample.display(), i + 1), line.to_vec()));
+                }
+            }
+        } else {
+            records.push((sample.display().to_string(), bytes));
+        }
+    }
+    Ok(records)
+}
+
+/// `inspect` of a processor: each sample (file, or line with `--lines`) is one event.
+fn inspect_processor(
+    out: &mut String,
+    plugin: sluice_plugin::Plugin,
+    compiled: std::time::Duration,
+    samples: &[PathBuf],
+    lines: bool,
+    options: &[(String, String)],
+    limits: Limits,
+) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    let started = Instant::now();
+    let mut processor = Processor::new(plugin, options.to_vec(), limits)?;
+    let instantiated = started.elapsed();
+    writeln!(
+        out,
+        "start    compiled in {compiled:.2?}, instantiated and configured in {instantiated:.2?}, linear memory {} (limit {})",
+        size(processor.stats().peak_memory),
+        size(limits.max_memory as u64),
+    )?;
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let samples = read_samples(samples, lines)?;
+    let events: Vec<Event<'_>> = samples
+        .iter()
+        .map(|(origin, body)| Event {
+            body,
+            received_at_ms: 0,
+            origin,
+        })
+        .collect();
+    let started = Instant::now();
+    let results = processor.process(&events);
+    let took = started.elapsed();
+    writeln!(
+        out,
+        "sample   {} event(s) in one batch, {took:.2?}, linear memory now {}",
+        events.len(),
+        size(processor.stats().peak_memory)
+    )?;
+    for (event, result) in events.iter().zip(results) {
+        let head = format!("event {}", event.origin);
+        match result {
+            Processed::Keep => writeln!(out, "{head}: kept")?,
+            Processed::Drop => writeln!(out, "{head}: dropped")?,
+            Processed::Replace(replaced) => {
+                writeln!(out, "{head}: replaced by {} event(s)", replaced.len())?;
+                for e in replaced.iter() {
+                    writeln!(out, "    {}", String::from_utf8_lossy(e))?;
+                }
+            }
+            Processed::Failed(reason) => writeln!(out, "{head}: failed: {reason}")?,
+            Processed::Trapped(reason) => writeln!(out, "{head}: trapped: {reason}")?,
+        }
+    }
+    Ok(())
 }
 
 fn size(bytes: u64) -> String {

@@ -297,7 +297,6 @@ pub fn capability(import: &str) -> Option<(&'static str, &'static str)> {
         i if i.starts_with("wasi:sockets/") => {
             ("network", "none (every address and lookup denied)")
         }
-        "sluice:plugin/types" => ("the contract's types", "nothing to grant (types only)"),
         _ => return None,
     })
 }
@@ -368,7 +367,11 @@ impl Plugin {
     pub fn world(&self) -> &'static str {
         self.inner.world
     }
-    /// The interfaces it imports (all WASI; granted nothing).
+    /// Whether it is a processor (contract 0.2's `processor-plugin`), not a deserializer.
+    pub fn is_processor(&self) -> bool {
+        self.inner.world == crate::worlds::processor::WORLD
+    }
+    /// The interfaces it imports (WASI, and the contract's own types; granted nothing).
     pub fn imports(&self) -> &[String] {
         &self.inner.imports
     }
