@@ -33,7 +33,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 8] = [
+pub const PLUGINS: [&str; 9] = [
     "csv",
     "hostile",
     "json",
@@ -41,6 +41,7 @@ pub const PLUGINS: [&str; 8] = [
     "logfmt_js",
     "logfmt_python",
     "ndjson",
+    "passthrough",
     "redact",
 ];
 

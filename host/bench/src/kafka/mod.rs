@@ -53,7 +53,7 @@ pub(crate) struct Args {
     /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
     #[arg(long)]
     plugins: PathBuf,
-    /// Times each of the four runs is repeated (in turn); the best of each is reported.
+    /// Times each of the five runs is repeated (in turn); the best of each is reported.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
     /// How long the stalled-sink run keeps the sink blocked while clients post.
@@ -75,10 +75,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let runtime = tokio::runtime::Runtime::new()?;
-    // The four runs, `rounds` times in turn; each figure is the best of its rounds, the one
+    // The five runs, `rounds` times in turn; each figure is the best of its rounds, the one
     // least disturbed by the rest of a shared machine.
     let (mut raw, mut acked) = (Duration::MAX, Duration::MAX);
-    let (mut sluice, mut sealed): (Option<E2e>, Option<E2e>) = (None, None);
+    let (mut sluice, mut sealed, mut chained): (Option<E2e>, Option<E2e>, Option<E2e>) =
+        (None, None, None);
     let best = |current: Option<E2e>, new: E2e| match current {
         Some(c) if c.took <= new.took => Some(E2e {
             peak_rss: c.peak_rss.max(new.peak_rss),
@@ -94,18 +95,25 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         println!("round {round} of {}", args.rounds);
         raw = raw.min(runtime.block_on(raw_librdkafka(&args, &bodies, None))?);
         acked = acked.min(runtime.block_on(raw_librdkafka(&args, &bodies, Some(args.clients)))?);
-        sluice = best(sluice, sluice_end_to_end(&args, &bodies, "")?);
+        sluice = best(sluice, sluice_end_to_end(&args, &bodies, "", 0)?);
         // Every record sealed (AES-256-GCM; a static key, so KMS is not measured: with KMS it
         // is one call per data-key lifetime).
-        sealed = best(sealed, sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION)?);
+        sealed = best(
+            sealed,
+            sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION, 0)?,
+        );
+        // Three processors that keep every event: what the processor stages cost by themselves.
+        chained = best(chained, sluice_end_to_end(&args, &bodies, "", 3)?);
     }
     let (sluice, sealed) = (sluice.expect("one round"), sealed.expect("one round"));
+    let chained = chained.expect("one round");
     println!("best of {} rounds:", args.rounds);
     throughput("raw librdkafka produce+consume", raw, &args);
     let label = format!("raw, {} senders each awaiting its ack", args.clients);
     throughput(&label, acked, &args);
     throughput("sluice http→kafka→json→file", sluice.took, &args);
     throughput("sluice with encryption", sealed.took, &args);
+    throughput("sluice + 3 pass-through processors", chained.took, &args);
     println!(
         "ratio sluice/raw throughput: {:.2} (target >= 0.80)",
         raw.as_secs_f64() / sluice.took.as_secs_f64()
@@ -118,6 +126,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "ratio encryption on/off: {:.2}; ratio sluice with encryption/raw: {:.2}",
         sluice.took.as_secs_f64() / sealed.took.as_secs_f64(),
         raw.as_secs_f64() / sealed.took.as_secs_f64()
+    );
+    println!(
+        "ratio with 3 pass-through processors/without: {:.2}",
+        sluice.took.as_secs_f64() / chained.took.as_secs_f64()
     );
     println!(
         "peak RSS of sluice: {:.0} MiB (plain runs), {:.0} MiB (encrypted runs)",

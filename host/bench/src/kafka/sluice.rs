@@ -26,12 +26,14 @@ struct Running {
     _plugins: tempfile::TempDir,
 }
 
-/// Starts sluice with the benchmark pipeline (`extra` lines in its `kafka:` block), its file
-/// sink at `sink` (`None`: in its temporary folder); returns once it listens.
+/// Starts sluice with the benchmark pipeline (`extra` lines in its `kafka:` block, a chain of
+/// `processors` pass-through processors), its file sink at `sink` (`None`: in its temporary
+/// folder); returns once it listens.
 fn start_sluice(
     args: &Args,
     extra: &str,
     sink: Option<&Path>,
+    processors: usize,
 ) -> anyhow::Result<(Running, PathBuf)> {
     let topic = unique("bench-sluice");
     // `{port}` and `{dir}` are filled in by the harness.
@@ -57,11 +59,13 @@ fn start_sluice(
           number_of_partitions: {partitions}
           workers: {partitions}
           max_poll_records: 500
+  processor: [{chain}]
   sink:
     - file:
         path: {sink_yaml}
   dlq_path: {{dir}}/dlq.jsonl
 "#,
+        chain = vec!["passthrough"; processors].join(", "),
         bootstrap = args.bootstrap,
         extra = args.kafka_yaml.clone() + "\n      " + extra,
         partitions = args.partitions,
@@ -69,10 +73,9 @@ fn start_sluice(
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
     // components of the folder would dominate the start and the peak RSS.
     let plugins = tempfile::tempdir()?;
-    std::fs::copy(
-        args.plugins.join("json.wasm"),
-        plugins.path().join("json.wasm"),
-    )?;
+    for plugin in ["json.wasm", "passthrough.wasm"] {
+        std::fs::copy(args.plugins.join(plugin), plugins.path().join(plugin))?;
+    }
     let plugin_dir = plugins.path().display().to_string();
     let process = Sluice::start_with(&yaml, &["--plugins", &plugin_dir]);
     let sink = sink.map_or_else(|| process.path("events.jsonl"), Path::to_owned);
@@ -102,8 +105,9 @@ pub(super) fn sluice_end_to_end(
     args: &Args,
     bodies: &[Vec<u8>],
     extra: &str,
+    processors: usize,
 ) -> anyhow::Result<E2e> {
-    let (running, sink) = start_sluice(args, extra, None)?;
+    let (running, sink) = start_sluice(args, extra, None, processors)?;
     let (sluice_pid, url) = (running.pid, running.url.clone());
     // Warm up until every consumer has joined and read, as the raw run does.
     for body in &bodies[..WARM_UP] {
@@ -182,7 +186,7 @@ pub(super) fn stalled_sink(
     let fifo = fifo_dir.path().join("events.fifo");
     let status = Command::new("mkfifo").arg(&fifo).status()?;
     ensure!(status.success(), "mkfifo failed");
-    let (running, _) = start_sluice(args, "", Some(&fifo))?;
+    let (running, _) = start_sluice(args, "", Some(&fifo), 0)?;
     let (pid, url) = (running.pid, running.url.clone());
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
