@@ -267,3 +267,70 @@ fn inspect_runs_a_processor_on_sample_events() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_processor_that_traps_spins_or_lies_loses_only_those_events() {
+    let yaml = r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  processor:
+    - hostile_processor:
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let s = sluice_tests::Sluice::start(yaml);
+    let body = serde_json::json!([
+        {"n": 0},
+        {"n": 1, "cmd": "panic"},
+        {"n": 2},
+        {"n": 3, "cmd": "loop"},
+        {"n": 4, "cmd": "lie"},
+        {"n": 5},
+    ]);
+    assert_eq!(s.post("/log/ingest", body.to_string().as_bytes()), 200);
+    let started = std::time::Instant::now();
+    while s.metric("sluice_batchesAcknowledged", "p") != Some(1.0) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{}",
+            s.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let events = sluice_tests::json_lines(&s.path("out/events.jsonl"));
+    assert_eq!(
+        events,
+        vec![
+            serde_json::json!({"n": 0}),
+            serde_json::json!({"n": 2}),
+            serde_json::json!({"n": 5}),
+        ],
+        "every event the processor did not fail on went on"
+    );
+    let dead = sluice_tests::json_lines(&s.path("dlq.jsonl"));
+    let reasons: Vec<&str> = dead.iter().map(|d| d["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    for r in &reasons {
+        assert!(
+            r.starts_with("processor `hostile_processor` trapped: "),
+            "{r}"
+        );
+    }
+    assert!(reasons[0].contains("panic"), "{}", reasons[0]);
+    assert!(
+        reasons[1].contains("deadline") || reasons[1].contains("1s"),
+        "{}",
+        reasons[1]
+    );
+    assert!(
+        reasons[2].contains("claim 1 events but it returned 0"),
+        "{}",
+        reasons[2]
+    );
+    assert_eq!(s.metric("sluice_eventsFailedInProcessors", "p"), Some(3.0));
+}

@@ -33,9 +33,10 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 9] = [
+pub const PLUGINS: [&str; 10] = [
     "csv",
     "hostile",
+    "hostile_processor",
     "json",
     "logfmt",
     "logfmt_js",
@@ -119,7 +120,14 @@ pub fn run_plugin_dir() -> PathBuf {
     DIR.get_or_init(|| {
         let dir = plugin_cache().with_file_name("run-plugins");
         std::fs::create_dir_all(&dir).unwrap();
-        for name in ["hostile", "json", "logfmt", "ndjson", "redact"] {
+        for name in [
+            "hostile",
+            "hostile_processor",
+            "json",
+            "logfmt",
+            "ndjson",
+            "redact",
+        ] {
             let file = format!("{name}.wasm");
             let tmp = dir.join(format!("{file}.{}", std::process::id()));
             std::fs::copy(plugin_dir().join(&file), &tmp).unwrap();
