@@ -6,6 +6,9 @@ use sluice_plugin::{
 };
 use sluice_tests::plugin_dir;
 
+const SECS_30: std::time::Duration = std::time::Duration::from_secs(30);
+const SECS_60: std::time::Duration = std::time::Duration::from_secs(60);
+
 fn plugin(name: &str) -> sluice_plugin::Plugin {
     PluginHost::new(None)
         .unwrap()
@@ -116,17 +119,10 @@ fn a_pipeline_runs_its_processors_in_order_and_dead_letters_what_one_fails() {
         {"user": "dee", "password": {"nested": true}},
     ]);
     assert_eq!(s.post("/log/ingest", body.to_string().as_bytes()), 200);
-    let started = std::time::Instant::now();
-    while s.metric("sluice_eventsWritten", "p") != Some(3.0)
-        || s.metric("sluice_recordsDeadLettered", "p") != Some(1.0)
-    {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "{}",
-            s.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    s.wait_for("3 events written, 1 dead-lettered", SECS_30, || {
+        s.metric("sluice_eventsWritten", "p") == Some(3.0)
+            && s.metric("sluice_recordsDeadLettered", "p") == Some(1.0)
+    });
     let events = sluice_tests::json_lines(&s.path("out/events.jsonl"));
     assert_eq!(
         events,
@@ -185,17 +181,7 @@ fn a_processor_follows_new_versions_between_batches_and_keeps_one_that_cannot_st
         let body = serde_json::json!([{"n": n, "password": "p"}]).to_string();
         assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
     };
-    let wait = |what: &str, check: &dyn Fn() -> bool| {
-        let started = std::time::Instant::now();
-        while !check() {
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(60),
-                "timed out waiting for {what}:\n{}",
-                s.log()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    };
+    let wait = |what: &str, check: &dyn Fn() -> bool| s.wait_for(what, SECS_60, check);
     post(0);
     // A new version (same code, another hash): both stages switch at their next batch.
     replace(&with_custom_section(redact.clone(), "v2"));
@@ -293,15 +279,9 @@ p:
         {"n": 5},
     ]);
     assert_eq!(s.post("/log/ingest", body.to_string().as_bytes()), 200);
-    let started = std::time::Instant::now();
-    while s.metric("sluice_batchesAcknowledged", "p") != Some(1.0) {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "{}",
-            s.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    s.wait_for("the batch acknowledged", SECS_60, || {
+        s.metric("sluice_batchesAcknowledged", "p") == Some(1.0)
+    });
     let events = sluice_tests::json_lines(&s.path("out/events.jsonl"));
     assert_eq!(
         events,

@@ -121,6 +121,19 @@ impl Sluice {
         }
     }
 
+    /// Polls `check` every 50 ms until it holds; fails with `what` and the log after `within`.
+    pub fn wait_for(&self, what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+        let started = std::time::Instant::now();
+        while !check() {
+            assert!(
+                started.elapsed() < within,
+                "timed out waiting for {what}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

@@ -13,16 +13,8 @@ use serde_json::Value;
 use sluice_tests::{Sluice, free_port, json_lines, plugin_dir, prometheus_value};
 
 /// Waits until `check` holds, or fails with the log.
-fn wait_for(s: &Sluice, what: &str, mut check: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !check() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "timed out waiting for {what}:\n{}",
-            s.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for(s: &Sluice, what: &str, check: impl FnMut() -> bool) {
+    s.wait_for(what, Duration::from_secs(60), check);
 }
 
 /// Replaces `dest` the way a deploy should: write beside it, then rename over it.

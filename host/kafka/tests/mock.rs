@@ -65,8 +65,15 @@ async fn next(reader: &mut Box<dyn BufferReader>) -> Option<Batch> {
     None
 }
 
-/// What `GROUP` has committed on partition 0 of `TOPIC` (0 if nothing).
-fn committed(bootstrap: &str) -> i64 {
+/// What `GROUP` has committed on partition 0 of `TOPIC` (0 if nothing), asked off the reactor.
+async fn committed(bootstrap: &str) -> i64 {
+    let bootstrap = bootstrap.to_owned();
+    tokio::task::spawn_blocking(move || committed_blocking(&bootstrap))
+        .await
+        .unwrap()
+}
+
+fn committed_blocking(bootstrap: &str) -> i64 {
     let consumer: BaseConsumer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", GROUP)
@@ -126,10 +133,7 @@ async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_
     assert_eq!(seen, want, "every record once, in order");
 
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let b = bootstrap.clone();
-    let before = tokio::task::spawn_blocking(move || committed(&b))
-        .await
-        .unwrap();
+    let before = committed(&bootstrap).await;
     assert_eq!(
         before, 0,
         "nothing commits past the unacknowledged first batch ({held} records)"
@@ -138,10 +142,7 @@ async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_
     first.ack.acknowledge();
     let started = Instant::now();
     loop {
-        let b = bootstrap.clone();
-        let now = tokio::task::spawn_blocking(move || committed(&b))
-            .await
-            .unwrap();
+        let now = committed(&bootstrap).await;
         if now == 10 {
             break;
         }
@@ -184,10 +185,7 @@ async fn close_drains_what_was_read_then_commits_it() {
         batch.ack.acknowledge();
     }
     buffer.join().await;
-    let b = bootstrap.clone();
-    let after = tokio::task::spawn_blocking(move || committed(&b))
-        .await
-        .unwrap();
+    let after = committed(&bootstrap).await;
     assert_eq!(
         after, n as i64,
         "what was read and acknowledged is committed at close"

@@ -367,6 +367,14 @@ impl Plugin {
     pub fn world(&self) -> &'static str {
         self.inner.world
     }
+    /// The error for an export of this plugin that is missing or mistyped (a world adapter
+    /// looking up its exports).
+    pub(crate) fn wrong_world(&self, e: wasmtime::Error) -> PluginError {
+        PluginError::WrongWorld {
+            origin: self.origin().to_owned(),
+            reason: format!("{e:#}"),
+        }
+    }
     /// Whether it is a processor (contract 0.2's `processor-plugin`), not a deserializer.
     pub fn is_processor(&self) -> bool {
         self.inner.world == crate::worlds::processor::WORLD

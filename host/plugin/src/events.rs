@@ -36,32 +36,47 @@ pub(crate) enum Side {
     Output,
 }
 
-/// Checks a reply's event references (which buffer, offset, length) against the buffers' sizes;
-/// an event outside its buffer is a plugin fault, described for the log.
-pub(crate) fn checked(
-    events: impl Iterator<Item = (Side, u32, u32)>,
-    input: usize,
-    output: usize,
-) -> Result<Vec<(Side, Range<usize>)>, String> {
-    events
-        .enumerate()
-        .map(|(i, (side, offset, len))| {
-            let size = match side {
-                Side::Input => input,
-                Side::Output => output,
-            };
-            let (start, end) = (offset as usize, offset as usize + len as usize);
-            if end > size {
-                return Err(format!(
-                    "event {i} points at bytes {start}..{end} of a {size}-byte buffer"
-                ));
-            }
-            Ok((side, start..end))
-        })
-        .collect()
-}
-
 impl CallBuffers {
+    /// A 0.2 reply's buffers, after checking what every world's reply must hold: exactly the
+    /// `claimed` events its `what` (outcomes, verdicts) announce, each `(buffer, offset, len)`
+    /// inside its buffer. Anything else is a plugin fault, described for the log.
+    pub(crate) fn from_reply(
+        input: Arc<Vec<u8>>,
+        output: Vec<u8>,
+        events: Vec<(Side, u32, u32)>,
+        claimed: u64,
+        what: &str,
+    ) -> Result<Arc<Self>, String> {
+        if claimed != events.len() as u64 {
+            return Err(format!(
+                "the plugin's {what} claim {claimed} events but it returned {}",
+                events.len()
+            ));
+        }
+        let events = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, (side, offset, len))| {
+                let size = match side {
+                    Side::Input => input.len(),
+                    Side::Output => output.len(),
+                };
+                let (start, end) = (offset as usize, offset as usize + len as usize);
+                if end > size {
+                    return Err(format!(
+                        "event {i} points at bytes {start}..{end} of a {size}-byte buffer"
+                    ));
+                }
+                Ok((side, start..end))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Arc::new(Self {
+            input,
+            output,
+            events,
+        }))
+    }
+
     fn event(&self, i: usize) -> &[u8] {
         let (side, range) = &self.events[i];
         match side {

@@ -11,7 +11,7 @@ use wasmtime::component::{Component, Instance, InstancePre};
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
 use crate::runner::World;
-use crate::sandbox::{Limits, deadline_reason, deadline_ticks, describe_trap, with_deadline};
+use crate::sandbox::{self, Limits, load_failed};
 
 #[allow(
     unsafe_code,
@@ -77,10 +77,7 @@ impl World for Deserializer {
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
         let pre = &plugin.inner.pre;
-        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
-            origin: plugin.origin().to_owned(),
-            reason: format!("{e:#}"),
-        };
+        let wrong_world = |e| plugin.wrong_world(e);
         Ok(Exports {
             handler: raw_byte_handler::GuestIndices::new(pre).map_err(wrong_world)?,
             configure: match plugin.world() {
@@ -98,33 +95,17 @@ impl World for Deserializer {
         options: &Vec<OptionEntry>,
         limits: Limits,
     ) -> Result<Guest, PluginError> {
-        let name = || plugin.name().to_owned();
-        let fail = |e: wasmtime::Error| PluginError::Instantiate {
-            name: name(),
-            reason: describe_trap(&e, limits),
-        };
-        let handler = exports.handler.load(&mut *store, instance).map_err(fail)?;
+        let handler = exports
+            .handler
+            .load(&mut *store, instance)
+            .map_err(|e| load_failed(plugin, &e, limits))?;
         if let Some(configure) = &exports.configure {
-            let configure = configure.load(&mut *store, instance).map_err(fail)?;
-            store.set_epoch_deadline(deadline_ticks(limits.timeout));
-            let configured = with_deadline(
-                limits.timeout,
-                configure.call_configure(&mut *store, options),
-            )
-            .map_err(|_| PluginError::Instantiate {
-                name: name(),
-                reason: deadline_reason(limits.timeout),
+            let configure = configure
+                .load(&mut *store, instance)
+                .map_err(|e| load_failed(plugin, &e, limits))?;
+            sandbox::configure(plugin, store, limits, |store| {
+                configure.call_configure(store, options)
             })?;
-            match configured {
-                Ok(Ok(())) => {}
-                Ok(Err(message)) => {
-                    return Err(PluginError::Configure {
-                        name: name(),
-                        message,
-                    });
-                }
-                Err(e) => return Err(fail(e)),
-            }
         }
         Ok(Guest { handler })
     }

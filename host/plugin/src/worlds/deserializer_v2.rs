@@ -14,9 +14,9 @@ use wasmtime::component::{Component, Instance, InstancePre};
 
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::events::{CallBuffers, Events, Side, checked};
+use crate::events::{CallBuffers, Events, Side};
 use crate::runner::World;
-use crate::sandbox::{Limits, deadline_reason, deadline_ticks, describe_trap, with_deadline};
+use crate::sandbox::{self, Limits, load_failed};
 use crate::worlds::deserializer::RawRecord;
 
 #[allow(
@@ -156,10 +156,7 @@ impl World for DeserializerV2 {
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
         let pre = &plugin.inner.pre;
-        let wrong_world = |e: wasmtime::Error| PluginError::WrongWorld {
-            origin: plugin.origin().to_owned(),
-            reason: format!("{e:#}"),
-        };
+        let wrong_world = |e| plugin.wrong_world(e);
         Ok(Exports {
             handler: deserializer::GuestIndices::new(pre).map_err(wrong_world)?,
             configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
@@ -174,33 +171,18 @@ impl World for DeserializerV2 {
         options: &Vec<OptionEntry>,
         limits: Limits,
     ) -> Result<Guest, PluginError> {
-        let name = || plugin.name().to_owned();
-        let fail = |e: wasmtime::Error| PluginError::Instantiate {
-            name: name(),
-            reason: describe_trap(&e, limits),
-        };
-        let handler = exports.handler.load(&mut *store, instance).map_err(fail)?;
+        let handler = exports
+            .handler
+            .load(&mut *store, instance)
+            .map_err(|e| load_failed(plugin, &e, limits))?;
         let configure = exports
             .configure
             .load(&mut *store, instance)
-            .map_err(fail)?;
-        store.set_epoch_deadline(deadline_ticks(limits.timeout));
-        let configured = with_deadline(
-            limits.timeout,
-            configure.call_configure(&mut *store, options),
-        )
-        .map_err(|_| PluginError::Instantiate {
-            name: name(),
-            reason: deadline_reason(limits.timeout),
+            .map_err(|e| load_failed(plugin, &e, limits))?;
+        sandbox::configure(plugin, store, limits, |store| {
+            configure.call_configure(store, options)
         })?;
-        match configured {
-            Ok(Ok(())) => Ok(Guest { handler }),
-            Ok(Err(message)) => Err(PluginError::Configure {
-                name: name(),
-                message,
-            }),
-            Err(e) => Err(fail(e)),
-        }
+        Ok(Guest { handler })
     }
 
     async fn call(
@@ -279,25 +261,15 @@ fn outputs(
             Outcome::Malformed(_) => 0,
         })
         .sum();
-    if claimed != reply.events.len() as u64 {
-        return Err(format!(
-            "the plugin's outcomes claim {claimed} events but it returned {}",
-            reply.events.len()
-        ));
-    }
-    let events = checked(
-        reply.events.iter().map(|e| match e {
+    let refs = reply
+        .events
+        .iter()
+        .map(|e| match e {
             EventRef::Input(s) => (Side::Input, s.offset, s.len),
             EventRef::Output(s) => (Side::Output, s.offset, s.len),
-        }),
-        input.len(),
-        reply.data.len(),
-    )?;
-    let call = Arc::new(CallBuffers {
-        input,
-        output: reply.data,
-        events,
-    });
+        })
+        .collect();
+    let call = CallBuffers::from_reply(input, reply.data, refs, claimed, "outcomes")?;
     let mut next = 0;
     Ok(reply
         .outcomes
