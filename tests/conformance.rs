@@ -1,7 +1,9 @@
 //! One conformance suite per format, run against every implementation of it: the logfmt suite
-//! against the Rust, Python and JavaScript plugins, the csv suite against the JavaScript one.
-//! Cases live in `tests/conformance/*.json`; a plugin that fails is reported with the first
-//! record whose outcome differs.
+//! against the Rust, Python and JavaScript plugins, the csv suite against the JavaScript one;
+//! and one suite for processors ([`processor`]). Cases live in `tests/conformance/*.json`; a
+//! plugin that fails is reported with the first record or event whose outcome differs.
+
+mod processor;
 
 use std::path::Path;
 

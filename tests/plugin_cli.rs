@@ -1,48 +1,7 @@
 //! `sluice plugins new|build|inspect`: the author's workflow, in each language, with the real
 //! component tools (installed by `scripts/build-plugins`).
 
-use std::process::Command;
-use std::sync::OnceLock;
-
-use sluice_tests::{plugin_cache, plugin_dir, root, sluice_bin};
-
-/// PATH with componentize-py and componentize-js in front.
-fn tools_path() -> String {
-    static PATH: OnceLock<String> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let out = Command::new(root().join("scripts/build-plugins"))
-            .arg("--tools-path")
-            .output()
-            .expect("running scripts/build-plugins --tools-path");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let tools = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-        format!("{tools}:{}", std::env::var("PATH").unwrap_or_default())
-    })
-    .clone()
-}
-
-/// Runs `sluice ARGS` with the tools on PATH: (success, stdout, stderr).
-fn sluice(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(sluice_bin())
-        .args(args)
-        .env("PATH", tools_path())
-        // Rust templates share one target folder across runs, so deps build once.
-        .env(
-            "CARGO_TARGET_DIR",
-            plugin_cache().with_file_name("template-target"),
-        )
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use sluice_tests::{built_template, plugin_dir, sluice_cli as sluice};
 
 /// new -> build -> inspect --sample, for one language.
 fn round_trip(lang: &str) {
@@ -117,6 +76,72 @@ fn a_new_python_plugin_builds_and_runs() {
 #[test]
 fn a_new_javascript_plugin_builds_and_runs() {
     round_trip("js");
+}
+
+/// new --kind processor -> build -> inspect with options and sample events, for one language.
+/// (The processor conformance suite runs the same components on every verdict.)
+fn processor_round_trip(lang: &str) {
+    let wasm = built_template("processor", "stamp", lang);
+    let dir = wasm.parent().unwrap();
+    assert!(dir.join("wit/processor.wit").is_file());
+    assert!(dir.join("wit/types.wit").is_file());
+    let tmp = tempfile::tempdir().unwrap();
+    let events = tmp.path().join("events.ndjson");
+    std::fs::write(
+        &events,
+        "{\"msg\":\"a\",\"items\":[1,2]}\n{\"level\":\"debug\"}\n{\"tag\":\"blue\"}\n{\"items\":7}\n",
+    )
+    .unwrap();
+    let wasm_arg = wasm.to_str().unwrap();
+    let (ok, stdout, stderr) = sluice(&[
+        "plugins",
+        "inspect",
+        wasm_arg,
+        "--lines",
+        "--sample",
+        events.to_str().unwrap(),
+        "--option",
+        "tag=blue",
+        "--option",
+        "drop_level=debug",
+        "--option",
+        "split=items",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("world    sluice:plugin/processor-plugin@0.2.0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(":1: replaced by 2 event(s)"), "{stdout}");
+    assert!(
+        stdout.contains(r#"{"items":1,"msg":"a","received_at_ms":0,"tag":"blue"}"#)
+            || stdout.contains(r#"{"msg":"a","items":1,"tag":"blue","received_at_ms":0}"#),
+        "{stdout}"
+    );
+    assert!(stdout.contains(":2: dropped"), "{stdout}");
+    assert!(stdout.contains(":3: kept"), "{stdout}");
+    assert!(
+        stdout.contains(":4: failed: field `items` is not a list"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = sluice(&["plugins", "inspect", wasm_arg]);
+    assert!(!ok);
+    assert!(stderr.contains("option `tag` is required"), "{stderr}");
+}
+
+#[test]
+fn a_new_rust_processor_builds_and_runs() {
+    processor_round_trip("rust");
+}
+
+#[test]
+fn a_new_python_processor_builds_and_runs() {
+    processor_round_trip("python");
+}
+
+#[test]
+fn a_new_javascript_processor_builds_and_runs() {
+    processor_round_trip("js");
 }
 
 #[test]

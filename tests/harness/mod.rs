@@ -4,12 +4,14 @@
 //!
 //! # Layout
 //! - this file: paths (repository, binary, plugins, plugin cache), free ports, JSON lines.
+//! - [`cli`]: `sluice plugins new|build` with the real component tools.
 //! - [`process`]: [`Sluice`], a running `sluice run` (start, post, metrics, restart, kill).
 //! - [`kafka`]: the test broker's address, unique names, topics, a [`Broker`] of a test's own,
 //!   and what Kafka holds (committed offsets, stored records).
 //! - [`kms`]: the test KMS server.
 //! - [`metrics`]: reading a Prometheus sample.
 
+pub mod cli;
 pub mod kafka;
 pub mod kms;
 pub mod metrics;
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+pub use cli::{built_template, sluice_cli, tools_path};
 pub use kafka::{Broker, committed_and_end, create_topic, kafka_bootstrap, stored_records, unique};
 pub use kms::{kms_client, kms_endpoint, kms_key};
 pub use metrics::prometheus_value;

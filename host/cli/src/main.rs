@@ -72,7 +72,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginsCommand {
-    /// List the deserializer plugins sluice would load: name, file, size, world, imports.
+    /// List the plugins sluice would load: name, file, size, world, imports.
     List {
         #[command(flatten)]
         plugins: PluginArgs,
@@ -84,6 +84,10 @@ enum PluginsCommand {
         /// The language of the skeleton.
         #[arg(long, value_enum)]
         lang: plugins::Lang,
+        /// What the plugin is: a deserializer (raw bytes in, events out; contract 0.1.0) or a
+        /// processor (events in, verdicts out; contract 0.2.0).
+        #[arg(long, value_enum, default_value = "deserializer")]
+        kind: plugins::Kind,
         /// Where to write it (default `./NAME`).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -277,11 +281,18 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugins {
-            command: PluginsCommand::New { name, lang, dir },
+            command:
+                PluginsCommand::New {
+                    name,
+                    lang,
+                    kind,
+                    dir,
+                },
         } => {
-            let root = plugins::new(&name, lang, dir.as_deref())?;
+            let root = plugins::new(&name, kind, lang, dir.as_deref())?;
             println!(
-                "wrote {lang:?} plugin `{name}` in {}; build it with `sluice plugins build {}`",
+                "wrote {lang:?} {} `{name}` in {}; build it with `sluice plugins build {}`",
+                kind.label(),
                 root.display(),
                 root.display()
             );

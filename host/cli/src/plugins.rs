@@ -1,7 +1,8 @@
 //! `sluice plugins new|build|inspect`: a plugin author's workflow.
 //!
-//! - `new NAME --lang rust|python|js` writes a ready-to-build folder from the templates in
-//!   `plugins/templates/` (embedded in the binary) with the WIT beside it.
+//! - `new NAME --lang rust|python|js [--kind deserializer|processor]` writes a ready-to-build
+//!   folder from the templates in `plugins/templates/` (embedded in the binary) with the WIT
+//!   beside it.
 //! - `build DIR` runs the language's component tool and writes `DIR/NAME.wasm`.
 //! - `inspect FILE.wasm` loads it as `sluice run` would and prints its world, imports (with
 //!   what each asks for and what sluice grants), size, compile and start cost, and, with
@@ -17,9 +18,6 @@ use sluice_plugin::{
     Decoded, Decoder, Event, Limits, PluginHost, Processed, Processor, RawRecord, capability,
 };
 
-/// The contract, copied into every new plugin folder.
-const WIT: &str = include_str!("../../../wit/deserializer.wit");
-
 /// The pinned component tools, named in errors and written into templates.
 const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 
@@ -30,38 +28,93 @@ pub(crate) enum Lang {
     Js,
 }
 
-/// `(path in the new folder, template text)` per language.
-fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {
-    match lang {
-        Lang::Rust => &[
-            (
-                "Cargo.toml",
-                include_str!("../../../plugins/templates/rust/Cargo.toml"),
-            ),
-            (
+/// What a new plugin is, and so which world it implements.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Kind {
+    /// Raw bytes in, events out (`sluice:plugin/deserializer@0.1.0`).
+    Deserializer,
+    /// Events in, a verdict per event out (`sluice:plugin/processor-plugin@0.2.0`).
+    Processor,
+}
+
+impl Kind {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Kind::Deserializer => "deserializer",
+            Kind::Processor => "processor",
+        }
+    }
+
+    /// The contract files written into `wit/`: `(file name, text)`.
+    fn wit(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Kind::Deserializer => &[(
+                "deserializer.wit",
+                include_str!("../../../wit/deserializer.wit"),
+            )],
+            Kind::Processor => &[
+                ("types.wit", include_str!("../../../wit/v0.2/types.wit")),
+                (
+                    "processor.wit",
+                    include_str!("../../../wit/v0.2/processor.wit"),
+                ),
+            ],
+        }
+    }
+
+    /// The plugin's source: `(path in the new folder, template text)`.
+    fn source(self, lang: Lang) -> (&'static str, &'static str) {
+        match (self, lang) {
+            (Kind::Deserializer, Lang::Rust) => (
                 "src/lib.rs",
-                include_str!("../../../plugins/templates/rust/src/lib.rs"),
+                include_str!("../../../plugins/templates/deserializer/lib.rs"),
             ),
-        ],
-        Lang::Python => &[(
-            "app.py",
-            include_str!("../../../plugins/templates/python/app.py"),
-        )],
-        Lang::Js => &[
-            (
+            (Kind::Deserializer, Lang::Python) => (
+                "app.py",
+                include_str!("../../../plugins/templates/deserializer/app.py"),
+            ),
+            (Kind::Deserializer, Lang::Js) => (
                 "plugin.js",
-                include_str!("../../../plugins/templates/js/plugin.js"),
+                include_str!("../../../plugins/templates/deserializer/plugin.js"),
             ),
-            (
-                "package.json",
-                include_str!("../../../plugins/templates/js/package.json"),
+            (Kind::Processor, Lang::Rust) => (
+                "src/lib.rs",
+                include_str!("../../../plugins/templates/processor/lib.rs"),
             ),
-        ],
+            (Kind::Processor, Lang::Python) => (
+                "app.py",
+                include_str!("../../../plugins/templates/processor/app.py"),
+            ),
+            (Kind::Processor, Lang::Js) => (
+                "plugin.js",
+                include_str!("../../../plugins/templates/processor/plugin.js"),
+            ),
+        }
+    }
+}
+
+/// The build files a language needs beside the source: `(path, template text)`.
+fn build_files(lang: Lang) -> &'static [(&'static str, &'static str)] {
+    match lang {
+        Lang::Rust => &[(
+            "Cargo.toml",
+            include_str!("../../../plugins/templates/Cargo.toml"),
+        )],
+        Lang::Python => &[],
+        Lang::Js => &[(
+            "package.json",
+            include_str!("../../../plugins/templates/package.json"),
+        )],
     }
 }
 
 /// `sluice plugins new`.
-pub(crate) fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub(crate) fn new(
+    name: &str,
+    kind: Kind,
+    lang: Lang,
+    dir: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name
             .chars()
@@ -69,7 +122,7 @@ pub(crate) fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<
     if !valid {
         bail!(
             "plugin name `{name}` must start with a lowercase letter and hold only a-z, 0-9 and `_` \
-             (it becomes the file name `{name}.wasm` and the `deserializer: name:` in pipelines)"
+             (it becomes the file name `{name}.wasm` and the name pipelines use)"
         );
     }
     let root = dir.map_or_else(|| PathBuf::from(name), Path::to_owned);
@@ -79,11 +132,16 @@ pub(crate) fn new(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result<
             root.display()
         );
     }
-    let mut files = vec![("wit/deserializer.wit", WIT.to_owned())];
+    let mut files: Vec<(String, String)> = kind
+        .wit()
+        .iter()
+        .map(|(file, text)| (format!("wit/{file}"), (*text).to_owned()))
+        .collect();
     files.extend(
-        template(lang)
+        build_files(lang)
             .iter()
-            .map(|(path, text)| (*path, text.replace("{{name}}", name))),
+            .chain([&kind.source(lang)])
+            .map(|(path, text)| ((*path).to_owned(), text.replace("{{name}}", name))),
     );
     for (path, text) in files {
         let path = root.join(path);
@@ -109,13 +167,25 @@ fn detect(dir: &Path) -> anyhow::Result<Lang> {
     }
 }
 
-/// The world a plugin's sources implement: configurable when they export `configure`.
-fn world(source: &str, configurable_marker: &str) -> &'static str {
-    if source.contains(configurable_marker) {
+/// The world a plugin folder implements: a 0.2 world when its `wit/` declares one, else the
+/// 0.1.0 deserializer, configurable when the source exports `configure`.
+fn world(dir: &Path, source: &str, configurable_marker: &str) -> anyhow::Result<&'static str> {
+    let wit = dir.join("wit");
+    let entries =
+        std::fs::read_dir(&wit).with_context(|| format!("reading `{}`", wit.display()))?;
+    for entry in entries {
+        let text = std::fs::read_to_string(entry?.path()).unwrap_or_default();
+        for world in ["processor-plugin", "deserializer-plugin"] {
+            if text.contains(&format!("world {world} ")) {
+                return Ok(world);
+            }
+        }
+    }
+    Ok(if source.contains(configurable_marker) {
         "configurable-deserializer"
     } else {
         "deserializer"
-    }
+    })
 }
 
 fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
@@ -176,7 +246,7 @@ pub(crate) fn build(dir: &Path) -> anyhow::Result<PathBuf> {
             })?;
             run(
                 Command::new(tool)
-                    .args(["-d", "wit", "-w", world(&source, "class Configure")])
+                    .args(["-d", "wit", "-w", world(&dir, &source, "class Configure")?])
                     .args(["componentize", "-p", ".", "app", "-o"])
                     .arg(&out)
                     .current_dir(&dir),
@@ -213,7 +283,7 @@ pub(crate) fn build(dir: &Path) -> anyhow::Result<PathBuf> {
                         "--wit",
                         "wit",
                         "-n",
-                        world(&source, "export const configure"),
+                        world(&dir, &source, "export const configure")?,
                     ])
                     .args(["-d", "http", "fetch-event", "-o"])
                     .arg(format!("{name}.wasm"))
