@@ -7,12 +7,14 @@
 //!    and 1000 records of about 1 KB. Native code making one string per event (`parse.rs`, what
 //!    0.1.0 returned) is shown beside it.
 //! 2. The logfmt deserializer in Rust, Python and JavaScript on the same input.
+//! 3. The processor template (`sluice plugins new --kind processor`) in Rust, Python and
+//!    JavaScript on the same events, built with `sluice plugins build` as an author would.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord};
+use sluice_plugin::{Decoded, Decoder, Event, Limits, PluginHost, Processed, Processor, RawRecord};
 
 /// The json plugin's parsing, compiled natively.
 #[path = "../../../plugins/json/src/parse.rs"]
@@ -152,16 +154,95 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             })
         });
         let rate = lines.len() as f64 / took.as_secs_f64();
-        let base = *baseline.get_or_insert(rate);
-        println!(
-            "  {lang:<10} {:>9.0} records/s  {:>5.2} of Rust  component {:>5.1} MiB, load {loaded:>8.2?}, instantiate {instantiated:>8.2?}, linear memory peak {:>5.1} MiB",
-            rate,
-            rate / base,
-            plugin.size() as f64 / f64::from(1 << 20),
-            decoder.stats().peak_memory as f64 / f64::from(1 << 20),
+        let costs = Costs {
+            size: plugin.size(),
+            loaded,
+            instantiated,
+            peak_memory: decoder.stats().peak_memory,
+        };
+        costs.print(lang, rate, *baseline.get_or_insert(rate), "records");
+    }
+
+    // 3. The processor template, as `sluice plugins new --kind processor` writes it and
+    //    `sluice plugins build` builds it, on the json events (each edited: tag and time added).
+    let bodies: Vec<Vec<u8>> = records.iter().map(|r| r.payload.clone()).collect();
+    let events: Vec<Event<'_>> = bodies
+        .iter()
+        .map(|body| Event {
+            body,
+            received_at_ms: 1_764_000_000_000,
+            origin: "bench",
+        })
+        .collect();
+    println!(
+        "processor template (`plugins new --kind processor`, option tag): {} events of {} bytes, batches of 100",
+        events.len(),
+        bytes / events.len().max(1)
+    );
+    let mut baseline = None;
+    for (lang, label) in [("rust", "Rust"), ("python", "Python"), ("js", "JavaScript")] {
+        let file = sluice_tests::built_template("processor", "stamp", lang);
+        let started = Instant::now();
+        let plugin = host.load_file(&file)?;
+        let loaded = started.elapsed();
+        let started = Instant::now();
+        let options = vec![("tag".to_owned(), "bench".to_owned())];
+        let mut processor = Processor::new(plugin.clone(), options, limits())?;
+        let instantiated = started.elapsed();
+        let first = processor.process(&events[..1]);
+        anyhow::ensure!(
+            matches!(&first[..], [Processed::Replace(e)] if e.len() == 1),
+            "{label} processor: expected one edited event, got {first:?}"
         );
+        let took = best_of(3, || {
+            time(|| {
+                for chunk in events.chunks(100) {
+                    std::hint::black_box(processor.process(chunk));
+                }
+            })
+        });
+        let rate = events.len() as f64 / took.as_secs_f64();
+        // And once more, checked: a component that traps (memory cap, say) is not fast.
+        let edited = events
+            .chunks(100)
+            .flat_map(|chunk| processor.process(chunk))
+            .filter(|p| matches!(p, Processed::Replace(e) if e.len() == 1))
+            .count();
+        anyhow::ensure!(
+            edited == events.len(),
+            "{label} processor: {edited} of {} events edited",
+            events.len()
+        );
+        let costs = Costs {
+            size: plugin.size(),
+            loaded,
+            instantiated,
+            peak_memory: processor.stats().peak_memory,
+        };
+        costs.print(label, rate, *baseline.get_or_insert(rate), "events");
     }
     Ok(())
+}
+
+/// What one language's component costs besides its rate.
+struct Costs {
+    size: u64,
+    loaded: Duration,
+    instantiated: Duration,
+    peak_memory: u64,
+}
+
+impl Costs {
+    fn print(&self, lang: &str, rate: f64, rust: f64, unit: &str) {
+        println!(
+            "  {lang:<10} {rate:>9.0} {unit}/s  {:>5.2} of Rust  component {:>5.1} MiB, load {:>8.2?}, instantiate {:>8.2?}, linear memory peak {:>5.1} MiB",
+            rate / rust,
+            self.size as f64 / f64::from(1 << 20),
+            self.loaded,
+            self.instantiated,
+            self.peak_memory as f64 / f64::from(1 << 20),
+        );
+    }
 }
 
 fn limits() -> Limits {
