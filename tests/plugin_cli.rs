@@ -16,6 +16,7 @@ fn round_trip(lang: &str) {
         "{stdout}"
     );
     assert!(dir.join("wit/deserializer.wit").is_file());
+    assert!(dir.join("wit/types.wit").is_file());
 
     let (ok, stdout, stderr) = sluice(&["plugins", "build", dir_arg]);
     assert!(ok, "build failed:\n{stdout}\n{stderr}");
@@ -38,7 +39,7 @@ fn round_trip(lang: &str) {
     assert!(ok, "{stderr}");
     assert!(stdout.contains(&format!("plugin   {name}")), "{stdout}");
     assert!(
-        stdout.contains("world    sluice:plugin/deserializer@0.1.0"),
+        stdout.contains("world    sluice:plugin/deserializer-plugin@0.2.0"),
         "{stdout}"
     );
     assert!(stdout.contains("(13 bytes): 2 event(s)"), "{stdout}");

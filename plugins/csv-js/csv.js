@@ -7,7 +7,8 @@
 // Fields follow RFC 4180: a field in double quotes may hold the delimiter, line breaks and `""`
 // (one quote). Blank lines are skipped. Every value is a string. A row with the wrong number of
 // fields, or an unterminated quote, makes the record malformed with a reason `line N: ...`.
-// Built by `./scripts/build-plugins` with componentize-js (pinned in plugins/tools/package.json).
+// Contract 0.2 (`wit/v0.2`, world `deserializer-plugin`). Built by `./scripts/build-plugins` with
+// componentize-js (pinned in plugins/tools/package.json).
 
 let delimiter = ',';
 let columns = null;
@@ -114,45 +115,73 @@ function rows(text) {
   return out;
 }
 
+// The events of one record as JSON texts, or throws RowError with the reason.
 function parse(payload) {
   let text;
   try {
     text = decoder.decode(payload);
   } catch (e) {
-    return { tag: 'malformed', val: `not UTF-8 (${e.message})` };
+    throw new RowError(`not UTF-8 (${e.message})`);
   }
-  try {
-    const all = rows(text);
-    let names = columns;
-    let data = all;
-    if (names === null) {
-      if (all.length === 0) return { tag: 'events', val: [] };
-      names = all[0].fields;
-      data = all.slice(1);
-      const empty = names.findIndex((c) => c === '');
-      if (empty >= 0) throw new RowError(`line ${all[0].line}: header column ${empty + 1} has no name`);
-      const dup = names.find((c, i) => names.indexOf(c) !== i);
-      if (dup !== undefined) throw new RowError(`line ${all[0].line}: header names \`${dup}\` twice`);
+  const all = rows(text);
+  let names = columns;
+  let data = all;
+  if (names === null) {
+    if (all.length === 0) return [];
+    names = all[0].fields;
+    data = all.slice(1);
+    const empty = names.findIndex((c) => c === '');
+    if (empty >= 0) throw new RowError(`line ${all[0].line}: header column ${empty + 1} has no name`);
+    const dup = names.find((c, i) => names.indexOf(c) !== i);
+    if (dup !== undefined) throw new RowError(`line ${all[0].line}: header names \`${dup}\` twice`);
+  }
+  return data.map(({ line, fields }) => {
+    if (fields.length !== names.length) {
+      throw new RowError(`line ${line}: ${fields.length} fields, expected ${names.length} (${names.join(', ')})`);
     }
-    const events = data.map(({ line, fields }) => {
-      if (fields.length !== names.length) {
-        throw new RowError(`line ${line}: ${fields.length} fields, expected ${names.length} (${names.join(', ')})`);
-      }
-      const event = {};
-      names.forEach((name, i) => {
-        event[name] = fields[i];
-      });
-      return JSON.stringify(event);
+    const event = {};
+    names.forEach((name, i) => {
+      event[name] = fields[i];
     });
-    return { tag: 'events', val: events };
-  } catch (e) {
-    if (e instanceof RowError) return { tag: 'malformed', val: e.message };
-    throw e;
-  }
+    return JSON.stringify(event);
+  });
 }
 
-export const rawByteHandler = {
-  deserializeBatch(batch) {
-    return batch.map((record) => parse(record.payload));
+const encoder = new TextEncoder();
+
+// Contract 0.2: the batch's payloads in one buffer; events written into the reply's `data`.
+export const deserializer = {
+  deserialize(data, records, contentTypes) {
+    const chunks = [];
+    const events = [];
+    const outcomes = [];
+    let size = 0;
+    for (const record of records) {
+      const { offset, len } = record.payload;
+      let texts;
+      try {
+        texts = parse(data.subarray(offset, offset + len));
+      } catch (e) {
+        if (e instanceof RowError) {
+          outcomes.push({ tag: 'malformed', val: e.message });
+          continue;
+        }
+        throw e;
+      }
+      for (const text of texts) {
+        const bytes = encoder.encode(text);
+        events.push({ tag: 'output', val: { offset: size, len: bytes.length } });
+        chunks.push(bytes);
+        size += bytes.length;
+      }
+      outcomes.push({ tag: 'events', val: texts.length });
+    }
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      out.set(chunk, at);
+      at += chunk.length;
+    }
+    return { data: out, events, outcomes };
   },
 };

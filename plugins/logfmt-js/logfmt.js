@@ -66,12 +66,15 @@ function parseLine(line) {
   }
 }
 
+class Malformed extends Error {}
+
+// The events of one record as JSON texts, or throws Malformed with the reason.
 function parse(payload) {
   let text;
   try {
     text = decoder.decode(payload);
   } catch (e) {
-    return { tag: 'malformed', val: `not UTF-8 (${e.message})` };
+    throw new Malformed(`not UTF-8 (${e.message})`);
   }
   const events = [];
   const lines = text.split('\n');
@@ -82,16 +85,57 @@ function parse(payload) {
     try {
       event = parseLine(line);
     } catch (e) {
-      if (e instanceof LineError) return { tag: 'malformed', val: `line ${number + 1}: ${e.message}` };
+      if (e instanceof LineError) throw new Malformed(`line ${number + 1}: ${e.message}`);
       throw e;
     }
     if (Object.keys(event).length > 0) events.push(JSON.stringify(event));
   }
-  return { tag: 'events', val: events };
+  return events;
 }
 
-export const rawByteHandler = {
-  deserializeBatch(batch) {
-    return batch.map((record) => parse(record.payload));
+const encoder = new TextEncoder();
+
+// Contract 0.2: the batch's payloads in one buffer; events written into the reply's `data`.
+export const deserializer = {
+  deserialize(data, records, contentTypes) {
+    const chunks = [];
+    const events = [];
+    const outcomes = [];
+    let size = 0;
+    for (const record of records) {
+      const { offset, len } = record.payload;
+      let texts;
+      try {
+        texts = parse(data.subarray(offset, offset + len));
+      } catch (e) {
+        if (e instanceof Malformed) {
+          outcomes.push({ tag: 'malformed', val: e.message });
+          continue;
+        }
+        throw e;
+      }
+      for (const text of texts) {
+        const bytes = encoder.encode(text);
+        events.push({ tag: 'output', val: { offset: size, len: bytes.length } });
+        chunks.push(bytes);
+        size += bytes.length;
+      }
+      outcomes.push({ tag: 'events', val: texts.length });
+    }
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      out.set(chunk, at);
+      at += chunk.length;
+    }
+    return { data: out, events, outcomes };
+  },
+};
+
+export const configure = {
+  configure(options) {
+    if (options.length > 0) {
+      throw `unknown option \`${options[0].key}\`: the logfmt deserializer takes no options`;
+    }
   },
 };

@@ -7,13 +7,17 @@ componentize-py (pinned in plugins/tools/requirements.txt).
 Rules: lines split on LF (a trailing CR is dropped); blank lines hold no event; a pair is
 `key=value`, `key="quoted"` (escapes \\" \\\\ \\n \\t \\r) or a bare `key` (true); the last
 of a repeated key wins; values are strings. A bad line makes the whole record malformed, with
-a reason that starts `line N:`.
+a reason that starts `line N:`. It takes no options. Contract 0.2 (`wit/v0.2`, world
+`deserializer-plugin`): the batch's payloads arrive in one buffer, the events go back written
+into the reply's `data`.
 """
 
 import json
 
+from componentize_py_types import Err
 from wit_world import exports
-from wit_world.exports.raw_byte_handler import Outcome_Events, Outcome_Malformed
+from wit_world.exports.deserializer import Outcome_Events, Outcome_Malformed, Reply
+from wit_world.imports.types import EventRef_Output, Span
 
 ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
 
@@ -76,10 +80,11 @@ def parse_line(line):
 
 
 def parse(payload):
+    """The events of one record as JSON texts, or raises Malformed with the reason."""
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as e:
-        return Outcome_Malformed(f"not UTF-8 ({e.reason} at byte {e.start})")
+        raise Malformed(f"not UTF-8 ({e.reason} at byte {e.start})")
     events = []
     for number, line in enumerate(text.split("\n"), start=1):
         if line.endswith("\r"):
@@ -87,12 +92,37 @@ def parse(payload):
         try:
             event = parse_line(line)
         except LineError as e:
-            return Outcome_Malformed(f"line {number}: {e}")
+            raise Malformed(f"line {number}: {e}")
         if event:
             events.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
-    return Outcome_Events(events)
+    return events
 
 
-class RawByteHandler(exports.RawByteHandler):
-    def deserialize_batch(self, batch):
-        return [parse(record.payload) for record in batch]
+class Malformed(Exception):
+    pass
+
+
+class Deserializer(exports.Deserializer):
+    def deserialize(self, data, records, content_types):
+        out = bytearray()
+        events = []
+        outcomes = []
+        for record in records:
+            start = record.payload.offset
+            try:
+                texts = parse(data[start : start + record.payload.len])
+            except Malformed as e:
+                outcomes.append(Outcome_Malformed(str(e)))
+                continue
+            for text in texts:
+                encoded = text.encode("utf-8")
+                events.append(EventRef_Output(Span(len(out), len(encoded))))
+                out += encoded
+            outcomes.append(Outcome_Events(len(texts)))
+        return Reply(bytes(out), events, outcomes)
+
+
+class Configure(exports.Configure):
+    def configure(self, options):
+        if options:
+            raise Err(f"unknown option `{options[0].key}`: the logfmt deserializer takes no options")

@@ -36,7 +36,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 10] = [
+pub const PLUGINS: [&str; 11] = [
     "csv",
     "hostile",
     "hostile_processor",
@@ -44,6 +44,7 @@ pub const PLUGINS: [&str; 10] = [
     "logfmt",
     "logfmt_js",
     "logfmt_python",
+    "logfmt_v0_1",
     "ndjson",
     "passthrough",
     "redact",

@@ -232,7 +232,7 @@ fn plugins_list_shows_built_ins_and_folder_plugins() {
     assert_eq!(code, Some(0), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
     // Each line names the plugin's contract version and world: the bundled json and ndjson
-    // are 0.2, logfmt is still a 0.1.0 plugin.
+    // are 0.2, as is logfmt; logfmt_v0_1 is the same parser built for 0.1.0.
     assert!(
         lines.iter().any(|l| l.starts_with("json\t")
             && l.contains("json.wasm")
@@ -249,7 +249,14 @@ fn plugins_list_shows_built_ins_and_folder_plugins() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("logfmt\t") && l.contains("deserializer@0.1.0")),
+            .any(|l| l.starts_with("logfmt_v0_1\t") && l.contains("deserializer@0.1.0")),
+        "{stdout}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("logfmt\t")
+                && l.contains("sluice:plugin/deserializer-plugin@0.2.0")),
         "{stdout}"
     );
     // The folder's files replace the built-ins of the same name: one line each.

@@ -31,7 +31,7 @@ pub(crate) enum Lang {
 /// What a new plugin is, and so which world it implements.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum Kind {
-    /// Raw bytes in, events out (`sluice:plugin/deserializer@0.1.0`).
+    /// Raw bytes in, events out (`sluice:plugin/deserializer-plugin@0.2.0`).
     Deserializer,
     /// Events in, a verdict per event out (`sluice:plugin/processor-plugin@0.2.0`).
     Processor,
@@ -48,10 +48,13 @@ impl Kind {
     /// The contract files written into `wit/`: `(file name, text)`.
     fn wit(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Kind::Deserializer => &[(
-                "deserializer.wit",
-                include_str!("../../../wit/deserializer.wit"),
-            )],
+            Kind::Deserializer => &[
+                ("types.wit", include_str!("../../../wit/v0.2/types.wit")),
+                (
+                    "deserializer.wit",
+                    include_str!("../../../wit/v0.2/deserializer.wit"),
+                ),
+            ],
             Kind::Processor => &[
                 ("types.wit", include_str!("../../../wit/v0.2/types.wit")),
                 (

@@ -6,38 +6,41 @@
 //! Rules: lines split on LF (a trailing CR is dropped); blank lines hold no event; a pair is
 //! `key=value`, `key="quoted"` (escapes `\"` `\\` `\n` `\t` `\r`) or a bare `key` (true); the
 //! last of a repeated key wins; values are strings. A bad line makes the whole record
-//! malformed, with a reason that starts `line N:`.
+//! malformed, with a reason that starts `line N:`. It takes no options.
+//!
+//! Built for contract 0.2 ([`v0_2`]). With the feature `v0_1` the same parser is built for
+//! contract 0.1.0 ([`v0_1`]): `scripts/build-plugins` makes that `logfmt_v0_1.wasm`, which the
+//! tests keep to show 0.1.0 components still load and pass their suite.
 
+#[cfg(not(feature = "v0_1"))]
+wit_bindgen::generate!({ world: "deserializer-plugin", path: "../../wit/v0.2" });
+#[cfg(not(feature = "v0_1"))]
+mod v0_2;
+
+#[cfg(feature = "v0_1")]
 wit_bindgen::generate!({ world: "deserializer", path: "../../wit" });
+#[cfg(feature = "v0_1")]
+mod v0_1;
 
-use exports::sluice::plugin::raw_byte_handler::{Guest, Outcome, RawRecord};
 use serde_json::{Map, Value};
 
 struct Logfmt;
 
-impl Guest for Logfmt {
-    fn deserialize_batch(batch: Vec<RawRecord>) -> Vec<Outcome> {
-        batch.iter().map(|record| parse(&record.payload)).collect()
-    }
-}
-
 export!(Logfmt);
 
-fn parse(payload: &[u8]) -> Outcome {
-    let text = match std::str::from_utf8(payload) {
-        Ok(text) => text,
-        Err(e) => return Outcome::Malformed(format!("not UTF-8 ({e})")),
-    };
+/// The events of one record, in line order, or why the record is malformed.
+fn parse(payload: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
+    let text = std::str::from_utf8(payload).map_err(|e| format!("not UTF-8 ({e})"))?;
     let mut events = Vec::new();
     for (number, line) in text.split('\n').enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
         match parse_line(line) {
             Ok(event) if event.is_empty() => {}
-            Ok(event) => events.push(Value::Object(event).to_string()),
-            Err(reason) => return Outcome::Malformed(format!("line {}: {reason}", number + 1)),
+            Ok(event) => events.push(event),
+            Err(reason) => return Err(format!("line {}: {reason}", number + 1)),
         }
     }
-    Outcome::Events(events)
+    Ok(events)
 }
 
 fn is_space(c: char) -> bool {
