@@ -9,9 +9,14 @@
 //! ```
 //!
 //! Processors run in order on every event between the deserializer and the sinks.
+//!
+//! Three keys of the block are sluice's, not the plugin's: the sandbox limits `max_memory`,
+//! `timeout` and `recycle_after`, as a deserializer has them (same defaults). Every other key is
+//! an option for the plugin's `configure`.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, EnumAccess, VariantAccess, Visitor};
@@ -19,7 +24,10 @@ use serde::de::{Deserializer, EnumAccess, VariantAccess, Visitor};
 use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::parse::Context;
-use crate::source::option_text;
+use crate::source::{
+    default_max_memory, default_plugin_timeout, default_recycle_after, option_text,
+};
+use crate::units::{self, ByteSize};
 
 /// One processor.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +36,18 @@ pub struct Processor {
     pub name: String,
     /// Options passed to the plugin's `configure` export once per instance.
     pub options: BTreeMap<String, serde_yaml::Value>,
+    /// `max_memory`: the most linear memory one instance may use. Default `64mb`.
+    pub max_memory: ByteSize,
+    /// `timeout`: the longest one batch call may run before the instance is stopped. Default
+    /// `1s`.
+    pub timeout: Duration,
+    /// `recycle_after`: replace each worker's instance after this many batches (Python and
+    /// JavaScript heaps never shrink); `0` only after a trap. Default `10000`.
+    pub recycle_after: u64,
 }
+
+/// The keys of a processor's block that are sluice's (the sandbox limits), not the plugin's.
+pub const LIMIT_KEYS: [&str; 3] = ["max_memory", "timeout", "recycle_after"];
 
 impl Processor {
     /// The options as the plugin's `configure` receives them: scalars as their text, lists and
@@ -55,10 +74,31 @@ impl<'de> Deserialize<'de> for Processor {
                 let (name, options): (String, _) = data.variant()?;
                 let options: Option<BTreeMap<String, serde_yaml::Value>> =
                     options.newtype_variant()?;
-                Ok(Processor {
+                let mut options = options.unwrap_or_default();
+                let mut processor = Processor {
                     name,
-                    options: options.unwrap_or_default(),
-                })
+                    options: BTreeMap::new(),
+                    max_memory: default_max_memory(),
+                    timeout: default_plugin_timeout(),
+                    recycle_after: default_recycle_after(),
+                };
+                // The same rules, and so the same error wording, as a deserializer's limits.
+                let limit = |key: &str, error: serde_yaml::Error| {
+                    serde::de::Error::custom(format!("`{key}`: {error}"))
+                };
+                if let Some(v) = options.remove("max_memory") {
+                    processor.max_memory =
+                        serde_yaml::from_value(v).map_err(|e| limit("max_memory", e))?;
+                }
+                if let Some(v) = options.remove("timeout") {
+                    processor.timeout = units::duration(v).map_err(|e| limit("timeout", e))?;
+                }
+                if let Some(v) = options.remove("recycle_after") {
+                    processor.recycle_after =
+                        serde_yaml::from_value(v).map_err(|e| limit("recycle_after", e))?;
+                }
+                processor.options = options;
+                Ok(processor)
             }
         }
         deserializer.deserialize_enum("processor", &[], Named)
@@ -94,4 +134,57 @@ pub(crate) fn check_processor(
             p.name
         ),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first processor of a pipeline whose `processor:` list is `list`.
+    fn parse(list: &str) -> Result<Processor, String> {
+        let yaml =
+            format!("p:\n  source:\n    http:\n  processor:\n{list}  sink:\n    - stdout:\n");
+        crate::parse("t.yaml", &yaml, Context::default())
+            .map(|mut config| config.pipelines.remove(0).processor.remove(0))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_limit_keys_are_sluices_and_the_rest_go_to_the_plugin() {
+        let p = parse(
+            "    - redact:\n        keys: [a]\n        max_memory: 128mb\n        timeout: 2500ms\n        recycle_after: 5\n",
+        )
+        .unwrap();
+        assert_eq!(p.name, "redact");
+        assert_eq!(
+            p.option_pairs(),
+            [("keys".to_owned(), "[\"a\"]".to_owned())]
+        );
+        assert_eq!(p.max_memory, ByteSize::mib(128));
+        assert_eq!(p.timeout, Duration::from_millis(2500));
+        assert_eq!(p.recycle_after, 5);
+    }
+
+    #[test]
+    fn without_limit_keys_a_processor_gets_a_deserializers_defaults() {
+        let p = parse("    - passthrough:\n").unwrap();
+        assert!(p.options.is_empty());
+        assert_eq!(
+            (p.max_memory, p.timeout, p.recycle_after),
+            (
+                default_max_memory(),
+                default_plugin_timeout(),
+                default_recycle_after()
+            )
+        );
+    }
+
+    #[test]
+    fn a_bad_limit_names_its_key() {
+        let err = parse("    - redact:\n        timeout: soon\n").unwrap_err();
+        assert!(
+            err.contains("invalid value for `p.processor[0]`: `timeout`: "),
+            "{err}"
+        );
+    }
 }

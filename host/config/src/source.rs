@@ -188,15 +188,15 @@ pub struct DeserializerConfig {
     pub recycle_after: u64,
 }
 
-const fn default_recycle_after() -> u64 {
+pub(crate) const fn default_recycle_after() -> u64 {
     10_000
 }
 
-const fn default_max_memory() -> ByteSize {
+pub(crate) const fn default_max_memory() -> ByteSize {
     ByteSize::mib(64)
 }
 
-const fn default_plugin_timeout() -> Duration {
+pub(crate) const fn default_plugin_timeout() -> Duration {
     Duration::from_secs(1)
 }
 

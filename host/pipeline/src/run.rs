@@ -267,8 +267,7 @@ async fn build(
 }
 
 /// One processor stage of one worker: its plugin's current version, instantiated and
-/// configured (off the reactor), subscribed to new versions. Processors run with the default
-/// limits (64 MiB, 1 s per batch, recycled every 10,000 batches).
+/// configured (off the reactor) within the limits its block sets, subscribed to new versions.
 async fn stage(
     pipeline: &str,
     processor: &sluice_config::Processor,
@@ -282,7 +281,11 @@ async fn stage(
                 plugin: processor.name.clone(),
             })?;
     let plugin = updates.borrow().clone();
-    let limits = Limits::default();
+    let limits = Limits {
+        max_memory: usize::try_from(processor.max_memory.bytes()).unwrap_or(usize::MAX),
+        timeout: processor.timeout,
+        recycle_after: processor.recycle_after,
+    };
     let options = processor.option_pairs();
     let built = {
         let options = options.clone();
