@@ -15,10 +15,15 @@
 //! - this file: [`Record`], the traits, [`Batch`] and [`Acknowledgement`], [`WriteError`],
 //!   [`Count`].
 //! - [`memory`]: `bounded_blocking`, the in-memory implementation.
+//! - [`tiered`]: a buffer over other buffers (its tiers) whose policy (a Wasm component)
+//!   places records, refuses or drops writes, and picks the tier a worker reads next.
 
 use std::time::Duration;
 
 pub mod memory;
+pub mod tiered;
+
+pub use tiered::TierState;
 
 /// One raw record as a source received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +38,9 @@ pub struct Record {
     pub origin: String,
     /// What the source was told the bytes are (http: the `Content-Type` header), when known.
     pub content_type: Option<String>,
+    /// The request headers a buffer policy asked for ([`BufferWriter::wanted_headers`]), as
+    /// sent. Read by the policy when the record is written; not stored with the record.
+    pub headers: Vec<(String, String)>,
 }
 
 /// Why a write was refused. Nothing refused was accepted: the source tells its client.
@@ -48,6 +56,12 @@ pub enum WriteError {
     Closed,
     #[error("the buffer is unavailable: {0}")]
     Unavailable(String),
+    /// The buffer's policy holds this writer back for now (a rate or quota): HTTP 429.
+    #[error("{reason} (retry after {retry_after:?})")]
+    Throttled {
+        retry_after: Duration,
+        reason: String,
+    },
 }
 
 /// A count that is both readable in-process (shutdown summaries, tests) and exported as a
@@ -96,6 +110,12 @@ pub trait BufferWriter: Send + Sync {
     fn max_record_size(&self) -> Option<usize> {
         None
     }
+
+    /// The request headers the buffer wants kept with each record (lowercase names), for its
+    /// policy; none by default.
+    fn wanted_headers(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The read half: one per worker.
@@ -131,6 +151,8 @@ pub trait Buffer: Send + Sync {
     fn update_gauges(&self) {}
     /// Logs what the buffer saw, once, at shutdown.
     fn log_summary(&self);
+    /// What a buffer policy sees of this buffer when it is one tier of a tiered buffer.
+    fn tier_state(&self) -> TierState;
 }
 
 /// Records read together, with the handle that acknowledges them.

@@ -13,7 +13,9 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
-use crate::{Acknowledgement, Batch, Buffer, BufferReader, BufferWriter, Record, WriteError};
+use crate::{
+    Acknowledgement, Batch, Buffer, BufferReader, BufferWriter, Record, TierState, WriteError,
+};
 
 /// The in-memory buffer.
 #[derive(Clone)]
@@ -96,6 +98,19 @@ impl Buffer for MemoryBuffer {
 
     fn log_summary(&self) {
         tracing::info!(pipeline = %self.inner.pipeline, left_in_buffer = self.used(), "memory buffer stopped");
+    }
+
+    fn tier_state(&self) -> TierState {
+        let held = self.used();
+        let unread = self.inner.queue.lock().expect("buffer queue lock").len();
+        TierState {
+            name: "bounded_blocking".to_owned(),
+            durable: false,
+            available: !self.inner.closed.load(Ordering::SeqCst) && held < self.inner.capacity,
+            held: held as u64,
+            capacity: Some(self.inner.capacity as u64),
+            lag: unread as u64,
+        }
     }
 }
 
@@ -185,6 +200,7 @@ mod tests {
             received_at_ms: 0,
             origin: "t".into(),
             content_type: None,
+            headers: Vec::new(),
         }
     }
 

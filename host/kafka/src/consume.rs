@@ -352,6 +352,7 @@ impl Consumer {
                     None => position,
                 },
                 content_type: meta.content_type.map(str::to_owned),
+                headers: Vec::new(),
             };
             match self.open(&meta, record) {
                 Ok(record) => records.push(record),

@@ -251,6 +251,22 @@ impl Buffer for KafkaBuffer {
         let _ = tokio::task::spawn_blocking(move || producer.flush(Duration::from_secs(5))).await;
     }
 
+    /// As a tier of a tiered buffer: durable; available unless closed or the last produce
+    /// failed; `held` and `lag` are the group's lag on the partitions this process reads.
+    fn tier_state(&self) -> sluice_buffer::TierState {
+        let stats = &self.inner.stats;
+        let lag = stats.lag();
+        sluice_buffer::TierState {
+            name: "kafka".to_owned(),
+            durable: true,
+            available: !self.inner.closed.load(Ordering::SeqCst)
+                && !stats.produce_failing.load(Ordering::Relaxed),
+            held: lag,
+            capacity: None,
+            lag,
+        }
+    }
+
     /// `drain_timeout`: the Kafka buffer may need longer than the default for its batches.
     fn drain_timeout(&self) -> Option<Duration> {
         Some(self.inner.config.drain_timeout)

@@ -35,6 +35,9 @@ impl BufferWriter for KafkaBuffer {
             Err(WriteError::Full(_)) => stats.write_timeouts.add(1),
             Err(_) => stats.write_failures.add(1),
         };
+        stats
+            .produce_failing
+            .store(result.is_err(), std::sync::atomic::Ordering::Relaxed);
         result
     }
 

@@ -36,6 +36,10 @@ pub struct KafkaStats {
     pub decrypt_failures: Count,
     /// recordsInFlight: records handed to the workers and not yet acknowledged.
     pub(crate) in_flight: metrics::Gauge,
+    /// The last lag seen per partition this process consumes (for a buffer policy's view).
+    lags: std::sync::Mutex<std::collections::BTreeMap<i32, i64>>,
+    /// Whether the last produce failed (a buffer policy sees the tier as unavailable).
+    pub(crate) produce_failing: std::sync::atomic::AtomicBool,
     prefix: String,
     pipeline: String,
 }
@@ -59,6 +63,8 @@ impl KafkaStats {
             records_unreadable: count("numberOfRecordsUnreadable"),
             decrypt_failures: count("numberOfRecordsFailedToDecrypt"),
             in_flight: metrics::gauge!(format!("{prefix}_recordsInFlight"), "pipeline" => pipeline.to_owned()),
+            lags: Default::default(),
+            produce_failing: Default::default(),
             prefix: prefix.to_owned(),
             pipeline: pipeline.to_owned(),
         }
@@ -66,11 +72,21 @@ impl KafkaStats {
 
     /// Sets the lag gauge of one partition.
     pub(crate) fn consumer_lag(&self, partition: i32, lag: i64) {
+        self.lags
+            .lock()
+            .expect("lag lock")
+            .insert(partition, lag.max(0));
         metrics::gauge!(
             format!("{}_consumerLag", self.prefix),
             "pipeline" => self.pipeline.clone(),
             "partition" => partition.to_string()
         )
         .set(lag as f64);
+    }
+
+    /// The lag summed over the partitions this process consumes, as last seen.
+    pub fn lag(&self) -> u64 {
+        let lags = self.lags.lock().expect("lag lock");
+        lags.values().map(|l| u64::try_from(*l).unwrap_or(0)).sum()
     }
 }

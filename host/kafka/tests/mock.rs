@@ -51,6 +51,7 @@ fn record(i: usize) -> Record {
         received_at_ms: 1_700_000_000_000 + i as u64,
         origin: "http:/log/ingest".to_owned(),
         content_type: None,
+        headers: Vec::new(),
     }
 }
 

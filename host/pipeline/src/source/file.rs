@@ -89,6 +89,7 @@ async fn run(
                     received_at_ms: super::now_ms(),
                     origin: format!("{origin}:{line_number}"),
                     content_type: None,
+                    headers: Vec::new(),
                 });
             }
             line.clear();

@@ -142,6 +142,7 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
             received_at_ms,
             origin: state.origin.clone(),
             content_type: content_type.clone(),
+            headers: Vec::new(),
         })
         .collect();
     match state.writer.write(records, state.timeout).await {
@@ -152,6 +153,20 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
         Err(e @ (WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. })) => {
             state.counters.overflows.add(1);
             (StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n")).into_response()
+        }
+        Err(WriteError::Throttled {
+            retry_after,
+            reason,
+        }) => {
+            state.counters.refused.add(1);
+            // Whole seconds, rounded up: a client never retries too early.
+            let seconds = retry_after.as_millis().div_ceil(1000).max(1).to_string();
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, seconds)],
+                format!("{reason}; retry later\n"),
+            )
+                .into_response()
         }
         Err(e) => {
             if let WriteError::Full(_) = e {

@@ -25,6 +25,7 @@ fn record(payload: &[u8]) -> Record {
         received_at_ms: 7,
         origin: format!("test:{}", String::from_utf8_lossy(payload)),
         content_type: Some("text/plain".to_owned()),
+        headers: Vec::new(),
     }
 }
 

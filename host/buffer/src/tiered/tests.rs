@@ -1,0 +1,502 @@
+//! The tiered buffer over memory tiers, with in-process policies and a fake clock: placement,
+//! refusals, drops, state kept only with its write, policy faults, and a replay of random
+//! writes, reads, out-of-order acks, policy faults and tier outages that checks nothing
+//! accepted is lost: accepted = delivered + dropped + held, at every step and after the drain.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use super::*;
+use crate::memory::MemoryBuffer;
+
+const WAIT: Duration = Duration::from_millis(20);
+
+/// A clock the test moves.
+#[derive(Default)]
+struct FakeClock(AtomicU64);
+
+impl Clock for FakeClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A memory tier that can be taken down: its writes then fail, as a broker outage would.
+#[derive(Clone)]
+struct Flaky {
+    memory: MemoryBuffer,
+    down: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl Buffer for Flaky {
+    fn writer(&self) -> Arc<dyn BufferWriter> {
+        Arc::new(self.clone())
+    }
+    fn reader(&self) -> Box<dyn BufferReader> {
+        self.memory.reader()
+    }
+    fn close(&self) {
+        self.memory.close();
+    }
+    fn log_summary(&self) {}
+    fn tier_state(&self) -> TierState {
+        TierState {
+            available: !self.down.load(Ordering::SeqCst),
+            ..self.memory.tier_state()
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl BufferWriter for Flaky {
+    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(WriteError::Unavailable("tier down".into()));
+        }
+        self.memory.writer().write(records, timeout).await
+    }
+}
+
+fn tier(capacity: usize) -> Flaky {
+    Flaky {
+        memory: MemoryBuffer::new("t", capacity, 4, Duration::from_millis(1)),
+        down: Arc::default(),
+    }
+}
+
+fn record(id: u64, origin: &str) -> Record {
+    Record {
+        payload: format!("{{\"id\":{id}}}").into_bytes(),
+        key: None,
+        received_at_ms: 0,
+        origin: origin.to_owned(),
+        content_type: None,
+        headers: vec![("x-tenant".into(), format!("t{}", id % 3))],
+    }
+}
+
+fn id(record: &Record) -> u64 {
+    let text = std::str::from_utf8(&record.payload).unwrap();
+    text.trim_start_matches("{\"id\":")
+        .trim_end_matches('}')
+        .parse()
+        .unwrap()
+}
+
+/// A policy from a closure over each write's records.
+struct Scripted<F>(F);
+
+impl<F> Policy for Scripted<F>
+where
+    F: FnMut(&mut Context, &[Incoming]) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault>
+        + Send,
+{
+    fn wanted_headers(&self) -> Vec<String> {
+        vec!["X-Tenant".into()]
+    }
+    fn on_write(
+        &mut self,
+        cx: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        (self.0)(cx, records)
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        Ok(None)
+    }
+}
+
+type DroppedLog = Arc<Mutex<Vec<(Record, String)>>>;
+
+fn buffer(
+    tiers: &[Flaky],
+    policy: Box<dyn Policy>,
+    clock: Arc<FakeClock>,
+) -> (TieredBuffer, DroppedLog) {
+    let log: DroppedLog = Arc::default();
+    let sink = log.clone();
+    let tiers = tiers
+        .iter()
+        .map(|t| Arc::new(t.clone()) as Arc<dyn Buffer>)
+        .collect();
+    let buffer = TieredBuffer::new(
+        "p",
+        tiers,
+        policy,
+        Arc::new(State::new(1_000)),
+        clock,
+        Arc::new(move |d| sink.lock().unwrap().extend(d)),
+    );
+    (buffer, log)
+}
+
+/// Reads one batch (or `None` after `WAIT` with nothing).
+async fn read(reader: &mut Box<dyn BufferReader>) -> Option<Batch> {
+    tokio::time::timeout(WAIT * 2, reader.read())
+        .await
+        .ok()
+        .flatten()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn records_go_to_the_tier_the_policy_names_with_its_key_and_drops_are_dead_lettered() {
+    let tiers = [tier(100), tier(100)];
+    let policy = Scripted(|_: &mut Context, records: &[Incoming]| {
+        Ok(Ok(records
+            .iter()
+            .map(|r| match r.origin.as_str() {
+                "high" => Placement::Tier { tier: 0, key: None },
+                "low" => Placement::Tier {
+                    tier: 1,
+                    key: Some(r.headers[0].1.clone().into_bytes()),
+                },
+                _ => Placement::Drop(format!("unknown origin `{}`", r.origin)),
+            })
+            .collect()))
+    });
+    let (buffer, dropped) = buffer(&tiers, Box::new(policy), Arc::default());
+    assert_eq!(buffer.writer().wanted_headers(), ["x-tenant"]);
+    let records = vec![record(1, "high"), record(2, "low"), record(3, "other")];
+    buffer.writer().write(records, WAIT).await.unwrap();
+    assert_eq!(tiers[0].memory.used(), 1);
+    assert_eq!(tiers[1].memory.used(), 1);
+    let mut low = tiers[1].memory.reader();
+    let batch = read(&mut low).await.unwrap();
+    assert_eq!(batch.records[0].key.as_deref(), Some(&b"t2"[..]));
+    assert!(
+        batch.records[0].headers.is_empty(),
+        "headers are the policy's only"
+    );
+    let dropped = dropped.lock().unwrap();
+    assert_eq!(dropped.len(), 1);
+    assert_eq!(
+        (id(&dropped[0].0), dropped[0].1.as_str()),
+        (3, "unknown origin `other`")
+    );
+    assert_eq!(buffer.stats().records_dropped.get(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_keeps_nothing_and_says_how_long_to_wait() {
+    let tiers = [tier(100)];
+    let policy = Scripted(|cx: &mut Context, records: &[Incoming]| {
+        cx.state().set(b"seen".to_vec(), vec![1], None);
+        Ok(match records[0].origin.as_str() {
+            "greedy" => Err(Refusal::Throttled {
+                retry_after: Duration::from_millis(1500),
+                reason: "tenant over its rate".into(),
+            }),
+            _ => Err(Refusal::Unavailable("not now".into())),
+        })
+    });
+    let (buffer, _) = buffer(&tiers, Box::new(policy), Arc::default());
+    let err = buffer
+        .writer()
+        .write(vec![record(1, "greedy")], WAIT)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        WriteError::Throttled {
+            retry_after: Duration::from_millis(1500),
+            reason: "tenant over its rate".into()
+        }
+    );
+    let err = buffer
+        .writer()
+        .write(vec![record(2, "x")], WAIT)
+        .await
+        .unwrap_err();
+    assert_eq!(err, WriteError::Unavailable("not now".into()));
+    assert_eq!(tiers[0].memory.used(), 0);
+    assert!(
+        buffer.inner.state.is_empty(0),
+        "a refused write's state changes are undone"
+    );
+    assert_eq!(buffer.stats().writes_refused.get(), 2);
+}
+
+/// A dedup policy: a record whose payload was written within 1 s is dropped.
+fn dedup() -> Box<dyn Policy> {
+    Box::new(Scripted(|cx: &mut Context, records: &[Incoming]| {
+        let keys = records
+            .iter()
+            .map(|r| r.payload_hash.to_le_bytes().to_vec())
+            .collect();
+        let new = cx.state().insert_new(keys, 1_000);
+        Ok(Ok(new
+            .into_iter()
+            .map(|new| match new {
+                true => Placement::Tier { tier: 0, key: None },
+                false => Placement::Drop("duplicate".into()),
+            })
+            .collect()))
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_retry_of_a_write_that_failed_is_not_taken_for_a_duplicate() {
+    let tiers = [tier(100)];
+    let clock = Arc::new(FakeClock::default());
+    let (buffer, dropped) = buffer(&tiers, dedup(), clock.clone());
+    tiers[0].down.store(true, Ordering::SeqCst);
+    let err = buffer
+        .writer()
+        .write(vec![record(7, "a")], WAIT)
+        .await
+        .unwrap_err();
+    assert_eq!(err, WriteError::Unavailable("tier down".into()));
+    tiers[0].down.store(false, Ordering::SeqCst);
+    // The client retries: kept, not dropped as a duplicate of the write that failed.
+    buffer
+        .writer()
+        .write(vec![record(7, "a")], WAIT)
+        .await
+        .unwrap();
+    assert_eq!(tiers[0].memory.used(), 1);
+    // A third send of the same bytes within the TTL is the duplicate.
+    buffer
+        .writer()
+        .write(vec![record(7, "a")], WAIT)
+        .await
+        .unwrap();
+    assert_eq!(tiers[0].memory.used(), 1);
+    assert_eq!(dropped.lock().unwrap().len(), 1);
+    // After the TTL it is new again.
+    clock.0.store(1_000, Ordering::SeqCst);
+    buffer
+        .writer()
+        .write(vec![record(7, "a")], WAIT)
+        .await
+        .unwrap();
+    assert_eq!(tiers[0].memory.used(), 2);
+}
+
+/// A policy that fails on request and counts its recycles.
+struct Faulty {
+    recycled: Arc<AtomicU64>,
+}
+
+impl Policy for Faulty {
+    fn on_write(
+        &mut self,
+        _: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        let place = |tier| Placement::Tier { tier, key: None };
+        match records[0].origin.as_str() {
+            "trap" => Err(PolicyFault("wasm trap: unreachable".into())),
+            "panic" => panic!("a policy bug"),
+            "short" => Ok(Ok(vec![])),
+            "nowhere" => Ok(Ok(vec![place(9); records.len()])),
+            _ => Ok(Ok(vec![place(0); records.len()])),
+        }
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        Err(PolicyFault("wasm trap: next-read".into()))
+    }
+    fn recycle(&mut self) {
+        self.recycled.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_policy_refuses_that_write_only_and_reading_goes_on() {
+    let tiers = [tier(100)];
+    let recycled = Arc::new(AtomicU64::new(0));
+    let policy = Faulty {
+        recycled: recycled.clone(),
+    };
+    let (buffer, _) = buffer(&tiers, Box::new(policy), Arc::default());
+    let writer = buffer.writer();
+    writer.write(vec![record(1, "ok")], WAIT).await.unwrap();
+    for (origin, why) in [
+        ("trap", "wasm trap: unreachable"),
+        ("panic", "panicked"),
+        ("short", "the policy placed 0 records of a write of 1"),
+        (
+            "nowhere",
+            "the policy placed a record in tier 9; the buffer has 1 (0 to 0)",
+        ),
+    ] {
+        match writer.write(vec![record(2, origin)], WAIT).await {
+            Err(WriteError::Unavailable(reason)) => {
+                assert!(reason.starts_with("the buffer policy failed: "), "{reason}");
+                assert!(reason.contains(why), "{origin}: {reason}");
+            }
+            other => panic!("{origin}: {other:?}"),
+        }
+    }
+    assert_eq!(recycled.load(Ordering::SeqCst), 4);
+    assert_eq!(buffer.stats().policy_faults.get(), 4);
+    writer.write(vec![record(3, "ok")], WAIT).await.unwrap();
+    // next-read traps every time: the reader takes the tiers in turn and gets both.
+    let mut reader = buffer.reader();
+    let mut ids = Vec::new();
+    while let Some(batch) = read(&mut reader).await {
+        ids.extend(batch.records.iter().map(id));
+        batch.ack.acknowledge();
+    }
+    assert_eq!(ids, [1, 3]);
+}
+
+/// xorshift64*: a seeded sequence, so a failing replay can be run again.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// A policy making random choices from the seed: place in either tier, drop, refuse, fail.
+struct Random(Rng);
+
+impl Policy for Random {
+    fn on_write(
+        &mut self,
+        _: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        match self.0.below(20) {
+            0 => return Err(PolicyFault("random trap".into())),
+            1 => return Ok(Err(Refusal::Unavailable("random refusal".into()))),
+            2 => return Ok(Ok(vec![])), // a lie
+            _ => {}
+        }
+        Ok(Ok(records
+            .iter()
+            .map(|_| match self.0.below(10) {
+                0 => Placement::Drop("random drop".into()),
+                n => Placement::Tier {
+                    tier: (n % 2) as usize,
+                    key: None,
+                },
+            })
+            .collect()))
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        match self.0.below(4) {
+            0 => Err(PolicyFault("random next-read trap".into())),
+            1 => Ok(None),
+            n => Ok(Some((n % 3) as usize)), // 2 is past the tiers: a fault, read in turn
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn random_writes_reads_acks_faults_and_outages_lose_nothing() {
+    for seed in [1_u64, 7, 42, 1234, 99_991] {
+        let mut rng = Rng(seed);
+        let tiers = [tier(40), tier(40)];
+        let (buffer, dropped) = buffer(
+            &tiers,
+            Box::new(Random(Rng(seed ^ 0xabcdef))),
+            Arc::default(),
+        );
+        let writer = buffer.writer();
+        let mut reader = buffer.reader();
+        let mut accepted: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut delivered: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut unacked: Vec<Batch> = Vec::new();
+        let mut refused: Vec<u64> = Vec::new();
+        let mut next_id = 0;
+        let held = || tiers.iter().map(|t| t.memory.used()).sum::<usize>();
+        for step in 0..400 {
+            match rng.below(10) {
+                0..=3 => {
+                    let n = 1 + rng.below(4);
+                    let records: Vec<Record> = (0..n).map(|i| record(next_id + i, "r")).collect();
+                    let ids: Vec<u64> = records.iter().map(id).collect();
+                    next_id += n;
+                    if writer.write(records, WAIT).await.is_ok() {
+                        for id in ids {
+                            *accepted.entry(id).or_default() += 1;
+                        }
+                    } else {
+                        // Refused: the client retries. Records a tier already held stay (a
+                        // duplicate at most, never a loss).
+                        refused.extend(ids);
+                    }
+                }
+                4..=5 => {
+                    if let Some(batch) = read(&mut reader).await {
+                        unacked.push(batch);
+                    }
+                }
+                6..=7 if !unacked.is_empty() => {
+                    let batch = unacked.swap_remove(rng.below(unacked.len() as u64) as usize);
+                    for r in &batch.records {
+                        *delivered.entry(id(r)).or_default() += 1;
+                    }
+                    batch.ack.acknowledge();
+                }
+                8 => {
+                    let t = rng.below(2) as usize;
+                    let down = !tiers[t].down.load(Ordering::SeqCst);
+                    tiers[t].down.store(down, Ordering::SeqCst);
+                }
+                _ => {}
+            }
+            let accepted_total: usize = accepted.values().sum::<usize>();
+            let kept = delivered.values().sum::<usize>() + dropped.lock().unwrap().len() + held();
+            assert!(
+                kept >= accepted_total && kept <= accepted_total + refused.len(),
+                "seed {seed}, step {step}: delivered + dropped + held = {kept}, accepted {accepted_total} (+ at most {} of refused writes)",
+                refused.len()
+            );
+        }
+        // Drain: every tier up, every batch acknowledged, close, read to the end.
+        for t in &tiers {
+            t.down.store(false, Ordering::SeqCst);
+        }
+        for batch in unacked.drain(..) {
+            for r in &batch.records {
+                *delivered.entry(id(r)).or_default() += 1;
+            }
+            batch.ack.acknowledge();
+        }
+        buffer.close();
+        while let Some(batch) = tokio::time::timeout(Duration::from_secs(5), reader.read())
+            .await
+            .expect("the drain ends")
+        {
+            for r in &batch.records {
+                *delivered.entry(id(r)).or_default() += 1;
+            }
+            batch.ack.acknowledge();
+        }
+        assert_eq!(held(), 0, "seed {seed}");
+        let dropped: Vec<u64> = dropped.lock().unwrap().iter().map(|(r, _)| id(r)).collect();
+        let got = |id: &u64| {
+            delivered.get(id).copied().unwrap_or(0) + dropped.iter().filter(|d| *d == id).count()
+        };
+        for (id, n) in &accepted {
+            assert_eq!(got(id), *n, "seed {seed}: record {id} accepted {n} time(s)");
+        }
+        for id in &refused {
+            assert!(
+                got(id) <= 1,
+                "seed {seed}: record {id} of a refused write delivered twice"
+            );
+            assert!(
+                !dropped.contains(id),
+                "seed {seed}: a refused write's drop was dead-lettered"
+            );
+        }
+        assert!(
+            delivered
+                .keys()
+                .all(|id| accepted.contains_key(id) || refused.contains(id)),
+            "seed {seed}: a record nobody wrote"
+        );
+        assert!(
+            !accepted.is_empty() && !dropped.is_empty(),
+            "seed {seed}: the replay exercised little"
+        );
+    }
+}
