@@ -10,6 +10,8 @@ mod process;
 mod conformance;
 // The real `sluice` binary: HTTP in, file sink and dead-letter file out, shutdown drains.
 mod http_pipeline;
+// Buffer policies (contract 0.2) as real components, through the tiered buffer.
+mod buffer_policy;
 // The Kafka buffer against a real broker (Nisshi, started by scripts/test).
 mod kafka_buffer;
 // The binary with the kafka buffer: round trip, kill -9, broker outage, failing sink, scale-out.

@@ -36,8 +36,9 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 11] = [
+pub const PLUGINS: [&str; 13] = [
     "csv",
+    "dedup",
     "hostile",
     "hostile_processor",
     "json",
@@ -47,6 +48,7 @@ pub const PLUGINS: [&str; 11] = [
     "logfmt_v0_1",
     "ndjson",
     "passthrough",
+    "passthrough_buffer",
     "redact",
 ];
 

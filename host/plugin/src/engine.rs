@@ -23,6 +23,8 @@ pub(crate) struct HostState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limits: Limiter,
+    /// During a buffer policy's call: what its `buffer-host` imports see (tiers, clock, state).
+    pub(crate) policy: Option<sluice_buffer::tiered::Context>,
 }
 
 /// The store's memory limits, and the most linear memory the instance has held (for the
@@ -111,6 +113,9 @@ impl PluginHost {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        // The buffer world's host interface: only buffer policies import it.
+        crate::worlds::buffer::add_to_linker(&mut linker)
+            .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
         for types in CONTRACT_TYPES {
             // Type definitions only: an empty instance satisfies the import.
             linker
@@ -163,6 +168,7 @@ impl PluginHost {
             .filter(|name| {
                 !LINKED_WASI.iter().any(|p| name.starts_with(p))
                     && !CONTRACT_TYPES.contains(&name.as_str())
+                    && name.as_str() != crate::worlds::buffer::HOST_INTERFACE
             })
             .collect();
         if !unknown.is_empty() {
@@ -297,6 +303,10 @@ pub fn capability(import: &str) -> Option<(&'static str, &'static str)> {
         i if i.starts_with("wasi:sockets/") => {
             ("network", "none (every address and lookup denied)")
         }
+        "sluice:plugin/buffer-host" => (
+            "the buffer's tiers, a clock and a key-value state",
+            "granted to buffer policies (metadata only, never record bytes)",
+        ),
         _ => return None,
     })
 }

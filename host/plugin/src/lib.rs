@@ -44,5 +44,6 @@ pub use error::PluginError;
 pub use events::Events;
 pub use runner::CallStats;
 pub use sandbox::Limits;
+pub use worlds::buffer::BufferPolicy;
 pub use worlds::deserializer::RawRecord;
 pub use worlds::processor::{Event, Processed, Processor, ProcessorStats};

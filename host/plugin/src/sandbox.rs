@@ -76,6 +76,7 @@ pub(crate) fn store(plugin: &Plugin, limits: Limits) -> Store<HostState> {
             limits: store_limits,
             peak: 0,
         },
+        policy: None,
     };
     let mut store = Store::new(&inner.engine, state);
     store.limiter(|s| &mut s.limits);

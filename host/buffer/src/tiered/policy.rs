@@ -108,6 +108,13 @@ impl Context {
         }
     }
 
+    /// Moves this context out (into a Wasm store for the call), leaving one with no tiers and
+    /// no changes over the same state.
+    pub fn take(&mut self) -> Context {
+        let empty = Context::new(Vec::new(), self.now_ms, self.state.clone());
+        std::mem::replace(self, empty)
+    }
+
     /// The state as this call sees it.
     pub fn state(&mut self) -> View<'_> {
         View {

@@ -6,6 +6,7 @@
 //! plus one line in `identify` so a loaded component is recognised as implementing it. The
 //! engine, sandbox, cache, catalog and call policy do not change.
 
+pub mod buffer;
 pub mod deserializer;
 pub mod deserializer_v2;
 pub mod processor;
@@ -25,6 +26,8 @@ pub(crate) fn identify(
     let exports = |name| component.get_export_index(None, name).is_some();
     if exports(processor::INTERFACE) {
         processor::identify(pre, component)
+    } else if exports(buffer::INTERFACE) {
+        buffer::identify(pre, component)
     } else if exports(deserializer_v2::INTERFACE) {
         deserializer_v2::identify(pre, component)
     } else {

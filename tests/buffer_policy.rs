@@ -1,0 +1,176 @@
+//! Buffer policies (contract 0.2's `buffer-plugin` world) as real components, through the
+//! tiered buffer over memory tiers: `dedup` and `passthrough_buffer` from plugins/.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice_buffer::memory::MemoryBuffer;
+use sluice_buffer::tiered::{State, SystemClock, TieredBuffer};
+use sluice_buffer::{Buffer, Record, WriteError};
+use sluice_plugin::{BufferPolicy, Limits, PluginHost};
+use sluice_tests::{plugin_cache, plugin_dir};
+
+type Dropped = Arc<Mutex<Vec<(Record, String)>>>;
+
+fn record(payload: &str, idempotency_key: Option<&str>) -> Record {
+    Record {
+        payload: payload.as_bytes().to_vec(),
+        key: None,
+        received_at_ms: 0,
+        origin: "http:/log/ingest".into(),
+        content_type: Some("application/json".into()),
+        headers: idempotency_key
+            .map(|k| vec![("idempotency-key".to_owned(), k.to_owned())])
+            .unwrap_or_default(),
+    }
+}
+
+/// Loads and configures a policy. Blocking (it runs the component): call it from a blocking
+/// thread in async tests ([`start`]).
+fn policy(name: &str, options: &[(&str, &str)]) -> Result<BufferPolicy, String> {
+    let host = PluginHost::new(Some(plugin_cache())).unwrap();
+    let plugin = host
+        .load_file(&plugin_dir().join(format!("{name}.wasm")))
+        .unwrap();
+    assert_eq!(plugin.world(), "sluice:plugin/buffer-plugin@0.2.0");
+    let options = options
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    BufferPolicy::new(plugin, options, Limits::default()).map_err(|e| e.to_string())
+}
+
+/// [`policy`] from async code.
+async fn start(
+    name: &'static str,
+    options: &'static [(&'static str, &'static str)],
+) -> BufferPolicy {
+    tokio::task::spawn_blocking(move || policy(name, options).unwrap())
+        .await
+        .unwrap()
+}
+
+/// A tiered buffer over one memory tier of `capacity` records, run by `policy`.
+fn tiered(policy: BufferPolicy, capacity: usize) -> (TieredBuffer, MemoryBuffer, Dropped) {
+    let memory = MemoryBuffer::new("p", capacity, 10, Duration::from_millis(1));
+    let dropped: Dropped = Arc::default();
+    let sink = dropped.clone();
+    let buffer = TieredBuffer::new(
+        "p",
+        vec![Arc::new(memory.clone()) as Arc<dyn Buffer>],
+        Box::new(policy),
+        Arc::new(State::new(10_000)),
+        Arc::new(SystemClock),
+        Arc::new(move |d| sink.lock().unwrap().extend(d)),
+    );
+    (buffer, memory, dropped)
+}
+
+const WAIT: Duration = Duration::from_millis(50);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dedup_keeps_one_of_three_identical_requests_and_dead_letters_the_rest() {
+    let (buffer, memory, dropped) = tiered(start("dedup", &[]).await, 100);
+    let writer = buffer.writer();
+    for _ in 0..3 {
+        writer
+            .write(vec![record(r#"{"order":42}"#, None)], WAIT)
+            .await
+            .unwrap();
+    }
+    writer
+        .write(vec![record(r#"{"order":43}"#, None)], WAIT)
+        .await
+        .unwrap();
+    assert_eq!(memory.used(), 2, "one of the three, and the other order");
+    let dropped = dropped.lock().unwrap();
+    assert_eq!(dropped.len(), 2);
+    assert!(
+        dropped[0]
+            .1
+            .starts_with("duplicate: the same idempotency key was written within 600000 ms"),
+        "{}",
+        dropped[0].1
+    );
+    assert_eq!(buffer.stats().records_dropped.get(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dedup_on_a_header_keys_on_the_header_not_the_bytes() {
+    let policy = start("dedup", &[("header", "Idempotency-Key"), ("ttl", "1m")]).await;
+    let (buffer, memory, dropped) = tiered(policy, 100);
+    assert_eq!(buffer.writer().wanted_headers(), ["idempotency-key"]);
+    let writer = buffer.writer();
+    // A retry may carry a new timestamp in its body: the header says it is the same request.
+    writer
+        .write(vec![record(r#"{"t":1}"#, Some("req-1"))], WAIT)
+        .await
+        .unwrap();
+    writer
+        .write(vec![record(r#"{"t":2}"#, Some("req-1"))], WAIT)
+        .await
+        .unwrap();
+    // Same bytes, another request.
+    writer
+        .write(vec![record(r#"{"t":1}"#, Some("req-2"))], WAIT)
+        .await
+        .unwrap();
+    assert_eq!(memory.used(), 2);
+    assert_eq!(dropped.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dedup_keeps_the_retry_of_a_write_the_buffer_could_not_hold() {
+    // One record of room: the second write times out (503 to the client), and its retry,
+    // once there is room, is kept rather than dropped as a duplicate.
+    let (buffer, memory, dropped) = tiered(start("dedup", &[]).await, 1);
+    let writer = buffer.writer();
+    writer
+        .write(vec![record("first", None)], WAIT)
+        .await
+        .unwrap();
+    let err = writer
+        .write(vec![record("second", None)], WAIT)
+        .await
+        .unwrap_err();
+    assert_eq!(err, WriteError::Full(WAIT));
+    let mut reader = buffer.reader();
+    let batch = tokio::time::timeout(Duration::from_secs(5), reader.read())
+        .await
+        .unwrap()
+        .unwrap();
+    batch.ack.acknowledge();
+    writer
+        .write(vec![record("second", None)], WAIT)
+        .await
+        .unwrap();
+    assert_eq!(memory.used(), 1);
+    assert!(
+        dropped.lock().unwrap().is_empty(),
+        "the retry is no duplicate"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn passthrough_buffer_places_every_record_in_the_first_tier() {
+    let (buffer, memory, dropped) = tiered(start("passthrough_buffer", &[]).await, 100);
+    let records = (0..5)
+        .map(|i| record(&format!("{{\"i\":{i}}}"), None))
+        .collect();
+    buffer.writer().write(records, WAIT).await.unwrap();
+    assert_eq!(memory.used(), 5);
+    assert!(dropped.lock().unwrap().is_empty());
+    assert!(buffer.writer().wanted_headers().is_empty());
+}
+
+#[test]
+fn a_buffer_policy_refuses_bad_options_naming_them() {
+    assert_eq!(
+        policy("dedup", &[("ttl", "soon")]).unwrap_err(),
+        "plugin `dedup` refused its options: option `ttl` must be a duration such as `10m` or `30s`, got `soon`"
+    );
+    assert_eq!(
+        policy("passthrough_buffer", &[("x", "1")]).unwrap_err(),
+        "plugin `passthrough_buffer` refused its options: unknown option `x`: passthrough_buffer takes none"
+    );
+}
