@@ -1,5 +1,6 @@
-//! Buffer policies (contract 0.2's `buffer-plugin` world) as real components, through the
-//! tiered buffer over memory tiers: `dedup` and `passthrough_buffer` from plugins/.
+//! Buffer policies (contract 0.2's `buffer-plugin` world) as real components: through the
+//! tiered buffer over memory tiers (`dedup`, `passthrough_buffer` from plugins/), and through
+//! the real binary (`buffer: { dedup: { tiers: [...] } }`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -173,4 +174,65 @@ fn a_buffer_policy_refuses_bad_options_naming_them() {
         policy("passthrough_buffer", &[("x", "1")]).unwrap_err(),
         "plugin `passthrough_buffer` refused its options: unknown option `x`: passthrough_buffer takes none"
     );
+}
+
+const SECS_30: Duration = Duration::from_secs(30);
+
+#[test]
+fn the_same_request_sent_three_times_through_sluice_is_one_event() {
+    let yaml = r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  buffer:
+    dedup:
+      header: Idempotency-Key
+      ttl: 10m
+      tiers:
+        - bounded_blocking:
+            buffer_size: 100
+            batch_size: 10
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let s = sluice_tests::Sluice::start(yaml);
+    // A client retrying after a timeout sends the same request again, same key.
+    for _ in 0..3 {
+        let status = s.post_with(
+            "/log/ingest",
+            &[("Idempotency-Key", "order-42")],
+            br#"[{"order":42}]"#,
+        );
+        assert_eq!(status, 200);
+    }
+    let status = s.post_with(
+        "/log/ingest",
+        &[("Idempotency-Key", "order-43")],
+        br#"[{"order":43}]"#,
+    );
+    assert_eq!(status, 200);
+    let (out, dlq) = (s.path("out/events.jsonl"), s.path("dlq.jsonl"));
+    s.wait_for("two events and two dead letters", SECS_30, || {
+        sluice_tests::json_lines(&out).len() == 2 && sluice_tests::json_lines(&dlq).len() == 2
+    });
+    assert_eq!(
+        sluice_tests::json_lines(&out),
+        [
+            serde_json::json!({"order": 42}),
+            serde_json::json!({"order": 43})
+        ]
+    );
+    for dead in sluice_tests::json_lines(&dlq) {
+        let reason = dead["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("dropped by the buffer policy: duplicate: the same idempotency key"),
+            "{reason}"
+        );
+        assert_eq!(dead["pipeline"], "p");
+    }
+    assert_eq!(s.metric("sluice_buffer_recordsDropped", "p"), Some(2.0));
 }

@@ -127,11 +127,13 @@ pub fn run_plugin_dir() -> PathBuf {
         let dir = plugin_cache().with_file_name("run-plugins");
         std::fs::create_dir_all(&dir).unwrap();
         for name in [
+            "dedup",
             "hostile",
             "hostile_processor",
             "json",
             "logfmt",
             "ndjson",
+            "passthrough_buffer",
             "redact",
         ] {
             let file = format!("{name}.wasm");

@@ -144,14 +144,20 @@ impl Sluice {
 
     /// POSTs `body` to `path`; returns the status code.
     pub fn post(&self, path: &str, body: &[u8]) -> u16 {
+        self.post_with(path, &[], body)
+    }
+
+    /// POSTs `body` with `headers` to the source; returns the status.
+    pub fn post_with(&self, path: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
             .into();
-        match agent
-            .post(&format!("http://127.0.0.1:{}{path}", self.port))
-            .send(body)
-        {
+        let mut request = agent.post(&format!("http://127.0.0.1:{}{path}", self.port));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        match request.send(body) {
             Ok(response) => response.status().as_u16(),
             Err(e) => panic!("POST failed: {e}"),
         }

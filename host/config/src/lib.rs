@@ -17,6 +17,7 @@ pub mod buffer;
 pub mod error;
 mod explain;
 pub mod kafka;
+pub mod limits;
 pub mod location;
 pub mod parse;
 pub mod pipeline;
@@ -26,12 +27,13 @@ pub mod source;
 pub mod units;
 mod validate;
 
-pub use buffer::{BoundedBlocking, Buffer};
+pub use buffer::{BoundedBlocking, Buffer, PluginBuffer, Tier};
 pub use error::{ConfigError, ConfigErrors};
 pub use kafka::{
     AutoOffsetReset, BufferEncryption, Credentials, InTransit, KafkaAuthentication, KafkaBuffer,
     KafkaSasl, KafkaTopic, KmsEncryption, Secret, TransitType, resolve_secret,
 };
+pub use limits::PluginLimits;
 pub use parse::{Context, parse};
 pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
 pub use processor::Processor;

@@ -314,7 +314,7 @@ fn component<T: DeserializeOwned>(
 
 /// serde_yaml reads an enum from a `Value` only in its `!variant` tagged form, so the one-key
 /// map `{file: {path: x}}` becomes `!file {path: x}`. No settings means `{}`.
-fn tagged(name: &str, settings: Value) -> Value {
+pub(crate) fn tagged(name: &str, settings: Value) -> Value {
     let settings = if settings.is_null() {
         Value::Mapping(Mapping::new())
     } else {

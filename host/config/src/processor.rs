@@ -16,18 +16,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, EnumAccess, VariantAccess, Visitor};
 
 use crate::error::{Errors, closest};
 use crate::explain::list;
+use crate::limits::{PluginLimits, take_limits};
 use crate::parse::Context;
-use crate::source::{
-    default_max_memory, default_plugin_timeout, default_recycle_after, option_text,
-};
-use crate::units::{self, ByteSize};
+use crate::source::option_text;
 
 /// One processor.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,18 +33,9 @@ pub struct Processor {
     pub name: String,
     /// Options passed to the plugin's `configure` export once per instance.
     pub options: BTreeMap<String, serde_yaml::Value>,
-    /// `max_memory`: the most linear memory one instance may use. Default `64mb`.
-    pub max_memory: ByteSize,
-    /// `timeout`: the longest one batch call may run before the instance is stopped. Default
-    /// `1s`.
-    pub timeout: Duration,
-    /// `recycle_after`: replace each worker's instance after this many batches (Python and
-    /// JavaScript heaps never shrink); `0` only after a trap. Default `10000`.
-    pub recycle_after: u64,
+    /// Its sandbox limits: the block's `max_memory`, `timeout` and `recycle_after`.
+    pub limits: PluginLimits,
 }
-
-/// The keys of a processor's block that are sluice's (the sandbox limits), not the plugin's.
-pub const LIMIT_KEYS: [&str; 3] = ["max_memory", "timeout", "recycle_after"];
 
 impl Processor {
     /// The options as the plugin's `configure` receives them: scalars as their text, lists and
@@ -75,30 +63,12 @@ impl<'de> Deserialize<'de> for Processor {
                 let options: Option<BTreeMap<String, serde_yaml::Value>> =
                     options.newtype_variant()?;
                 let mut options = options.unwrap_or_default();
-                let mut processor = Processor {
+                let limits = take_limits(&mut options).map_err(serde::de::Error::custom)?;
+                Ok(Processor {
                     name,
-                    options: BTreeMap::new(),
-                    max_memory: default_max_memory(),
-                    timeout: default_plugin_timeout(),
-                    recycle_after: default_recycle_after(),
-                };
-                // The same rules, and so the same error wording, as a deserializer's limits.
-                let limit = |key: &str, error: serde_yaml::Error| {
-                    serde::de::Error::custom(format!("`{key}`: {error}"))
-                };
-                if let Some(v) = options.remove("max_memory") {
-                    processor.max_memory =
-                        serde_yaml::from_value(v).map_err(|e| limit("max_memory", e))?;
-                }
-                if let Some(v) = options.remove("timeout") {
-                    processor.timeout = units::duration(v).map_err(|e| limit("timeout", e))?;
-                }
-                if let Some(v) = options.remove("recycle_after") {
-                    processor.recycle_after =
-                        serde_yaml::from_value(v).map_err(|e| limit("recycle_after", e))?;
-                }
-                processor.options = options;
-                Ok(processor)
+                    options,
+                    limits,
+                })
             }
         }
         deserializer.deserialize_enum("processor", &[], Named)
@@ -160,23 +130,16 @@ mod tests {
             p.option_pairs(),
             [("keys".to_owned(), "[\"a\"]".to_owned())]
         );
-        assert_eq!(p.max_memory, ByteSize::mib(128));
-        assert_eq!(p.timeout, Duration::from_millis(2500));
-        assert_eq!(p.recycle_after, 5);
+        assert_eq!(p.limits.max_memory, crate::ByteSize::mib(128));
+        assert_eq!(p.limits.timeout, std::time::Duration::from_millis(2500));
+        assert_eq!(p.limits.recycle_after, 5);
     }
 
     #[test]
     fn without_limit_keys_a_processor_gets_a_deserializers_defaults() {
         let p = parse("    - passthrough:\n").unwrap();
         assert!(p.options.is_empty());
-        assert_eq!(
-            (p.max_memory, p.timeout, p.recycle_after),
-            (
-                default_max_memory(),
-                default_plugin_timeout(),
-                default_recycle_after()
-            )
-        );
+        assert_eq!(p.limits, PluginLimits::default());
     }
 
     #[test]

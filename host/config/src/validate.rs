@@ -5,14 +5,14 @@
 
 use std::collections::HashMap;
 
-use crate::buffer::check_bounded_blocking;
+use crate::buffer::{check_bounded_blocking, check_buffer_plugin};
 use crate::error::Errors;
 use crate::kafka::check_kafka;
 use crate::location::join;
 use crate::parse::Context;
 use crate::processor::check_processor;
 use crate::source::{check_deserializer, check_http};
-use crate::{Buffer, Pipeline, Source, SourceKind};
+use crate::{Buffer, Pipeline, Source, SourceKind, Tier};
 
 /// Runs every pipeline's component rules, then the rules that span fields and pipelines.
 pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
@@ -25,21 +25,49 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
                 format!("`{name}.workers` must be at least 1"),
             );
         }
-        if let Buffer::BoundedBlocking(b) = &p.buffer {
-            check_bounded_blocking(b, &join(name, "buffer.bounded_blocking"), errors);
+        match &p.buffer {
+            Buffer::BoundedBlocking(b) => {
+                check_bounded_blocking(b, &join(name, "buffer.bounded_blocking"), errors);
+            }
+            Buffer::Kafka(kafka) => check_kafka(kafka, &join(name, "buffer.kafka"), errors),
+            Buffer::Plugin(plugin) => {
+                check_buffer_plugin(plugin, &join(name, "buffer"), errors, context);
+                for (i, tier) in plugin.tiers.iter().enumerate() {
+                    let path = format!(
+                        "{}[{i}].{}",
+                        join(name, &format!("buffer.{}.tiers", plugin.name)),
+                        tier.plugin_name()
+                    );
+                    match tier {
+                        Tier::BoundedBlocking(b) => check_bounded_blocking(b, &path, errors),
+                        Tier::Kafka(kafka) => check_kafka(kafka, &path, errors),
+                    }
+                }
+            }
         }
-        if let (SourceKind::Pull, Buffer::Kafka(_)) = (p.source.kind(), &p.buffer) {
+        let kafka_path = match &p.buffer {
+            Buffer::Kafka(_) => Some(join(name, "buffer.kafka")),
+            Buffer::Plugin(plugin) => plugin
+                .tiers
+                .iter()
+                .position(|t| matches!(t, Tier::Kafka(_)))
+                .map(|i| {
+                    format!(
+                        "{}[{i}].kafka",
+                        join(name, &format!("buffer.{}.tiers", plugin.name))
+                    )
+                }),
+            Buffer::BoundedBlocking(_) => None,
+        };
+        if let (SourceKind::Pull, Some(path)) = (p.source.kind(), kafka_path) {
             let source = p.source.plugin_name();
             errors.at(
-                &join(name, "buffer.kafka"),
+                &path,
                 format!(
                     "source `{source}` pulls its data and cannot use the kafka buffer; use \
                      bounded_blocking, or a push source such as http"
                 ),
             );
-        }
-        if let Buffer::Kafka(kafka) = &p.buffer {
-            check_kafka(kafka, &join(name, "buffer.kafka"), errors);
         }
         for (i, processor) in p.processor.iter().enumerate() {
             let path = format!("{}[{i}]", join(name, "processor"));

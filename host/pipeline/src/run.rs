@@ -195,25 +195,25 @@ async fn build(
         timeout: deserializer.timeout,
         recycle_after: deserializer.recycle_after,
     };
-    let buffer = crate::buffer::build(&p, &options.data_dir)
-        .await
-        .map_err(|error| PipelineError::Buffer {
-            pipeline: name.clone(),
-            error,
-        })?;
     let sink_error = |error| PipelineError::Sink {
         pipeline: name.clone(),
         error,
     };
-    let mut sinks = Vec::new();
-    for sink in &p.sink {
-        sinks.push(crate::sink::build(sink).await.map_err(sink_error)?);
-    }
     let dlq_path = p
         .dlq_path
         .clone()
         .unwrap_or_else(|| dlq::default_path(&options.data_dir, &name));
     let dead_letters = Arc::new(DeadLetters::open(&dlq_path).await.map_err(sink_error)?);
+    let buffer = crate::buffer::build(&p, &options.data_dir, plugins, dead_letters.clone())
+        .await
+        .map_err(|error| PipelineError::Buffer {
+            pipeline: name.clone(),
+            error,
+        })?;
+    let mut sinks = Vec::new();
+    for sink in &p.sink {
+        sinks.push(crate::sink::build(sink).await.map_err(sink_error)?);
+    }
     let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
@@ -281,11 +281,7 @@ async fn stage(
                 plugin: processor.name.clone(),
             })?;
     let plugin = updates.borrow().clone();
-    let limits = Limits {
-        max_memory: usize::try_from(processor.max_memory.bytes()).unwrap_or(usize::MAX),
-        timeout: processor.timeout,
-        recycle_after: processor.recycle_after,
-    };
+    let limits = limits(&processor.limits);
     let options = processor.option_pairs();
     let built = {
         let options = options.clone();
@@ -303,4 +299,13 @@ async fn stage(
         options,
         limits,
     })
+}
+
+/// The plugin host's limits from a plugin block's.
+pub(crate) fn limits(l: &sluice_config::PluginLimits) -> Limits {
+    Limits {
+        max_memory: usize::try_from(l.max_memory.bytes()).unwrap_or(usize::MAX),
+        timeout: l.timeout,
+        recycle_after: l.recycle_after,
+    }
 }

@@ -4,8 +4,10 @@
 //!
 //! - `bounded_blocking`: [`sluice_buffer::memory::MemoryBuffer`], built in one line here.
 //! - `kafka`: [`kafka`] turns the config into `sluice_kafka`'s settings and connects.
+//! - any other name: [`plugin`], a buffer policy component over built-in buffers as its tiers.
 
 pub mod kafka;
+pub mod plugin;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +23,9 @@ pub enum BufferError {
     /// A secret or key could not be resolved (SASL password, encryption key).
     #[error("kafka buffer: {0}")]
     KafkaSecurity(String),
+    /// The buffer policy plugin is missing, cannot start, or refused its options.
+    #[error("buffer policy: {0}")]
+    Policy(String),
 }
 
 /// The buffer a pipeline's `buffer:` configures. `data_dir` makes the Kafka buffer's default
@@ -28,6 +33,8 @@ pub enum BufferError {
 pub async fn build(
     p: &sluice_config::Pipeline,
     data_dir: &Path,
+    plugins: &sluice_plugin::Catalog,
+    dead_letters: Arc<crate::sink::dlq::DeadLetters>,
 ) -> Result<Arc<dyn Buffer>, BufferError> {
     Ok(match &p.buffer {
         sluice_config::Buffer::BoundedBlocking(bb) => Arc::new(MemoryBuffer::new(
@@ -37,5 +44,8 @@ pub async fn build(
             p.delay,
         )),
         sluice_config::Buffer::Kafka(k) => Arc::new(kafka::connect(p, k, data_dir).await?),
+        sluice_config::Buffer::Plugin(b) => {
+            Arc::new(plugin::build(p, b, plugins, dead_letters, data_dir).await?)
+        }
     })
 }

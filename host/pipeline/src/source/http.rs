@@ -27,6 +27,8 @@ use crate::counters::Counters;
 struct HttpState {
     pipeline: String,
     origin: String,
+    /// Request headers the buffer's policy reads (lowercase names).
+    wanted_headers: Vec<String>,
     writer: Arc<dyn BufferWriter>,
     timeout: Duration,
     /// `max_request_length` in bytes.
@@ -78,6 +80,7 @@ pub fn router(
     let state = Arc::new(HttpState {
         pipeline: pipeline.to_owned(),
         origin: format!("http:{}", config.path),
+        wanted_headers: writer.wanted_headers(),
         writer,
         timeout: config.request_timeout,
         max_length: config.max_request_length.bytes(),
@@ -114,6 +117,15 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    // The headers the buffer's policy reads (`X-Tenant`, `Idempotency-Key`), and no others.
+    let headers: Vec<(String, String)> = state
+        .wanted_headers
+        .iter()
+        .filter_map(|name| {
+            let value = request.headers().get(name.as_str())?.to_str().ok()?;
+            Some((name.clone(), value.to_owned()))
+        })
+        .collect();
     let body = match Bytes::from_request(request, &state).await {
         Ok(body) => body,
         Err(rejection) => return rejection.into_response(),
@@ -142,7 +154,7 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
             received_at_ms,
             origin: state.origin.clone(),
             content_type: content_type.clone(),
-            headers: Vec::new(),
+            headers: headers.clone(),
         })
         .collect();
     match state.writer.write(records, state.timeout).await {
