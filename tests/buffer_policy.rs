@@ -62,7 +62,10 @@ fn tiered(policy: BufferPolicy, capacity: usize) -> (TieredBuffer, MemoryBuffer,
         Box::new(policy),
         Arc::new(State::new(10_000)),
         Arc::new(SystemClock),
-        Arc::new(move |d| sink.lock().unwrap().extend(d)),
+        Arc::new(move |d| {
+            sink.lock().unwrap().extend(d);
+            Box::pin(async {})
+        }),
     );
     (buffer, memory, dropped)
 }
@@ -235,4 +238,56 @@ p:
         assert_eq!(dead["pipeline"], "p");
     }
     assert_eq!(s.metric("sluice_buffer_recordsDropped", "p"), Some(2.0));
+}
+
+#[test]
+fn a_tenant_over_its_rate_gets_429_while_the_others_keep_getting_200() {
+    let yaml = r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  buffer:
+    tenant_quota:
+      rate: 0.5
+      burst: 2
+      tiers:
+        - bounded_blocking:
+            buffer_size: 100
+            batch_size: 10
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let s = sluice_tests::Sluice::start(yaml);
+    let post = |tenant: &str, n: u32| {
+        s.post_full(
+            "/log/ingest",
+            &[("X-Tenant", tenant)],
+            format!(r#"[{{"tenant":"{tenant}","n":{n}}}]"#).as_bytes(),
+        )
+    };
+    // A burst of 2, refilled at one record per 2 s: the third request of `noisy` is refused.
+    assert_eq!(post("noisy", 1).0, 200);
+    assert_eq!(post("noisy", 2).0, 200);
+    let (status, retry_after) = post("noisy", 3);
+    assert_eq!(status, 429);
+    let seconds: u64 = retry_after.expect("Retry-After").parse().unwrap();
+    assert!((1..=2).contains(&seconds), "Retry-After {seconds}");
+    // Another tenant is not held back by the noisy one.
+    assert_eq!(post("quiet", 1).0, 200);
+    assert_eq!(post("quiet", 2).0, 200);
+    let out = s.path("out/events.jsonl");
+    s.wait_for("four events", SECS_30, || {
+        sluice_tests::json_lines(&out).len() == 4
+    });
+    let mut got: Vec<String> = sluice_tests::json_lines(&out)
+        .iter()
+        .map(|e| format!("{}{}", e["tenant"].as_str().unwrap(), e["n"]))
+        .collect();
+    got.sort();
+    assert_eq!(got, ["noisy1", "noisy2", "quiet1", "quiet2"]);
+    assert_eq!(s.metric("sluice_buffer_writesRefused", "p"), Some(1.0));
 }

@@ -36,7 +36,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 13] = [
+pub const PLUGINS: [&str; 14] = [
     "csv",
     "dedup",
     "hostile",
@@ -50,6 +50,7 @@ pub const PLUGINS: [&str; 13] = [
     "passthrough",
     "passthrough_buffer",
     "redact",
+    "tenant_quota",
 ];
 
 /// Where tests keep compiled plugins between runs, so the big Python and JavaScript components
@@ -135,6 +136,7 @@ pub fn run_plugin_dir() -> PathBuf {
             "ndjson",
             "passthrough_buffer",
             "redact",
+            "tenant_quota",
         ] {
             let file = format!("{name}.wasm");
             let tmp = dir.join(format!("{file}.{}", std::process::id()));

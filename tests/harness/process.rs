@@ -149,6 +149,16 @@ impl Sluice {
 
     /// POSTs `body` with `headers` to the source; returns the status.
     pub fn post_with(&self, path: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
+        self.post_full(path, headers, body).0
+    }
+
+    /// POSTs `body` with `headers`; returns the status and the `Retry-After` header, if any.
+    pub fn post_full(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, Option<String>) {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
@@ -158,7 +168,14 @@ impl Sluice {
             request = request.header(*name, *value);
         }
         match request.send(body) {
-            Ok(response) => response.status().as_u16(),
+            Ok(response) => {
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                (response.status().as_u16(), retry_after)
+            }
             Err(e) => panic!("POST failed: {e}"),
         }
     }

@@ -54,8 +54,13 @@ impl Clock for SystemClock {
 }
 
 /// Takes the records a policy dropped, with its reasons, once their write succeeded (the
-/// pipeline writes them to its dead-letter file).
-pub type Dropped = Arc<dyn Fn(Vec<(Record, String)>) + Send + Sync>;
+/// pipeline writes them to its dead-letter file); the write answers its client once this is
+/// done, so a dropped record is in the dead-letter file before the client hears 200.
+pub type Dropped = Arc<
+    dyn Fn(Vec<(Record, String)>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// The counts of a tiered buffer, `sluice_buffer_<name>{pipeline}`.
 #[derive(Debug)]
@@ -373,7 +378,7 @@ impl BufferWriter for TieredBuffer {
         }
         if !dropped.is_empty() {
             inner.stats.records_dropped.add(dropped.len() as u64);
-            (inner.dropped)(dropped);
+            (inner.dropped)(dropped).await;
         }
         Ok(())
     }

@@ -126,7 +126,10 @@ fn buffer(
         policy,
         Arc::new(State::new(1_000)),
         clock,
-        Arc::new(move |d| sink.lock().unwrap().extend(d)),
+        Arc::new(move |d| {
+            sink.lock().unwrap().extend(d);
+            Box::pin(async {})
+        }),
     );
     (buffer, log)
 }

@@ -68,12 +68,11 @@ pub async fn build(
             })
             .collect();
         let (dead_letters, pipeline) = (dead_letters.clone(), pipeline.clone());
-        // The client has its answer already; the dead-letter file is written beside it.
-        tokio::spawn(async move {
+        Box::pin(async move {
             if let Err(e) = dead_letters.write(&entries).await {
                 tracing::error!(%pipeline, error = %e, records = entries.len(), "cannot dead-letter records the buffer policy dropped");
             }
-        });
+        }) as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
     });
     Ok(TieredBuffer::new(
         &p.name,
