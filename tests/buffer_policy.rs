@@ -291,3 +291,93 @@ p:
     assert_eq!(got, ["noisy1", "noisy2", "quiet1", "quiet2"]);
     assert_eq!(s.metric("sluice_buffer_writesRefused", "p"), Some(1.0));
 }
+
+#[test]
+fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
+    let yaml = r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  buffer:
+    hostile_buffer:
+      timeout: 300ms
+      max_memory: 16mb
+      tiers:
+        - bounded_blocking:
+            buffer_size: 100
+            batch_size: 10
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let s = sluice_tests::Sluice::start(yaml);
+    let post = |hostile: &str, n: u32| {
+        s.post_with(
+            "/log/ingest",
+            &[("X-Hostile", hostile)],
+            format!(r#"[{{"n":{n}}}]"#).as_bytes(),
+        )
+    };
+    assert_eq!(post("no", 1), 200);
+    // Each fails closed: 503, nothing accepted, the instance replaced.
+    for (i, hostile) in ["trap", "loop", "bomb", "nowhere", "overclaim"]
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(post(hostile, 10 + i as u32), 503, "{hostile}");
+    }
+    assert_eq!(post("no", 2), 200);
+    let out = s.path("out/events.jsonl");
+    s.wait_for("the two accepted events", SECS_30, || {
+        sluice_tests::json_lines(&out).len() == 2
+    });
+    assert_eq!(
+        sluice_tests::json_lines(&out),
+        [serde_json::json!({"n": 1}), serde_json::json!({"n": 2})],
+        "only what was accepted, all of it"
+    );
+    assert_eq!(s.metric("sluice_buffer_policyFaults", "p"), Some(5.0));
+    let log = s.log();
+    for why in [
+        "wasm `unreachable` executed",
+        "exceeded the deadline of 300ms per call",
+        "exceeded the memory limit of 16 MiB",
+        "the policy placed a record in tier 9; the buffer has 1 (0 to 0)",
+        "the policy placed 2 records of a write of 1",
+    ] {
+        assert!(log.contains(why), "the log names `{why}`:\n{log}");
+    }
+}
+
+#[test]
+fn plugins_inspect_shows_a_policy_its_world_its_host_interface_and_the_headers_it_reads() {
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args(["plugins", "inspect"])
+        .arg(plugin_dir().join("dedup.wasm"))
+        .args(["--option", "header=Idempotency-Key"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("world    sluice:plugin/buffer-plugin@0.2.0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "  ! sluice:plugin/buffer-host@0.2.0: the buffer's tiers, a clock and a key-value state"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("reads    request headers idempotency-key"),
+        "{stdout}"
+    );
+}

@@ -36,10 +36,11 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 14] = [
+pub const PLUGINS: [&str; 15] = [
     "csv",
     "dedup",
     "hostile",
+    "hostile_buffer",
     "hostile_processor",
     "json",
     "logfmt",
@@ -130,6 +131,7 @@ pub fn run_plugin_dir() -> PathBuf {
         for name in [
             "dedup",
             "hostile",
+            "hostile_buffer",
             "hostile_processor",
             "json",
             "logfmt",

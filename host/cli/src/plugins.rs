@@ -15,7 +15,8 @@ use std::time::Instant;
 use anyhow::{Context as _, bail};
 use clap::ValueEnum;
 use sluice_plugin::{
-    Decoded, Decoder, Event, Limits, PluginHost, Processed, Processor, RawRecord, capability,
+    BufferPolicy, Decoded, Decoder, Event, Limits, PluginHost, Processed, Processor, RawRecord,
+    capability,
 };
 
 /// The pinned component tools, named in errors and written into templates.
@@ -329,6 +330,28 @@ pub(crate) fn inspect(
     }
     if plugin.is_processor() {
         inspect_processor(&mut out, plugin, compiled, samples, lines, options, limits)?;
+        return Ok(out);
+    }
+    if plugin.is_buffer_policy() {
+        let started = Instant::now();
+        let policy = BufferPolicy::new(plugin, options.to_vec(), limits)?;
+        writeln!(
+            out,
+            "start    compiled in {compiled:.2?}, instantiated, configured and described in {:.2?}, linear memory {} (limit {})",
+            started.elapsed(),
+            size(policy.memory()),
+            size(limits.max_memory as u64),
+        )?;
+        let headers = policy.headers();
+        writeln!(
+            out,
+            "reads    {}",
+            if headers.is_empty() {
+                "no request headers".to_owned()
+            } else {
+                format!("request headers {}", headers.join(", "))
+            }
+        )?;
         return Ok(out);
     }
     let started = Instant::now();

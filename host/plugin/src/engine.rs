@@ -389,6 +389,11 @@ impl Plugin {
     pub fn is_processor(&self) -> bool {
         self.inner.world == crate::worlds::processor::WORLD
     }
+
+    /// Whether it implements the buffer policy world.
+    pub fn is_buffer_policy(&self) -> bool {
+        self.inner.world == crate::worlds::buffer::WORLD
+    }
     /// The interfaces it imports (WASI, and the contract's own types; granted nothing).
     pub fn imports(&self) -> &[String] {
         &self.inner.imports

@@ -152,6 +152,18 @@ impl BufferPolicy {
         Ok(policy)
     }
 
+    /// The request headers it reads (from `describe`).
+    pub fn headers(&self) -> &[String] {
+        &self.headers
+    }
+
+    /// The most linear memory its live instance holds, in bytes.
+    pub fn memory(&self) -> u64 {
+        self.live
+            .as_ref()
+            .map_or(0, |live| live.store.data().limits.peak as u64)
+    }
+
     fn instantiate(&mut self) -> Result<Live, PluginError> {
         let plugin = &self.plugin;
         let limits = self.limits;
