@@ -181,28 +181,34 @@ fn a_buffer_policy_refuses_bad_options_naming_them() {
 
 const SECS_30: Duration = Duration::from_secs(30);
 
-#[test]
-fn the_same_request_sent_three_times_through_sluice_is_one_event() {
-    let yaml = r#"
+/// `sluice run` with an http source, the buffer policy `name` (its `block` of options, one
+/// `key: value` per line) over one memory tier, a file sink and a dead-letter file.
+fn start_sluice(name: &str, block: &str) -> sluice_tests::Sluice {
+    let options: String = block.lines().map(|l| format!("      {l}\n")).collect();
+    sluice_tests::Sluice::start(&format!(
+        r#"
 p:
   delay: 20ms
   source:
     http:
-      port: {port}
+      port: {{port}}
   buffer:
-    dedup:
-      header: Idempotency-Key
-      ttl: 10m
-      tiers:
+    {name}:
+{options}      tiers:
         - bounded_blocking:
             buffer_size: 100
             batch_size: 10
   sink:
     - file:
-        path: {dir}/out/events.jsonl
-  dlq_path: {dir}/dlq.jsonl
-"#;
-    let s = sluice_tests::Sluice::start(yaml);
+        path: {{dir}}/out/events.jsonl
+  dlq_path: {{dir}}/dlq.jsonl
+"#
+    ))
+}
+
+#[test]
+fn the_same_request_sent_three_times_through_sluice_is_one_event() {
+    let s = start_sluice("dedup", "header: Idempotency-Key\nttl: 10m");
     // A client retrying after a timeout sends the same request again, same key.
     for _ in 0..3 {
         let status = s.post_with(
@@ -242,26 +248,7 @@ p:
 
 #[test]
 fn a_tenant_over_its_rate_gets_429_while_the_others_keep_getting_200() {
-    let yaml = r#"
-p:
-  delay: 20ms
-  source:
-    http:
-      port: {port}
-  buffer:
-    tenant_quota:
-      rate: 0.5
-      burst: 2
-      tiers:
-        - bounded_blocking:
-            buffer_size: 100
-            batch_size: 10
-  sink:
-    - file:
-        path: {dir}/out/events.jsonl
-  dlq_path: {dir}/dlq.jsonl
-"#;
-    let s = sluice_tests::Sluice::start(yaml);
+    let s = start_sluice("tenant_quota", "rate: 0.5\nburst: 2");
     let post = |tenant: &str, n: u32| {
         s.post_full(
             "/log/ingest",
@@ -294,26 +281,7 @@ p:
 
 #[test]
 fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
-    let yaml = r#"
-p:
-  delay: 20ms
-  source:
-    http:
-      port: {port}
-  buffer:
-    hostile_buffer:
-      timeout: 300ms
-      max_memory: 16mb
-      tiers:
-        - bounded_blocking:
-            buffer_size: 100
-            batch_size: 10
-  sink:
-    - file:
-        path: {dir}/out/events.jsonl
-  dlq_path: {dir}/dlq.jsonl
-"#;
-    let s = sluice_tests::Sluice::start(yaml);
+    let s = start_sluice("hostile_buffer", "timeout: 300ms\nmax_memory: 16mb");
     let post = |hostile: &str, n: u32| {
         s.post_with(
             "/log/ingest",

@@ -201,6 +201,15 @@ pub(crate) const fn default_plugin_timeout() -> Duration {
 }
 
 impl DeserializerConfig {
+    /// Its sandbox limits, as a processor's or a buffer policy's block holds them.
+    pub fn limits(&self) -> crate::PluginLimits {
+        crate::PluginLimits {
+            max_memory: self.max_memory,
+            timeout: self.timeout,
+            recycle_after: self.recycle_after,
+        }
+    }
+
     /// The options as the plugin's `configure` receives them: scalars as their text, lists and
     /// maps as JSON text.
     pub fn option_pairs(&self) -> Vec<(String, String)> {

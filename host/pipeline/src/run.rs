@@ -190,11 +190,7 @@ async fn build(
     };
     let updates = plugins.subscribe(&deserializer.name).ok_or_else(missing)?;
     let plugin = updates.borrow().clone();
-    let limits = Limits {
-        max_memory: usize::try_from(deserializer.max_memory.bytes()).unwrap_or(usize::MAX),
-        timeout: deserializer.timeout,
-        recycle_after: deserializer.recycle_after,
-    };
+    let limits = limits(&deserializer.limits());
     let sink_error = |error| PipelineError::Sink {
         pipeline: name.clone(),
         error,
