@@ -371,7 +371,7 @@ impl BufferWriter for TieredBuffer {
             // The state changes of this write are not kept (`cx` is dropped with its overlay).
             return Err(e);
         }
-        if let Err(full) = inner.state.apply(cx.overlay, cx.now_ms) {
+        if let Err(full) = cx.keep() {
             // The records are held; only the policy's memory of them is lost (a later retry
             // may be kept twice, never lost).
             tracing::warn!(pipeline = %inner.pipeline, error = %full, "buffer policy state not updated");

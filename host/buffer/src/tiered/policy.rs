@@ -115,6 +115,12 @@ impl Context {
         std::mem::replace(self, empty)
     }
 
+    /// Keeps the state changes this call made, as the buffer does after a write every tier
+    /// held (dropping a context undoes them).
+    pub fn keep(self) -> Result<(), super::state::StateFull> {
+        self.state.apply(self.overlay, self.now_ms)
+    }
+
     /// The state as this call sees it.
     pub fn state(&mut self) -> View<'_> {
         View {
