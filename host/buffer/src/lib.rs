@@ -153,6 +153,13 @@ pub trait Buffer: Send + Sync {
     fn log_summary(&self);
     /// What a buffer policy sees of this buffer when it is one tier of a tiered buffer.
     fn tier_state(&self) -> TierState;
+    /// Takes up to `max` unread records now, without waiting, for a tiered buffer's move to
+    /// another tier (which acknowledges the batch here once the other tier holds them). `None`
+    /// when there are none, or when this buffer cannot hand records over: a Kafka topic's
+    /// records are its consumer group's to read.
+    fn take_now(&self, _max: usize) -> Option<Batch> {
+        None
+    }
 }
 
 /// Records read together, with the handle that acknowledges them.

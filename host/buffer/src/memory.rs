@@ -112,6 +112,21 @@ impl Buffer for MemoryBuffer {
             lag: unread as u64,
         }
     }
+
+    fn take_now(&self, max: usize) -> Option<Batch> {
+        let mut queue = self.inner.queue.lock().expect("buffer queue lock");
+        let n = queue.len().min(max);
+        if n == 0 {
+            return None;
+        }
+        let records: Vec<Record> = queue.drain(..n).collect();
+        let room = self.inner.room.clone();
+        Some(Batch {
+            records,
+            unreadable: Vec::new(),
+            ack: Acknowledgement::new(move || room.add_permits(n)),
+        })
+    }
 }
 
 #[async_trait::async_trait]

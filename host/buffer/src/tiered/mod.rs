@@ -16,16 +16,18 @@
 //! # Layout
 //! - this file: [`TieredBuffer`], its writer and readers.
 //! - [`policy`]: the [`Policy`] trait and what it sees and answers.
+//! - [`moves`]: the moves between tiers the policy's `tick` asks for.
 //! - [`state`]: the policy's key-value state, kept by the host.
 
+mod moves;
 pub mod policy;
 pub mod state;
 
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Once};
 use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -71,6 +73,8 @@ pub struct TieredStats {
     pub writes_refused: Count,
     /// Policy calls that failed (trap, deadline, memory cap, a reply breaking the contract).
     pub policy_faults: Count,
+    /// Records moved from one tier to another (the policy's `tick`).
+    pub records_moved: Count,
 }
 
 impl TieredStats {
@@ -79,6 +83,7 @@ impl TieredStats {
             records_dropped: Count::new("sluice_buffer_recordsDropped", pipeline),
             writes_refused: Count::new("sluice_buffer_writesRefused", pipeline),
             policy_faults: Count::new("sluice_buffer_policyFaults", pipeline),
+            records_moved: Count::new("sluice_buffer_recordsMoved", pipeline),
         }
     }
 }
@@ -102,6 +107,11 @@ struct Inner {
     dropped: Dropped,
     next_worker: AtomicU32,
     stats: TieredStats,
+    closed: AtomicBool,
+    /// Starts the tick task with the first reader.
+    ticking: Once,
+    tick_every: Duration,
+    moves: moves::Moves,
 }
 
 impl TieredBuffer {
@@ -133,8 +143,26 @@ impl TieredBuffer {
                 dropped,
                 next_worker: AtomicU32::new(0),
                 stats: TieredStats::new(pipeline),
+                closed: AtomicBool::new(false),
+                ticking: Once::new(),
+                tick_every: moves::TICK_EVERY,
+                moves: moves::Moves::default(),
             }),
         }
+    }
+
+    /// Calls the policy's `tick` this often instead of every second (before the first reader).
+    pub fn tick_every(mut self, every: Duration) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.tick_every = every;
+        }
+        self
+    }
+
+    /// One tick now: the moves earlier ticks could not finish, then the policy's `tick` and
+    /// its moves. The buffer does this by itself about once a second once it has a reader.
+    pub async fn tick(&self) {
+        self.inner.tick().await;
     }
 
     /// Its counts.
@@ -205,6 +233,18 @@ impl Buffer for TieredBuffer {
     }
 
     fn reader(&self) -> Box<dyn BufferReader> {
+        self.inner.ticking.call_once(|| {
+            let inner = self.inner.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(inner.tick_every);
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                every.tick().await;
+                while !inner.closed.load(Ordering::SeqCst) {
+                    every.tick().await;
+                    inner.tick().await;
+                }
+            });
+        });
         let worker = self.inner.next_worker.fetch_add(1, Ordering::Relaxed);
         let channels = self
             .inner
@@ -233,6 +273,8 @@ impl Buffer for TieredBuffer {
     }
 
     fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.moves.close();
         for tier in &self.inner.tiers {
             tier.close();
         }
@@ -265,6 +307,7 @@ impl Buffer for TieredBuffer {
             records_dropped = s.records_dropped.get(),
             writes_refused = s.writes_refused.get(),
             policy_faults = s.policy_faults.get(),
+            records_moved = s.records_moved.get(),
             "tiered buffer stopped"
         );
         for tier in &self.inner.tiers {
@@ -408,6 +451,9 @@ struct TieredReader {
 #[async_trait::async_trait]
 impl BufferReader for TieredReader {
     async fn read(&mut self) -> Option<Batch> {
+        if let Some(batch) = self.inner.moves.take_returned() {
+            return Some(batch);
+        }
         let worker = self.worker;
         let (answer, _) = self
             .inner
@@ -447,7 +493,18 @@ impl BufferReader for TieredReader {
             }
         })
         .await;
-        let (tier, batch) = taken?;
+        let Some((tier, batch)) = taken else {
+            // Every tier is drained: what moves gave back, once no tick is under way.
+            loop {
+                if let Some(batch) = self.inner.moves.take_returned() {
+                    return Some(batch);
+                }
+                if !self.inner.moves.under_way() {
+                    return self.inner.moves.take_returned();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
         self.turn = (tier + 1) % n;
         Some(batch)
     }

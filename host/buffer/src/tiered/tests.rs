@@ -46,6 +46,9 @@ impl Buffer for Flaky {
             ..self.memory.tier_state()
         }
     }
+    fn take_now(&self, max: usize) -> Option<Batch> {
+        self.memory.take_now(max)
+    }
 }
 
 #[async_trait::async_trait]
@@ -389,10 +392,23 @@ impl Policy for Random {
             n => Ok(Some((n % 3) as usize)), // 2 is past the tiers: a fault, read in turn
         }
     }
+    fn tick(&mut self, _: &mut Context) -> Result<Vec<Move>, PolicyFault> {
+        if self.0.below(8) == 0 {
+            return Err(PolicyFault("random tick trap".into()));
+        }
+        Ok((0..self.0.below(3))
+            .map(|_| Move {
+                from: self.0.below(3) as usize, // 2 is past the tiers, and from == to happens
+                to: self.0.below(2) as usize,
+                max_records: self.0.below(10) as usize,
+            })
+            .collect())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn random_writes_reads_acks_faults_and_outages_lose_nothing() {
+    let mut moved_somewhere = false;
     for seed in [1_u64, 7, 42, 1234, 99_991] {
         let mut rng = Rng(seed);
         let tiers = [tier(40), tier(40)];
@@ -438,6 +454,7 @@ async fn random_writes_reads_acks_faults_and_outages_lose_nothing() {
                     }
                     batch.ack.acknowledge();
                 }
+                8 if rng.below(2) == 0 => buffer.tick().await,
                 8 => {
                     let t = rng.below(2) as usize;
                     let down = !tiers[t].down.load(Ordering::SeqCst);
@@ -501,5 +518,135 @@ async fn random_writes_reads_acks_faults_and_outages_lose_nothing() {
             !accepted.is_empty() && !dropped.is_empty(),
             "seed {seed}: the replay exercised little"
         );
+        moved_somewhere |= buffer.stats().records_moved.get() > 0;
     }
+    assert!(moved_somewhere, "no replay moved a record between tiers");
+}
+
+/// Spills to tier 1 (memory) while tier 0 is down, and moves the spill back once it is up.
+struct Spill;
+
+impl Policy for Spill {
+    fn on_write(
+        &mut self,
+        cx: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        let tier = usize::from(!cx.tiers[0].available);
+        Ok(Ok(records
+            .iter()
+            .map(|_| Placement::Tier { tier, key: None })
+            .collect()))
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        Ok(None)
+    }
+    fn tick(&mut self, cx: &mut Context) -> Result<Vec<Move>, PolicyFault> {
+        Ok(if cx.tiers[1].lag > 0 {
+            vec![Move {
+                from: 1,
+                to: 0,
+                max_records: 5,
+            }]
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tick_moves_records_back_once_the_target_holds_them_and_keeps_them_until_then() {
+    let tiers = [tier(20), tier(20)];
+    let (buffer, _) = buffer(&tiers, Box::new(Spill), Arc::default());
+    let writer = buffer.writer();
+    tiers[0].down.store(true, Ordering::SeqCst);
+    for i in 0..7 {
+        writer.write(vec![record(i, "r")], WAIT).await.unwrap();
+    }
+    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 7));
+    // Tier 0 still down: the move's write fails, the records stay held where they were.
+    buffer.tick().await;
+    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 7));
+    assert_eq!(buffer.stats().records_moved.get(), 0);
+    tiers[0].down.store(false, Ordering::SeqCst);
+    // The kept move first (5 records), then the policy's next move of at most 5: 2 left.
+    buffer.tick().await;
+    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (7, 0));
+    assert_eq!(buffer.stats().records_moved.get(), 7);
+    // Read back in the order written.
+    let mut reader = buffer.reader();
+    let mut ids = Vec::new();
+    while let Some(batch) = read(&mut reader).await {
+        ids.extend(batch.records.iter().map(id));
+        batch.ack.acknowledge();
+    }
+    assert_eq!(ids, (0..7).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_move_not_finished_at_shutdown_is_delivered_from_where_it_was() {
+    let tiers = [tier(20), tier(20)];
+    let (buffer, _) = buffer(&tiers, Box::new(Spill), Arc::default());
+    tiers[0].down.store(true, Ordering::SeqCst);
+    let writer = buffer.writer();
+    for i in 0..3 {
+        writer.write(vec![record(i, "r")], WAIT).await.unwrap();
+    }
+    buffer.tick().await; // taken from tier 1, not written to tier 0: kept for the next tick
+    assert_eq!(tiers[1].memory.tier_state().lag, 0);
+    assert_eq!(tiers[1].memory.used(), 3);
+    let mut reader = buffer.reader();
+    buffer.close();
+    let mut ids = Vec::new();
+    while let Some(batch) = tokio::time::timeout(Duration::from_secs(5), reader.read())
+        .await
+        .expect("the drain ends")
+    {
+        ids.extend(batch.records.iter().map(id));
+        batch.ack.acknowledge();
+    }
+    assert_eq!(ids, [0, 1, 2]);
+    assert_eq!(tiers[1].memory.used(), 0);
+}
+
+/// Asks for moves that break the contract.
+struct BadMoves;
+
+impl Policy for BadMoves {
+    fn on_write(
+        &mut self,
+        _: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        Ok(Ok(records
+            .iter()
+            .map(|_| Placement::Tier { tier: 1, key: None })
+            .collect()))
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        Ok(None)
+    }
+    fn tick(&mut self, _: &mut Context) -> Result<Vec<Move>, PolicyFault> {
+        let m = |from, to| Move {
+            from,
+            to,
+            max_records: 100,
+        };
+        Ok(vec![m(1, 2), m(1, 1), m(7, 0)])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn moves_to_or_from_tiers_that_do_not_exist_are_faults_and_move_nothing() {
+    let tiers = [tier(20), tier(20)];
+    let (buffer, _) = buffer(&tiers, Box::new(BadMoves), Arc::default());
+    buffer
+        .writer()
+        .write(vec![record(1, "r")], WAIT)
+        .await
+        .unwrap();
+    buffer.tick().await;
+    assert_eq!(buffer.stats().policy_faults.get(), 3);
+    assert_eq!(buffer.stats().records_moved.get(), 0);
+    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 1));
 }
