@@ -4,11 +4,10 @@
 #[allow(unused_imports, reason = "the parent's imports, taken whole")]
 use super::*;
 
-#[test]
-fn kill_9_at_random_moments_loses_no_accepted_event() {
+fn kill_9_at_random_moments_loses_no_accepted_event(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("crash"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 2);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 2);
     let mut s = Sluice::start(&pipeline(&setup));
     let port = s.port;
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -83,11 +82,10 @@ fn kill_9_at_random_moments_loses_no_accepted_event() {
 /// Static group membership: a process restarted right after kill -9 rejoins under the same
 /// instance id and takes its partitions straight back, instead of waiting for the dead
 /// process's session (45 s here, Kafka's default) to expire.
-#[test]
-fn after_kill_9_a_restarted_process_resumes_consuming_within_seconds() {
+fn after_kill_9_a_restarted_process_resumes_consuming_within_seconds(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("static"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 2);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 2);
     let yaml = pipeline(&setup).replace("session_timeout: 6s", "session_timeout: 45s");
     assert!(yaml.contains("session_timeout: 45s"));
     let mut s = Sluice::start(&yaml);
@@ -126,11 +124,10 @@ fn after_kill_9_a_restarted_process_resumes_consuming_within_seconds() {
 
 /// A second process on the same data dir would share its static group instance id (and its
 /// dead-letter files): it refuses to start, naming the folder.
-#[test]
-fn a_second_process_on_the_same_data_dir_refuses_to_start() {
+fn a_second_process_on_the_same_data_dir_refuses_to_start(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("lock"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 1);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 1);
     let s = Sluice::start(&pipeline(&setup));
     let output = std::process::Command::new(sluice_tests::sluice_bin())
         .arg("run")
@@ -148,3 +145,9 @@ fn a_second_process_on_the_same_data_dir_refuses_to_start() {
         "{stderr}"
     );
 }
+
+both_buffers!(
+    kill_9_at_random_moments_loses_no_accepted_event,
+    after_kill_9_a_restarted_process_resumes_consuming_within_seconds,
+    a_second_process_on_the_same_data_dir_refuses_to_start,
+);

@@ -1,6 +1,20 @@
 //! The real binary with the kafka buffer against a real broker: HTTP in, Kafka in between,
 //! the json plugin, a file sink out. Round trip, crashes, a broker outage, a failing sink, and
-//! two processes sharing a group.
+//! two processes sharing a group. Each test runs twice (`builtin::…` and `policy::…`): with the
+//! built-in `kafka` buffer, and with `passthrough_buffer`, a buffer policy component over one
+//! `kafka` tier, which must pass every Kafka buffer test (issue 14).
+
+/// `builtin::TEST` and `policy::TEST` for each `TEST(via: Via)` named.
+macro_rules! both_buffers {
+    ($($test:ident),* $(,)?) => {
+        mod builtin {
+            $( #[test] fn $test() { super::$test(super::Via::Builtin) } )*
+        }
+        mod policy {
+            $( #[test] fn $test() { super::$test(super::Via::Passthrough) } )*
+        }
+    };
+}
 
 mod crash;
 mod security;
@@ -14,7 +28,19 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sluice_tests::{Broker, Sluice, committed_and_end, json_lines, kafka_bootstrap, unique};
 
+/// Which buffer a pipeline runs.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    /// `buffer: { kafka: {...} }`.
+    Builtin,
+    /// `buffer: { passthrough_buffer: { tiers: [ - kafka: {...} ] } }`: the same Kafka keys as
+    /// the one tier of a buffer policy component that places every record there.
+    Passthrough,
+}
+
+#[derive(Clone)]
 struct Setup<'a> {
+    via: Via,
     bootstrap: &'a str,
     topic: &'a str,
     group: &'a str,
@@ -23,29 +49,67 @@ struct Setup<'a> {
     sink: Option<&'a Path>,
     /// `custom_metric_prefix`, if any.
     prefix: Option<&'a str>,
-    /// `encryption:` lines (indented for the kafka block), if any.
-    encryption: Option<String>,
+    /// More keys of the kafka block (`encryption`, `authentication`, `encryption_in_transit`),
+    /// as YAML lines starting at column 0.
+    extra: String,
 }
 
 impl<'a> Setup<'a> {
     /// A plain setup: the default sink, no metric prefix, no encryption.
-    fn new(bootstrap: &'a str, topic: &'a str, group: &'a str, partitions: u32) -> Self {
+    fn new(via: Via, bootstrap: &'a str, topic: &'a str, group: &'a str, partitions: u32) -> Self {
         Self {
+            via,
             bootstrap,
             topic,
             group,
             partitions,
             sink: None,
             prefix: None,
-            encryption: None,
+            extra: String::new(),
         }
     }
+}
+
+/// `text` with every line indented by `n` spaces.
+fn indent(text: &str, n: usize) -> String {
+    text.lines().map(|l| format!("{:n$}{l}\n", "")).collect()
 }
 
 fn pipeline(s: &Setup<'_>) -> String {
     let sink = s.sink.map_or("{dir}/out/events.jsonl".to_owned(), |p| {
         p.display().to_string()
     });
+    let kafka = format!(
+        r#"bootstrap_servers: [{bootstrap}]
+produce_timeout: 3s
+drain_timeout: 10s
+{prefix}
+{extra}
+topics:
+  - name: {topic}
+    group_id: {group}
+    create_topic: true
+    number_of_partitions: {partitions}
+    commit_interval: 500ms
+    session_timeout: 6s
+    max_poll_records: 50
+"#,
+        bootstrap = s.bootstrap,
+        topic = s.topic,
+        group = s.group,
+        partitions = s.partitions,
+        prefix = s
+            .prefix
+            .map_or(String::new(), |p| format!("custom_metric_prefix: {p}")),
+        extra = s.extra,
+    );
+    let buffer = match s.via {
+        Via::Builtin => format!("kafka:\n{}", indent(&kafka, 2)),
+        Via::Passthrough => format!(
+            "passthrough_buffer:\n  tiers:\n    - kafka:\n{}",
+            indent(&kafka, 8)
+        ),
+    };
     format!(
         r#"
 kafka-pipeline:
@@ -56,33 +120,12 @@ kafka-pipeline:
       port: {{port}}
       request_timeout: 5s
   buffer:
-    kafka:
-      bootstrap_servers: [{bootstrap}]
-      produce_timeout: 3s
-      drain_timeout: 10s
-      {prefix}
-{encryption}
-      topics:
-        - name: {topic}
-          group_id: {group}
-          create_topic: true
-          number_of_partitions: {partitions}
-          commit_interval: 500ms
-          session_timeout: 6s
-          max_poll_records: 50
-  sink:
+{buffer}  sink:
     - file:
         path: {sink}
   dlq_path: {{dir}}/dlq.jsonl
 "#,
-        bootstrap = s.bootstrap,
-        topic = s.topic,
-        group = s.group,
-        partitions = s.partitions,
-        prefix = s
-            .prefix
-            .map_or(String::new(), |p| format!("custom_metric_prefix: {p}")),
-        encryption = s.encryption.clone().unwrap_or_default(),
+        buffer = indent(&buffer, 4),
     )
 }
 
@@ -159,11 +202,10 @@ fn wait_for_ids(paths: &[PathBuf], want: &[String], timeout: Duration) -> (Vec<S
     }
 }
 
-#[test]
-fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_end() {
+fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_end(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("rt"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 2);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 2);
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
     for i in 0..20 {
@@ -291,12 +333,11 @@ fn every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_e
     assert_eq!(logged(&log, "negative_acknowledgements"), Some(0));
 }
 
-#[test]
-fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss() {
+fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss(via: Via) {
     let mut broker = Broker::start();
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("outage"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 1);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 1);
     let mut s = Sluice::start(&pipeline(&setup));
     let mut acked = Vec::new();
     let (body, ids) = events("before", 0, 5);
@@ -339,8 +380,7 @@ fn a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss(
     assert_eq!(s.terminate(), 0, "{}", s.log());
 }
 
-#[test]
-fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
+fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("sinkfail"), unique("g"));
     let sink_dir = tempfile::tempdir().unwrap();
@@ -350,7 +390,7 @@ fn a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers() {
     let setup = Setup {
         sink: Some(&sink_path),
         prefix: Some("dns"),
-        ..Setup::new(&bootstrap, &topic, &group, 1)
+        ..Setup::new(via, &bootstrap, &topic, &group, 1)
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -405,11 +445,10 @@ fn last_assignment(log: &str) -> Option<String> {
         .map(|rest| rest.split(']').next().unwrap_or_default().to_owned() + "]")
 }
 
-#[test]
-fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once() {
+fn two_processes_in_one_group_split_the_partitions_and_deliver_everything_once(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("scale"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 4);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 4);
     let mut a = Sluice::start(&pipeline(&setup));
     let mut b = Sluice::start(&pipeline(&setup));
     // Both consumers of both processes have joined and split the 4 partitions.
@@ -488,3 +527,10 @@ fn logged(log: &str, key: &str) -> Option<i64> {
     let rest = line.split(&format!(" {key}=")).nth(1)?;
     rest.split_whitespace().next()?.parse().ok()
 }
+
+both_buffers!(
+    every_accepted_event_reaches_the_sink_once_and_offsets_are_committed_to_the_end,
+    a_broker_outage_gives_503_in_bounded_time_and_ingestion_resumes_without_loss,
+    a_failing_sink_holds_commits_back_and_loses_nothing_when_it_recovers,
+    two_processes_in_one_group_split_the_partitions_and_deliver_everything_once,
+);

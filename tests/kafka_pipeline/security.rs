@@ -6,20 +6,19 @@ use super::*;
 
 fn kms_encryption(key_id: &str) -> String {
     format!(
-        "      encryption:\n        kms:\n          key_id: {key_id}\n          region: us-east-1\n          endpoint: {}\n          encryption_context: {{pipeline: kafka-pipeline}}\n",
+        "encryption:\n  kms:\n    key_id: {key_id}\n    region: us-east-1\n    endpoint: {}\n    encryption_context: {{pipeline: kafka-pipeline}}\n",
         sluice_tests::kms_endpoint()
     )
 }
 
-#[test]
-fn with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records() {
+fn with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("kms"), unique("g"));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let key = runtime.block_on(sluice_tests::kms_key());
     let setup = Setup {
-        encryption: Some(kms_encryption(&key)),
-        ..Setup::new(&bootstrap, &topic, &group, 1)
+        extra: kms_encryption(&key),
+        ..Setup::new(via, &bootstrap, &topic, &group, 1)
     };
     let mut s = Sluice::start(&pipeline(&setup));
     let mut want = Vec::new();
@@ -53,13 +52,12 @@ fn with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records() {
     }
 }
 
-#[test]
-fn an_unusable_kms_key_fails_startup_naming_the_key() {
+fn an_unusable_kms_key_fails_startup_naming_the_key(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("nokey"), unique("g"));
     let setup = Setup {
-        encryption: Some(kms_encryption("alias/does-not-exist")),
-        ..Setup::new(&bootstrap, &topic, &group, 1)
+        extra: kms_encryption("alias/does-not-exist"),
+        ..Setup::new(via, &bootstrap, &topic, &group, 1)
     };
     let (code, stderr, _) = failed_start(&pipeline(&setup));
     assert_eq!(code, Some(1), "{stderr}");
@@ -86,7 +84,9 @@ fn failed_start(yaml: &str) -> (Option<i32>, String, Duration) {
             file.to_str().unwrap(),
             "--metrics-addr",
             "127.0.0.1:0",
+            "--plugins",
         ])
+        .arg(sluice_tests::run_plugin_dir())
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
@@ -99,16 +99,17 @@ fn failed_start(yaml: &str) -> (Option<i32>, String, Duration) {
 }
 
 fn authenticated(setup: &Setup<'_>, user: &str, password: &str, tls: &str) -> String {
-    pipeline(setup).replace(
-        "      produce_timeout: 3s",
-        &format!(
-            "      produce_timeout: 3s\n      authentication:\n        sasl:\n          scram_sha_512: {{username: {user}, password: {password}}}\n{tls}"
+    pipeline(&Setup {
+        extra: format!(
+            "authentication:\n  sasl:\n    scram_sha_512: {{username: {user}, password: {password}}}\n{tls}"
         ),
-    )
+        ..setup.clone()
+    })
 }
 
-#[test]
-fn sasl_scram_right_credentials_flow_and_a_wrong_password_fails_startup_naming_the_mechanism() {
+fn sasl_scram_right_credentials_flow_and_a_wrong_password_fails_startup_naming_the_mechanism(
+    via: Via,
+) {
     let mut broker = Broker::start();
     broker.create_scram_user("sluice", "s3cret");
     broker.stop();
@@ -116,7 +117,7 @@ fn sasl_scram_right_credentials_flow_and_a_wrong_password_fails_startup_naming_t
     broker.resume();
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("sasl"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 1);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 1);
 
     // The password from an environment variable, as a deployment would give it.
     let yaml = authenticated(
@@ -221,19 +222,18 @@ fn test_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-#[test]
-fn tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup() {
+fn tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup(via: Via) {
     let certs = tempfile::tempdir().unwrap();
     let (ca, cert, key) = test_certificates(certs.path());
     let mut broker = Broker::start_tls(&cert, &key);
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("tls"), unique("g"));
-    let setup = Setup::new(&bootstrap, &topic, &group, 1);
+    let setup = Setup::new(via, &bootstrap, &topic, &group, 1);
     let with_tls = |ca: &str| {
-        pipeline(&setup).replace(
-            "      produce_timeout: 3s",
-            &format!("      produce_timeout: 3s\n      encryption_in_transit: {{type: ssl, certificate: {ca}}}"),
-        )
+        pipeline(&Setup {
+            extra: format!("encryption_in_transit: {{type: ssl, certificate: {ca}}}"),
+            ..setup.clone()
+        })
     };
     let mut s = Sluice::start(&with_tls(&ca.display().to_string()));
     let (body, ids) = events("tls", 0, 5);
@@ -254,3 +254,10 @@ fn tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup() {
     assert!(took < Duration::from_secs(30), "took {took:?}");
     broker.stop();
 }
+
+both_buffers!(
+    with_kms_encryption_events_flow_and_kafka_holds_only_sealed_records,
+    an_unusable_kms_key_fails_startup_naming_the_key,
+    sasl_scram_right_credentials_flow_and_a_wrong_password_fails_startup_naming_the_mechanism,
+    tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup,
+);

@@ -153,12 +153,17 @@ impl<'de> Deserialize<'de> for Buffer {
 
 impl Buffer {
     /// The start of the buffer's metric names: the kafka buffer's `custom_metric_prefix`, else
-    /// the buffer's name (`kafka_buffer`, `bounded_blocking`, the plugin's).
+    /// the buffer's name (`kafka_buffer`, `bounded_blocking`). A buffer policy's are its first
+    /// tier's, so putting a policy in front of a Kafka buffer keeps its dashboards' names (the
+    /// policy's own counts are `sluice_buffer_*`).
     pub fn metric_prefix(&self) -> String {
         match self {
             Buffer::Kafka(k) => k.metric_prefix(),
             Buffer::BoundedBlocking(_) => "bounded_blocking".to_owned(),
-            Buffer::Plugin(p) => p.name.clone(),
+            Buffer::Plugin(p) => match p.tiers.first() {
+                Some(Tier::Kafka(k)) => k.metric_prefix(),
+                Some(Tier::BoundedBlocking(_)) | None => "bounded_blocking".to_owned(),
+            },
         }
     }
 
