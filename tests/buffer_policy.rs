@@ -184,8 +184,13 @@ const SECS_30: Duration = Duration::from_secs(30);
 /// `sluice run` with an http source, the buffer policy `name` (its `block` of options, one
 /// `key: value` per line) over one memory tier, a file sink and a dead-letter file.
 fn start_sluice(name: &str, block: &str) -> sluice_tests::Sluice {
+    sluice_tests::Sluice::start(&pipeline(name, block))
+}
+
+/// The pipeline [`start_sluice`] runs.
+fn pipeline(name: &str, block: &str) -> String {
     let options: String = block.lines().map(|l| format!("      {l}\n")).collect();
-    sluice_tests::Sluice::start(&format!(
+    format!(
         r#"
 p:
   delay: 20ms
@@ -203,7 +208,7 @@ p:
         path: {{dir}}/out/events.jsonl
   dlq_path: {{dir}}/dlq.jsonl
 "#
-    ))
+    )
 }
 
 #[test]
@@ -277,6 +282,70 @@ fn a_tenant_over_its_rate_gets_429_while_the_others_keep_getting_200() {
     got.sort();
     assert_eq!(got, ["noisy1", "noisy2", "quiet1", "quiet2"]);
     assert_eq!(s.metric("sluice_buffer_writesRefused", "p"), Some(1.0));
+}
+
+#[test]
+fn a_buffer_policy_follows_new_versions_and_keeps_running_one_that_cannot_start() {
+    let plugins = tempfile::tempdir().unwrap();
+    let file = plugins.path().join("gate.wasm");
+    let replace = |with: &str| {
+        let tmp = plugins.path().join("gate.tmp");
+        std::fs::copy(plugin_dir().join(with), &tmp).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+    };
+    replace("passthrough_buffer.wasm");
+    let s = sluice_tests::Sluice::start_with(
+        &pipeline("gate", ""),
+        &[
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--reload-interval",
+            "100ms",
+        ],
+    );
+    let post = |body: &str| assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
+    // Until the log says so, with a new body each time (so none is a duplicate).
+    let mut probe = 0;
+    let mut wait_for_log = |what: &str| {
+        s.wait_for(what, SECS_30, || {
+            probe += 1;
+            post(&format!(r#"[{{"probe":{probe}}}]"#));
+            s.log().contains(what)
+        });
+    };
+    // passthrough_buffer keeps both.
+    post(r#"[{"n":1}]"#);
+    post(r#"[{"n":1}]"#);
+    // dedup, switched to between calls: one of three.
+    replace("dedup.wasm");
+    wait_for_log("switched to the new buffer policy version");
+    for _ in 0..3 {
+        post(r#"[{"n":2}]"#);
+    }
+    // No buffer policy: refused, dedup keeps running (and remembers what it saw).
+    replace("json.wasm");
+    wait_for_log("the new buffer policy version cannot start here; keeping the running one");
+    for _ in 0..3 {
+        post(r#"[{"n":2}]"#);
+        post(r#"[{"n":3}]"#);
+    }
+    let out = s.path("out/events.jsonl");
+    let count = |n: u64| {
+        sluice_tests::json_lines(&out)
+            .iter()
+            .filter(|e| e["n"] == n)
+            .count()
+    };
+    s.wait_for("the n=3 event", SECS_30, || count(3) == 1);
+    assert_eq!((count(1), count(2), count(3)), (2, 1, 1), "{}", s.log());
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    let reloads =
+        sluice_tests::prometheus_value(&metrics, "sluice_plugin_reloads", &[("plugin", "gate")]);
+    assert_eq!(
+        reloads,
+        Some(2.0),
+        "dedup and the json deserializer were loaded"
+    );
 }
 
 #[test]

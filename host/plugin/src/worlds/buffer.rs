@@ -157,6 +157,11 @@ impl BufferPolicy {
         &self.headers
     }
 
+    /// The plugin it runs.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
     /// The most linear memory its live instance holds, in bytes.
     pub fn memory(&self) -> u64 {
         self.live
