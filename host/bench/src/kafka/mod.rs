@@ -2,7 +2,8 @@
 //! 1. raw librdkafka: an idempotent acks=all producer and a group consumer committing every
 //!    1000 records, running at once, until the consumer has every record;
 //! 2. sluice end to end: HTTP POSTs (concurrent clients) → kafka buffer → json plugin → file
-//!    sink, until the file holds every event, plain and with encryption.
+//!    sink, until the file holds every event, plain, with encryption, with 3 pass-through
+//!    processors, and with the `passthrough_buffer` policy component in front of Kafka.
 //!
 //! It prints the throughputs and their ratio (target ≥ 0.8), and a line that explains the gap:
 //! raw librdkafka with the HTTP source's pattern (each of `clients` senders waits for its
@@ -20,7 +21,7 @@ mod raw;
 mod sluice;
 
 use raw::raw_librdkafka;
-use sluice::{BENCH_ENCRYPTION, E2e, sluice_end_to_end, stalled_sink};
+use sluice::{BENCH_ENCRYPTION, E2e, Shape, sluice_end_to_end, stalled_sink};
 
 /// Records sent before the clock starts, so both sides are measured with every consumer
 /// joined and assigned.
@@ -78,8 +79,12 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     // The five runs, `rounds` times in turn; each figure is the best of its rounds, the one
     // least disturbed by the rest of a shared machine.
     let (mut raw, mut acked) = (Duration::MAX, Duration::MAX);
-    let (mut sluice, mut sealed, mut chained): (Option<E2e>, Option<E2e>, Option<E2e>) =
-        (None, None, None);
+    let (mut sluice, mut sealed, mut chained, mut policy): (
+        Option<E2e>,
+        Option<E2e>,
+        Option<E2e>,
+        Option<E2e>,
+    ) = (None, None, None, None);
     let best = |current: Option<E2e>, new: E2e| match current {
         Some(c) if c.took <= new.took => Some(E2e {
             peak_rss: c.peak_rss.max(new.peak_rss),
@@ -95,18 +100,31 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         println!("round {round} of {}", args.rounds);
         raw = raw.min(runtime.block_on(raw_librdkafka(&args, &bodies, None))?);
         acked = acked.min(runtime.block_on(raw_librdkafka(&args, &bodies, Some(args.clients)))?);
-        sluice = best(sluice, sluice_end_to_end(&args, &bodies, "", 0)?);
+        let plain = Shape::default();
+        sluice = best(sluice, sluice_end_to_end(&args, &bodies, plain)?);
         // Every record sealed (AES-256-GCM; a static key, so KMS is not measured: with KMS it
         // is one call per data-key lifetime).
-        sealed = best(
-            sealed,
-            sluice_end_to_end(&args, &bodies, BENCH_ENCRYPTION, 0)?,
-        );
+        let encrypted = Shape {
+            extra: BENCH_ENCRYPTION,
+            ..plain
+        };
+        sealed = best(sealed, sluice_end_to_end(&args, &bodies, encrypted)?);
         // Three processors that keep every event: what the processor stages cost by themselves.
-        chained = best(chained, sluice_end_to_end(&args, &bodies, "", 3)?);
+        let processors = Shape {
+            processors: 3,
+            ..plain
+        };
+        chained = best(chained, sluice_end_to_end(&args, &bodies, processors)?);
+        // The same Kafka block as the one tier of a buffer policy component that places every
+        // record there: what a policy call per write costs.
+        let through_policy = Shape {
+            policy: Some("passthrough_buffer"),
+            ..plain
+        };
+        policy = best(policy, sluice_end_to_end(&args, &bodies, through_policy)?);
     }
     let (sluice, sealed) = (sluice.expect("one round"), sealed.expect("one round"));
-    let chained = chained.expect("one round");
+    let (chained, policy) = (chained.expect("one round"), policy.expect("one round"));
     println!("best of {} rounds:", args.rounds);
     throughput("raw librdkafka produce+consume", raw, &args);
     let label = format!("raw, {} senders each awaiting its ack", args.clients);
@@ -114,6 +132,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     throughput("sluice http→kafka→json→file", sluice.took, &args);
     throughput("sluice with encryption", sealed.took, &args);
     throughput("sluice + 3 pass-through processors", chained.took, &args);
+    throughput("sluice, passthrough_buffer over kafka", policy.took, &args);
     println!(
         "ratio sluice/raw throughput: {:.2} (target >= 0.80)",
         raw.as_secs_f64() / sluice.took.as_secs_f64()
@@ -130,6 +149,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     println!(
         "ratio with 3 pass-through processors/without: {:.2}",
         sluice.took.as_secs_f64() / chained.took.as_secs_f64()
+    );
+    println!(
+        "ratio through the passthrough_buffer policy/the built-in kafka buffer: {:.2} (target >= 0.90)",
+        sluice.took.as_secs_f64() / policy.took.as_secs_f64()
     );
     println!(
         "peak RSS of sluice: {:.0} MiB (plain runs), {:.0} MiB (encrypted runs)",

@@ -26,14 +26,29 @@ struct Running {
     _plugins: tempfile::TempDir,
 }
 
-/// Starts sluice with the benchmark pipeline (`extra` lines in its `kafka:` block, a chain of
-/// `processors` pass-through processors), its file sink at `sink` (`None`: in its temporary
-/// folder); returns once it listens.
+/// The shape of one benchmark pipeline.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Shape<'a> {
+    /// A line more in the `kafka:` block (e.g. [`BENCH_ENCRYPTION`]).
+    pub(super) extra: &'a str,
+    /// A chain of this many `passthrough` processors.
+    pub(super) processors: usize,
+    /// The `kafka` block as the one tier of this buffer policy component (from the plugin
+    /// folder) instead of the built-in buffer.
+    pub(super) policy: Option<&'a str>,
+}
+
+/// `text` with every line indented by `n` spaces.
+fn indent(text: &str, n: usize) -> String {
+    text.lines().map(|l| format!("{:n$}{l}\n", "")).collect()
+}
+
+/// Starts sluice with the benchmark pipeline of this `shape`, its file sink at `sink` (`None`:
+/// in its temporary folder); returns once it listens.
 fn start_sluice(
     args: &Args,
-    extra: &str,
+    shape: Shape<'_>,
     sink: Option<&Path>,
-    processors: usize,
 ) -> anyhow::Result<(Running, PathBuf)> {
     let topic = unique("bench-sluice");
     // `{port}` and `{dir}` are filled in by the harness.
@@ -41,6 +56,27 @@ fn start_sluice(
         || "{dir}/events.jsonl".to_owned(),
         |p| p.display().to_string(),
     );
+    let kafka = format!(
+        r#"bootstrap_servers: [{bootstrap}]
+{kafka_yaml}
+{extra}
+topics:
+  - name: {topic}
+    group_id: {topic}-group
+    create_topic: true
+    number_of_partitions: {partitions}
+    workers: {partitions}
+    max_poll_records: 500
+"#,
+        bootstrap = args.bootstrap,
+        kafka_yaml = args.kafka_yaml,
+        extra = shape.extra,
+        partitions = args.partitions,
+    );
+    let buffer = match shape.policy {
+        None => format!("kafka:\n{}", indent(&kafka, 2)),
+        Some(policy) => format!("{policy}:\n  tiers:\n    - kafka:\n{}", indent(&kafka, 8)),
+    };
     let yaml = format!(
         r#"bench-pipeline:
   workers: 2
@@ -49,31 +85,23 @@ fn start_sluice(
     http:
       port: {{port}}
   buffer:
-    kafka:
-      bootstrap_servers: [{bootstrap}]
-      {extra}
-      topics:
-        - name: {topic}
-          group_id: {topic}-group
-          create_topic: true
-          number_of_partitions: {partitions}
-          workers: {partitions}
-          max_poll_records: 500
-  processor: [{chain}]
+{buffer}  processor: [{chain}]
   sink:
     - file:
         path: {sink_yaml}
   dlq_path: {{dir}}/dlq.jsonl
 "#,
-        chain = vec!["passthrough"; processors].join(", "),
-        bootstrap = args.bootstrap,
-        extra = args.kafka_yaml.clone() + "\n      " + extra,
-        partitions = args.partitions,
+        buffer = indent(&buffer, 4),
+        chain = vec!["passthrough"; shape.processors].join(", "),
     );
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
     // components of the folder would dominate the start and the peak RSS.
     let plugins = tempfile::tempdir()?;
-    for plugin in ["json.wasm", "passthrough.wasm"] {
+    let policy = shape.policy.map(|p| format!("{p}.wasm"));
+    for plugin in ["json.wasm", "passthrough.wasm"]
+        .into_iter()
+        .chain(policy.as_deref())
+    {
         std::fs::copy(args.plugins.join(plugin), plugins.path().join(plugin))?;
     }
     let plugin_dir = plugins.path().display().to_string();
@@ -104,10 +132,9 @@ pub(super) struct E2e {
 pub(super) fn sluice_end_to_end(
     args: &Args,
     bodies: &[Vec<u8>],
-    extra: &str,
-    processors: usize,
+    shape: Shape<'_>,
 ) -> anyhow::Result<E2e> {
-    let (running, sink) = start_sluice(args, extra, None, processors)?;
+    let (running, sink) = start_sluice(args, shape, None)?;
     let (sluice_pid, url) = (running.pid, running.url.clone());
     // Warm up until every consumer has joined and read, as the raw run does.
     for body in &bodies[..WARM_UP] {
@@ -186,7 +213,7 @@ pub(super) fn stalled_sink(
     let fifo = fifo_dir.path().join("events.fifo");
     let status = Command::new("mkfifo").arg(&fifo).status()?;
     ensure!(status.success(), "mkfifo failed");
-    let (running, _) = start_sluice(args, "", Some(&fifo), 0)?;
+    let (running, _) = start_sluice(args, Shape::default(), Some(&fifo))?;
     let (pid, url) = (running.pid, running.url.clone());
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
