@@ -1,8 +1,8 @@
 //! `sluice plugins new|build|inspect`: a plugin author's workflow.
 //!
-//! - `new NAME --lang rust|python|js [--kind deserializer|processor]` writes a ready-to-build
-//!   folder from the templates in `plugins/templates/` (embedded in the binary) with the WIT
-//!   beside it.
+//! - `new NAME --lang rust|python|js [--kind deserializer|processor|buffer]` writes a
+//!   ready-to-build folder from the templates in `plugins/templates/` (embedded in the binary)
+//!   with the WIT beside it.
 //! - `build DIR` runs the language's component tool and writes `DIR/NAME.wasm`.
 //! - `inspect FILE.wasm` loads it as `sluice run` would and prints its world, imports (with
 //!   what each asks for and what sluice grants), size, compile and start cost, and, with
@@ -36,6 +36,9 @@ pub(crate) enum Kind {
     Deserializer,
     /// Events in, a verdict per event out (`sluice:plugin/processor-plugin@0.2.0`).
     Processor,
+    /// A buffer's policy: where each written record goes, which tier is read next
+    /// (`sluice:plugin/buffer-plugin@0.2.0`).
+    Buffer,
 }
 
 impl Kind {
@@ -43,6 +46,7 @@ impl Kind {
         match self {
             Kind::Deserializer => "deserializer",
             Kind::Processor => "processor",
+            Kind::Buffer => "buffer policy",
         }
     }
 
@@ -62,6 +66,10 @@ impl Kind {
                     "processor.wit",
                     include_str!("../../../wit/v0.2/processor.wit"),
                 ),
+            ],
+            Kind::Buffer => &[
+                ("types.wit", include_str!("../../../wit/v0.2/types.wit")),
+                ("buffer.wit", include_str!("../../../wit/v0.2/buffer.wit")),
             ],
         }
     }
@@ -92,6 +100,18 @@ impl Kind {
             (Kind::Processor, Lang::Js) => (
                 "plugin.js",
                 include_str!("../../../plugins/templates/processor/plugin.js"),
+            ),
+            (Kind::Buffer, Lang::Rust) => (
+                "src/lib.rs",
+                include_str!("../../../plugins/templates/buffer/lib.rs"),
+            ),
+            (Kind::Buffer, Lang::Python) => (
+                "app.py",
+                include_str!("../../../plugins/templates/buffer/app.py"),
+            ),
+            (Kind::Buffer, Lang::Js) => (
+                "plugin.js",
+                include_str!("../../../plugins/templates/buffer/plugin.js"),
             ),
         }
     }
@@ -179,7 +199,7 @@ fn world(dir: &Path, source: &str, configurable_marker: &str) -> anyhow::Result<
         std::fs::read_dir(&wit).with_context(|| format!("reading `{}`", wit.display()))?;
     for entry in entries {
         let text = std::fs::read_to_string(entry?.path()).unwrap_or_default();
-        for world in ["processor-plugin", "deserializer-plugin"] {
+        for world in ["buffer-plugin", "processor-plugin", "deserializer-plugin"] {
             if text.contains(&format!("world {world} ")) {
                 return Ok(world);
             }
