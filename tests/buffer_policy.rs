@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sluice_buffer::memory::MemoryBuffer;
+use sluice_buffer::tiered::testing::{self, Replay, Report, Rng};
 use sluice_buffer::tiered::{State, SystemClock, TieredBuffer};
 use sluice_buffer::{Buffer, Record, WriteError};
 use sluice_plugin::{BufferPolicy, Limits, PluginHost};
@@ -176,6 +177,84 @@ fn a_buffer_policy_refuses_bad_options_naming_them() {
     assert_eq!(
         policy("passthrough_buffer", &[("x", "1")]).unwrap_err(),
         "plugin `passthrough_buffer` refused its options: unknown option `x`: passthrough_buffer takes none"
+    );
+}
+
+/// The seeded replay of `sluice_buffer::tiered::testing` (random writes, reads, out-of-order
+/// acknowledgements, ticks, tier outages, clock jumps) with a real component as the policy:
+/// nothing accepted is lost, whatever the policy answers or however it fails.
+async fn replay_component(
+    name: &'static str,
+    options: &'static [(&'static str, &'static str)],
+    tiers: usize,
+    headers: fn(&mut Rng, u64) -> Vec<(String, String)>,
+) -> Vec<Report> {
+    let mut reports = Vec::new();
+    for seed in [3_u64, 17, 2024] {
+        let policy = tokio::task::spawn_blocking(move || {
+            let limits = Limits {
+                max_memory: 16 << 20,
+                timeout: Duration::from_millis(100),
+                ..Limits::default()
+            };
+            let host = PluginHost::new(Some(plugin_cache())).unwrap();
+            let plugin = host
+                .load_file(&plugin_dir().join(format!("{name}.wasm")))
+                .unwrap();
+            let options = options
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            BufferPolicy::new(plugin, options, limits).unwrap()
+        })
+        .await
+        .unwrap();
+        let replay = Replay {
+            seed,
+            steps: 300,
+            tiers,
+            capacity: 40,
+            headers,
+            repeat_percent: 20,
+            wait: WAIT,
+        };
+        reports.push(testing::replay(&replay, Box::new(policy)).await);
+    }
+    reports
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seeded_replays_through_real_policy_components_lose_nothing() {
+    // Faults on request: traps, deadlines, the memory cap, a tier that does not exist, too
+    // many placements.
+    let hostile = replay_component("hostile_buffer", &[], 1, |rng, _| {
+        let fault = ["trap", "loop", "bomb", "nowhere", "overclaim"];
+        match rng.below(40) {
+            n if (n as usize) < fault.len() => vec![("x-hostile".into(), fault[n as usize].into())],
+            _ => Vec::new(),
+        }
+    })
+    .await;
+    assert!(
+        hostile.iter().all(|r| r.faults > 0 && r.accepted > 0),
+        "{hostile:?}"
+    );
+    // Repeated payloads are dropped (and dead-lettered) within the TTL.
+    let dedup = replay_component("dedup", &[("ttl", "1s")], 1, |_, _| Vec::new()).await;
+    assert!(dedup.iter().all(|r| r.dropped > 0), "{dedup:?}");
+    // Refusals with the clock moving under them.
+    let quota = replay_component(
+        "tenant_quota",
+        &[("rate", "2"), ("burst", "4")],
+        2,
+        |_, id| vec![("x-tenant".into(), format!("t{}", id % 3))],
+    )
+    .await;
+    assert!(quota.iter().all(|r| r.refused > 0), "{quota:?}");
+    let passthrough = replay_component("passthrough_buffer", &[], 2, |_, _| Vec::new()).await;
+    assert!(
+        passthrough.iter().all(|r| r.accepted > 0),
+        "{passthrough:?}"
     );
 }
 

@@ -18,11 +18,14 @@
 //! - [`policy`]: the [`Policy`] trait and what it sees and answers.
 //! - [`moves`]: the moves between tiers the policy's `tick` asks for.
 //! - [`state`]: the policy's key-value state, kept by the host.
+//! - `testing` (feature `testing`): tiers that fail on request, a fake clock, a seeded replay.
 
 mod moves;
 pub mod policy;
 pub mod state;
 
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 

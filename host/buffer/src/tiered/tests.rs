@@ -3,69 +3,15 @@
 //! writes, reads, out-of-order acks, policy faults and tier outages that checks nothing
 //! accepted is lost: accepted = delivered + dropped + held, at every step and after the drain.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
+use super::testing::{self, FakeClock, Flaky, Replay, Rng, id};
 use super::*;
-use crate::memory::MemoryBuffer;
 
 const WAIT: Duration = Duration::from_millis(20);
 
-/// A clock the test moves.
-#[derive(Default)]
-struct FakeClock(AtomicU64);
-
-impl Clock for FakeClock {
-    fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// A memory tier that can be taken down: its writes then fail, as a broker outage would.
-#[derive(Clone)]
-struct Flaky {
-    memory: MemoryBuffer,
-    down: Arc<AtomicBool>,
-}
-
-#[async_trait::async_trait]
-impl Buffer for Flaky {
-    fn writer(&self) -> Arc<dyn BufferWriter> {
-        Arc::new(self.clone())
-    }
-    fn reader(&self) -> Box<dyn BufferReader> {
-        self.memory.reader()
-    }
-    fn close(&self) {
-        self.memory.close();
-    }
-    fn log_summary(&self) {}
-    fn tier_state(&self) -> TierState {
-        TierState {
-            available: !self.down.load(Ordering::SeqCst),
-            ..self.memory.tier_state()
-        }
-    }
-    fn take_now(&self, max: usize) -> Option<Batch> {
-        self.memory.take_now(max)
-    }
-}
-
-#[async_trait::async_trait]
-impl BufferWriter for Flaky {
-    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
-        if self.down.load(Ordering::SeqCst) {
-            return Err(WriteError::Unavailable("tier down".into()));
-        }
-        self.memory.writer().write(records, timeout).await
-    }
-}
-
 fn tier(capacity: usize) -> Flaky {
-    Flaky {
-        memory: MemoryBuffer::new("t", capacity, 4, Duration::from_millis(1)),
-        down: Arc::default(),
-    }
+    Flaky::new(capacity)
 }
 
 fn record(id: u64, origin: &str) -> Record {
@@ -77,14 +23,6 @@ fn record(id: u64, origin: &str) -> Record {
         content_type: None,
         headers: vec![("x-tenant".into(), format!("t{}", id % 3))],
     }
-}
-
-fn id(record: &Record) -> u64 {
-    let text = std::str::from_utf8(&record.payload).unwrap();
-    text.trim_start_matches("{\"id\":")
-        .trim_end_matches('}')
-        .parse()
-        .unwrap()
 }
 
 /// A policy from a closure over each write's records.
@@ -347,18 +285,6 @@ async fn a_failing_policy_refuses_that_write_only_and_reading_goes_on() {
     assert_eq!(ids, [1, 3]);
 }
 
-/// xorshift64*: a seeded sequence, so a failing replay can be run again.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
-
 /// A policy making random choices from the seed: place in either tier, drop, refuse, fail.
 struct Random(Rng);
 
@@ -407,118 +333,24 @@ impl Policy for Random {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn random_writes_reads_acks_faults_and_outages_lose_nothing() {
+async fn random_writes_reads_acks_faults_moves_and_outages_lose_nothing() {
     let mut moved_somewhere = false;
     for seed in [1_u64, 7, 42, 1234, 99_991] {
-        let mut rng = Rng(seed);
-        let tiers = [tier(40), tier(40)];
-        let (buffer, dropped) = buffer(
-            &tiers,
-            Box::new(Random(Rng(seed ^ 0xabcdef))),
-            Arc::default(),
-        );
-        let writer = buffer.writer();
-        let mut reader = buffer.reader();
-        let mut accepted: BTreeMap<u64, usize> = BTreeMap::new();
-        let mut delivered: BTreeMap<u64, usize> = BTreeMap::new();
-        let mut unacked: Vec<Batch> = Vec::new();
-        let mut refused: Vec<u64> = Vec::new();
-        let mut next_id = 0;
-        let held = || tiers.iter().map(|t| t.memory.used()).sum::<usize>();
-        for step in 0..400 {
-            match rng.below(10) {
-                0..=3 => {
-                    let n = 1 + rng.below(4);
-                    let records: Vec<Record> = (0..n).map(|i| record(next_id + i, "r")).collect();
-                    let ids: Vec<u64> = records.iter().map(id).collect();
-                    next_id += n;
-                    if writer.write(records, WAIT).await.is_ok() {
-                        for id in ids {
-                            *accepted.entry(id).or_default() += 1;
-                        }
-                    } else {
-                        // Refused: the client retries. Records a tier already held stay (a
-                        // duplicate at most, never a loss).
-                        refused.extend(ids);
-                    }
-                }
-                4..=5 => {
-                    if let Some(batch) = read(&mut reader).await {
-                        unacked.push(batch);
-                    }
-                }
-                6..=7 if !unacked.is_empty() => {
-                    let batch = unacked.swap_remove(rng.below(unacked.len() as u64) as usize);
-                    for r in &batch.records {
-                        *delivered.entry(id(r)).or_default() += 1;
-                    }
-                    batch.ack.acknowledge();
-                }
-                8 if rng.below(2) == 0 => buffer.tick().await,
-                8 => {
-                    let t = rng.below(2) as usize;
-                    let down = !tiers[t].down.load(Ordering::SeqCst);
-                    tiers[t].down.store(down, Ordering::SeqCst);
-                }
-                _ => {}
-            }
-            let accepted_total: usize = accepted.values().sum::<usize>();
-            let kept = delivered.values().sum::<usize>() + dropped.lock().unwrap().len() + held();
-            assert!(
-                kept >= accepted_total && kept <= accepted_total + refused.len(),
-                "seed {seed}, step {step}: delivered + dropped + held = {kept}, accepted {accepted_total} (+ at most {} of refused writes)",
-                refused.len()
-            );
-        }
-        // Drain: every tier up, every batch acknowledged, close, read to the end.
-        for t in &tiers {
-            t.down.store(false, Ordering::SeqCst);
-        }
-        for batch in unacked.drain(..) {
-            for r in &batch.records {
-                *delivered.entry(id(r)).or_default() += 1;
-            }
-            batch.ack.acknowledge();
-        }
-        buffer.close();
-        while let Some(batch) = tokio::time::timeout(Duration::from_secs(5), reader.read())
-            .await
-            .expect("the drain ends")
-        {
-            for r in &batch.records {
-                *delivered.entry(id(r)).or_default() += 1;
-            }
-            batch.ack.acknowledge();
-        }
-        assert_eq!(held(), 0, "seed {seed}");
-        let dropped: Vec<u64> = dropped.lock().unwrap().iter().map(|(r, _)| id(r)).collect();
-        let got = |id: &u64| {
-            delivered.get(id).copied().unwrap_or(0) + dropped.iter().filter(|d| *d == id).count()
+        let replay = Replay {
+            seed,
+            steps: 400,
+            tiers: 2,
+            capacity: 40,
+            headers: |_, id| vec![("x-tenant".into(), format!("t{}", id % 3))],
+            repeat_percent: 10,
+            wait: WAIT,
         };
-        for (id, n) in &accepted {
-            assert_eq!(got(id), *n, "seed {seed}: record {id} accepted {n} time(s)");
-        }
-        for id in &refused {
-            assert!(
-                got(id) <= 1,
-                "seed {seed}: record {id} of a refused write delivered twice"
-            );
-            assert!(
-                !dropped.contains(id),
-                "seed {seed}: a refused write's drop was dead-lettered"
-            );
-        }
+        let report = testing::replay(&replay, Box::new(Random(Rng(seed ^ 0xabcdef)))).await;
         assert!(
-            delivered
-                .keys()
-                .all(|id| accepted.contains_key(id) || refused.contains(id)),
-            "seed {seed}: a record nobody wrote"
+            report.accepted > 0 && report.dropped > 0 && report.refused > 0 && report.faults > 0,
+            "seed {seed}: the replay exercised little: {report:?}"
         );
-        assert!(
-            !accepted.is_empty() && !dropped.is_empty(),
-            "seed {seed}: the replay exercised little"
-        );
-        moved_somewhere |= buffer.stats().records_moved.get() > 0;
+        moved_somewhere |= report.moved > 0;
     }
     assert!(moved_somewhere, "no replay moved a record between tiers");
 }
