@@ -87,6 +87,8 @@ fn failed_start(yaml: &str) -> (Option<i32>, String, Duration) {
             "--plugins",
         ])
         .arg(sluice_tests::run_plugin_dir())
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
