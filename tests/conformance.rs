@@ -1,8 +1,10 @@
 //! One conformance suite per format, run against every implementation of it: the logfmt suite
 //! against the Rust, Python and JavaScript plugins, the csv suite against the JavaScript one;
-//! and one suite for processors ([`processor`]). Cases live in `tests/conformance/*.json`; a
-//! plugin that fails is reported with the first record or event whose outcome differs.
+//! one suite for processors ([`processor`]) and one for buffer policies ([`buffer`]). Cases live
+//! in `tests/conformance/*.json`; a plugin that fails is reported with the first record, event
+//! or step whose outcome differs.
 
+mod buffer;
 mod processor;
 
 use std::path::Path;
