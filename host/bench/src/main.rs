@@ -7,12 +7,14 @@
 //!   1000; logfmt in Rust, Python and JavaScript.
 //! - `startup`: `sluice run` to ready with three plugins, cold and cached.
 //! - `abi`: the candidate batch ABIs of contract 0.2, each against native code.
+//! - `policy`: what a buffer policy component adds to each source write.
 
 use clap::{Parser, Subcommand};
 
 mod abi;
 mod kafka;
 mod measure;
+mod policy;
 mod startup;
 mod wasm;
 
@@ -33,6 +35,8 @@ enum Bench {
     Startup(startup::Args),
     /// Candidate batch ABIs for contract 0.2, each against native code.
     Abi(abi::Args),
+    /// What a buffer policy component adds to each source write.
+    Policy(policy::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -41,5 +45,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Wasm(args) => wasm::run(&args),
         Bench::Startup(args) => startup::run(&args),
         Bench::Abi(args) => abi::run(&args),
+        Bench::Policy(args) => policy::run(&args),
     }
 }

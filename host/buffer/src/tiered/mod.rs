@@ -186,6 +186,24 @@ impl Inner {
     ) -> (Result<T, PolicyFault>, Context) {
         let inner = self.clone();
         let mut cx = Context::new(self.tier_states(), self.clock.now_ms(), self.state.clone());
+        if tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            let state = self.state.clone();
+            return tokio::task::block_in_place(move || {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut policy = inner.policy.lock().unwrap_or_else(|p| p.into_inner());
+                    let answer = call(policy.as_mut(), &mut cx);
+                    (answer, cx)
+                }))
+                .unwrap_or_else(|_| {
+                    (
+                        Err(PolicyFault("the policy call panicked".into())),
+                        Context::new(Vec::new(), 0, state),
+                    )
+                })
+            });
+        }
         tokio::task::spawn_blocking(move || {
             let mut policy = inner.policy.lock().unwrap_or_else(|p| p.into_inner());
             let answer = call(policy.as_mut(), &mut cx);
@@ -395,22 +413,33 @@ impl BufferWriter for TieredBuffer {
             }
         }
         // Every tier at once; the write succeeds only if every one holds its records.
-        let mut writes = tokio::task::JoinSet::new();
-        for (tier, records) in per_tier.into_iter().enumerate() {
-            if !records.is_empty() {
-                let writer = inner.writers[tier].clone();
-                writes.spawn(async move { writer.write(records, timeout).await });
-            }
-        }
+        let mut writes: Vec<(usize, Vec<Record>)> = per_tier
+            .into_iter()
+            .enumerate()
+            .filter(|(_, records)| !records.is_empty())
+            .collect();
         let mut failed = None;
-        while let Some(result) = writes.join_next().await {
-            let result = result.unwrap_or_else(|panic| {
-                Err(WriteError::Unavailable(format!(
-                    "a tier's write panicked: {panic}"
-                )))
-            });
-            if let Err(e) = result {
-                failed.get_or_insert(e);
+        if writes.len() == 1 {
+            // The usual case: no task to spawn.
+            let (tier, records) = writes.pop().expect("one write");
+            if let Err(e) = inner.writers[tier].write(records, timeout).await {
+                failed = Some(e);
+            }
+        } else {
+            let mut tasks = tokio::task::JoinSet::new();
+            for (tier, records) in writes {
+                let writer = inner.writers[tier].clone();
+                tasks.spawn(async move { writer.write(records, timeout).await });
+            }
+            while let Some(result) = tasks.join_next().await {
+                let result = result.unwrap_or_else(|panic| {
+                    Err(WriteError::Unavailable(format!(
+                        "a tier's write panicked: {panic}"
+                    )))
+                });
+                if let Err(e) = result {
+                    failed.get_or_insert(e);
+                }
             }
         }
         if let Some(e) = failed {
