@@ -151,3 +151,10 @@ both_buffers!(
     after_kill_9_a_restarted_process_resumes_consuming_within_seconds,
     a_second_process_on_the_same_data_dir_refuses_to_start,
 );
+
+/// `dedup` in the path (its state in the host's memory, lost with the process): every event
+/// the clients heard 200 for still arrives.
+#[test]
+fn kill_9_at_random_moments_with_dedup_in_the_path_loses_no_accepted_event() {
+    kill_9_at_random_moments_loses_no_accepted_event(Via::Policy("dedup"));
+}

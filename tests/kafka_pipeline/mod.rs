@@ -11,7 +11,7 @@ macro_rules! both_buffers {
             $( #[test] fn $test() { super::$test(super::Via::Builtin) } )*
         }
         mod policy {
-            $( #[test] fn $test() { super::$test(super::Via::Passthrough) } )*
+            $( #[test] fn $test() { super::$test(super::Via::Policy("passthrough_buffer")) } )*
         }
     };
 }
@@ -33,9 +33,9 @@ use sluice_tests::{Broker, Sluice, committed_and_end, json_lines, kafka_bootstra
 enum Via {
     /// `buffer: { kafka: {...} }`.
     Builtin,
-    /// `buffer: { passthrough_buffer: { tiers: [ - kafka: {...} ] } }`: the same Kafka keys as
-    /// the one tier of a buffer policy component that places every record there.
-    Passthrough,
+    /// `buffer: { NAME: { tiers: [ - kafka: {...} ] } }`: the same Kafka keys as the one tier
+    /// of the buffer policy component NAME (`passthrough_buffer` places every record there).
+    Policy(&'static str),
 }
 
 #[derive(Clone)]
@@ -105,10 +105,7 @@ topics:
     );
     let buffer = match s.via {
         Via::Builtin => format!("kafka:\n{}", indent(&kafka, 2)),
-        Via::Passthrough => format!(
-            "passthrough_buffer:\n  tiers:\n    - kafka:\n{}",
-            indent(&kafka, 8)
-        ),
+        Via::Policy(name) => format!("{name}:\n  tiers:\n    - kafka:\n{}", indent(&kafka, 8)),
     };
     format!(
         r#"
