@@ -145,6 +145,86 @@ fn a_new_javascript_processor_builds_and_runs() {
     processor_round_trip("js");
 }
 
+/// new --kind buffer -> build -> inspect with options, for one language. (The buffer
+/// conformance suite runs the same components on every decision.)
+fn buffer_round_trip(lang: &str) {
+    let wasm = built_template("buffer", "spill", lang);
+    let dir = wasm.parent().unwrap();
+    assert!(dir.join("wit/buffer.wit").is_file());
+    assert!(dir.join("wit/types.wit").is_file());
+    let wasm_arg = wasm.to_str().unwrap();
+    let (ok, stdout, stderr) = sluice(&[
+        "plugins",
+        "inspect",
+        wasm_arg,
+        "--option",
+        "key_header=X-Tenant",
+        "--option",
+        "max_records=100",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!("plugin   spill_{lang}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("world    sluice:plugin/buffer-plugin@0.2.0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  ! sluice:plugin/buffer-host@0.2.0: the buffer's tiers"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("reads    request headers x-tenant"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = sluice(&["plugins", "inspect", wasm_arg, "--option", "max_records=0"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("option `max_records` must be a whole number above 0, got `0`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_new_rust_buffer_policy_builds_and_runs() {
+    buffer_round_trip("rust");
+}
+
+#[test]
+fn a_new_python_buffer_policy_builds_and_runs() {
+    buffer_round_trip("python");
+}
+
+#[test]
+fn a_new_javascript_buffer_policy_builds_and_runs() {
+    buffer_round_trip("js");
+}
+
+#[test]
+fn new_kind_buffer_says_what_it_wrote_and_names_the_policy_in_its_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("lanes");
+    let dir_arg = dir.to_str().unwrap();
+    let (ok, stdout, stderr) = sluice(&[
+        "plugins", "new", "lanes", "--kind", "buffer", "--lang", "js", "--dir", dir_arg,
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("buffer policy `lanes`"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("sluice plugins build {dir_arg}")),
+        "{stdout}"
+    );
+    let source = std::fs::read_to_string(dir.join("plugin.js")).unwrap();
+    assert!(
+        source.starts_with("// `lanes`: a buffer policy"),
+        "{source}"
+    );
+    assert!(source.contains("export const bufferPolicy"), "{source}");
+    assert!(dir.join("package.json").is_file());
+}
+
 #[test]
 fn inspect_flags_the_capabilities_a_plugin_asks_for() {
     let file = plugin_dir().join("hostile.wasm");
