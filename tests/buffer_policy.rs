@@ -226,7 +226,7 @@ async fn replay_component(
 #[tokio::test(flavor = "multi_thread")]
 async fn seeded_replays_through_real_policy_components_lose_nothing() {
     // Faults on request: traps, deadlines, the memory cap, a tier that does not exist, too
-    // many placements.
+    // many placements (Rust components unless said).
     let hostile = replay_component("hostile_buffer", &[], 1, |rng, _| {
         let fault = ["trap", "loop", "bomb", "nowhere", "overclaim"];
         match rng.below(40) {
@@ -251,6 +251,12 @@ async fn seeded_replays_through_real_policy_components_lose_nothing() {
     )
     .await;
     assert!(quota.iter().all(|r| r.refused > 0), "{quota:?}");
+    // JavaScript: sheds low priorities while the tiers lag, two lanes.
+    let shed = replay_component("priority_shed", &[("max_lag", "5")], 2, |rng, _| {
+        vec![("x-priority".into(), rng.below(10).to_string())]
+    })
+    .await;
+    assert!(shed.iter().all(|r| r.dropped > 0), "{shed:?}");
     let passthrough = replay_component("passthrough_buffer", &[], 2, |_, _| Vec::new()).await;
     assert!(
         passthrough.iter().all(|r| r.accepted > 0),
@@ -425,6 +431,100 @@ fn a_buffer_policy_follows_new_versions_and_keeps_running_one_that_cannot_start(
         Some(2.0),
         "dedup and the json deserializer were loaded"
     );
+}
+
+#[test]
+fn priority_shed_drops_low_priorities_while_the_buffer_lags_and_keeps_the_rest() {
+    // The sink fails (a link to /dev/full) until the test replaces it: records pile up unread.
+    let dir = tempfile::tempdir().unwrap();
+    let sink = dir.path().join("events.jsonl");
+    std::os::unix::fs::symlink("/dev/full", &sink).unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(
+        plugin_dir().join("priority_shed.wasm"),
+        plugins.join("priority_shed.wasm"),
+    )
+    .unwrap();
+    let yaml = format!(
+        r#"
+p:
+  workers: 1
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+  buffer:
+    priority_shed:
+      max_lag: 3
+      min_priority: 5
+      origin_priority: http:/log=6
+      tiers:
+        - bounded_blocking:
+            buffer_size: 100
+            batch_size: 1
+  sink:
+    - file:
+        path: {sink}
+  dlq_path: {{dir}}/dlq.jsonl
+"#,
+        sink = sink.display()
+    );
+    let s = sluice_tests::Sluice::start_with(&yaml, &["--plugins", plugins.to_str().unwrap()]);
+    let post = |priority: Option<&str>, n: u32| {
+        let headers: Vec<(&str, &str)> = priority.map(|p| ("X-Priority", p)).into_iter().collect();
+        s.post_with(
+            "/log/ingest",
+            &headers,
+            format!(r#"[{{"n":{n}}}]"#).as_bytes(),
+        )
+    };
+    // High priorities build the lag (kept whatever it is).
+    for n in 0..8 {
+        assert_eq!(post(Some("9"), n), 200);
+    }
+    // Now the buffer lags (one record in the stuck worker, one read ahead, six unread): the low
+    // ones are shed, the high ones kept (by header, or without one by the origin's rule, 6);
+    // every client hears 200.
+    assert_eq!(post(Some("1"), 100), 200);
+    assert_eq!(post(Some("0"), 101), 200);
+    assert_eq!(post(Some("7"), 200), 200);
+    assert_eq!(post(None, 201), 200);
+    // The sink recovers (it opens the path afresh): everything kept drains.
+    std::fs::remove_file(&sink).unwrap();
+    let mut want: Vec<u64> = (0..8).chain([200, 201]).collect();
+    s.wait_for("every kept event", SECS_30, || {
+        sluice_tests::json_lines(&sink).len() >= want.len()
+    });
+    let mut got: Vec<u64> = sluice_tests::json_lines(&sink)
+        .iter()
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want, "{}", s.log());
+    // Drained: a low priority is kept again.
+    assert_eq!(post(Some("1"), 300), 200);
+    s.wait_for(
+        "the low-priority event once the lag is gone",
+        SECS_30,
+        || {
+            sluice_tests::json_lines(&sink)
+                .iter()
+                .any(|e| e["n"] == 300)
+        },
+    );
+    let dlq = sluice_tests::json_lines(&s.path("dlq.jsonl"));
+    assert_eq!(dlq.len(), 2, "{dlq:?}");
+    for d in &dlq {
+        let reason = d["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("dropped by the buffer policy: shed: priority ")
+                && reason.contains("below min_priority 5 while lag"),
+            "{reason}"
+        );
+    }
+    assert_eq!(s.metric("sluice_buffer_recordsDropped", "p"), Some(2.0));
 }
 
 #[test]

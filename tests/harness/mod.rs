@@ -36,7 +36,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 15] = [
+pub const PLUGINS: [&str; 16] = [
     "csv",
     "dedup",
     "hostile",
@@ -50,6 +50,7 @@ pub const PLUGINS: [&str; 15] = [
     "ndjson",
     "passthrough",
     "passthrough_buffer",
+    "priority_shed",
     "redact",
     "tenant_quota",
 ];

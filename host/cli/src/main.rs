@@ -84,8 +84,9 @@ enum PluginsCommand {
         /// The language of the skeleton.
         #[arg(long, value_enum)]
         lang: plugins::Lang,
-        /// What the plugin is: a deserializer (raw bytes in, events out) or a processor (events
-        /// in, a verdict per event out). Both are written for contract 0.2.
+        /// What the plugin is: a deserializer (raw bytes in, events out), a processor (events
+        /// in, a verdict per event out) or a buffer policy (where each written record goes).
+        /// All are written for contract 0.2.
         #[arg(long, value_enum, default_value = "deserializer")]
         kind: plugins::Kind,
         /// Where to write it (default `./NAME`).
