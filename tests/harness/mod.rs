@@ -159,3 +159,19 @@ pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
         .collect()
 }
+
+/// `text` with every line indented by `n` spaces.
+pub fn indent(text: &str, n: usize) -> String {
+    text.lines().map(|l| format!("{:n$}{l}\n", "")).collect()
+}
+
+/// A `buffer:` block's body (indented by 4, for a pipeline's `buffer:` key) holding the `kafka`
+/// keys `kafka` (YAML from column 0): as the built-in `kafka` buffer, or as the one tier of the
+/// buffer policy component `policy`.
+pub fn kafka_buffer_yaml(kafka: &str, policy: Option<&str>) -> String {
+    let buffer = match policy {
+        None => format!("kafka:\n{}", indent(kafka, 2)),
+        Some(name) => format!("{name}:\n  tiers:\n    - kafka:\n{}", indent(kafka, 8)),
+    };
+    indent(&buffer, 4)
+}

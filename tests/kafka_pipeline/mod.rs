@@ -70,11 +70,6 @@ impl<'a> Setup<'a> {
     }
 }
 
-/// `text` with every line indented by `n` spaces.
-fn indent(text: &str, n: usize) -> String {
-    text.lines().map(|l| format!("{:n$}{l}\n", "")).collect()
-}
-
 fn pipeline(s: &Setup<'_>) -> String {
     let sink = s.sink.map_or("{dir}/out/events.jsonl".to_owned(), |p| {
         p.display().to_string()
@@ -103,9 +98,9 @@ topics:
             .map_or(String::new(), |p| format!("custom_metric_prefix: {p}")),
         extra = s.extra,
     );
-    let buffer = match s.via {
-        Via::Builtin => format!("kafka:\n{}", indent(&kafka, 2)),
-        Via::Policy(name) => format!("{name}:\n  tiers:\n    - kafka:\n{}", indent(&kafka, 8)),
+    let policy = match s.via {
+        Via::Builtin => None,
+        Via::Policy(name) => Some(name),
     };
     format!(
         r#"
@@ -122,7 +117,7 @@ kafka-pipeline:
         path: {sink}
   dlq_path: {{dir}}/dlq.jsonl
 "#,
-        buffer = indent(&buffer, 4),
+        buffer = sluice_tests::kafka_buffer_yaml(&kafka, policy),
     )
 }
 

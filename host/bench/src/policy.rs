@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_buffer::memory::MemoryBuffer;
-use sluice_buffer::tiered::{
-    Context, Incoming, Placement, Policy, PolicyFault, Refusal, State, SystemClock, TieredBuffer,
-};
+use sluice_buffer::tiered::testing::AllTo;
+use sluice_buffer::tiered::{Policy, State, SystemClock, TieredBuffer};
 use sluice_buffer::{Buffer, BufferWriter, Record};
 use sluice_plugin::{BufferPolicy, Limits, PluginHost};
 
@@ -28,25 +27,6 @@ pub(crate) struct Args {
     /// Writes per measurement.
     #[arg(long, default_value_t = 20_000)]
     writes: usize,
-}
-
-/// Every record to tier 0, in Rust: the tiered buffer's own cost.
-struct Native;
-
-impl Policy for Native {
-    fn on_write(
-        &mut self,
-        _: &mut Context,
-        records: &[Incoming],
-    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
-        Ok(Ok(records
-            .iter()
-            .map(|_| Placement::Tier { tier: 0, key: None })
-            .collect()))
-    }
-    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
-        Ok(None)
-    }
 }
 
 fn record(i: usize, records_per_write: usize) -> Vec<Record> {
@@ -127,14 +107,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             records_per_write,
         ))?;
         println!("  {:<36} {base:>8.1}", "memory tier, no policy");
-        let tier = memory();
-        let buffer = tiered(&tier, Box::new(Native));
-        let native = runtime.block_on(measure(
-            buffer.writer(),
-            &buffer,
-            args.writes,
-            records_per_write,
-        ))?;
+        // Writes through a tiered buffer over a fresh memory tier run by `policy`.
+        let through = |policy: Box<dyn Policy>| {
+            let buffer = tiered(&memory(), policy);
+            runtime.block_on(measure(
+                buffer.writer(),
+                &buffer,
+                args.writes,
+                records_per_write,
+            ))
+        };
+        let native = through(Box::new(AllTo(0)))?;
         println!("  {:<36} {native:>8.1}", "native pass-through policy");
         for (name, options) in components {
             let plugin = host.load_file(&args.plugins.join(format!("{name}.wasm")))?;
@@ -142,15 +125,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect();
-            let policy = BufferPolicy::new(plugin, options, Limits::default())?;
-            let tier = memory();
-            let buffer = tiered(&tier, Box::new(policy));
-            let took = runtime.block_on(measure(
-                buffer.writer(),
-                &buffer,
-                args.writes,
-                records_per_write,
-            ))?;
+            let took = through(Box::new(BufferPolicy::new(
+                plugin,
+                options,
+                Limits::default(),
+            )?))?;
             println!(
                 "  {:<36} {took:>8.1}   (+{:.1} µs over the native policy)",
                 format!("component {name}"),

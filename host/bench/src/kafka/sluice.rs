@@ -38,11 +38,6 @@ pub(super) struct Shape<'a> {
     pub(super) policy: Option<&'a str>,
 }
 
-/// `text` with every line indented by `n` spaces.
-fn indent(text: &str, n: usize) -> String {
-    text.lines().map(|l| format!("{:n$}{l}\n", "")).collect()
-}
-
 /// Starts sluice with the benchmark pipeline of this `shape`, its file sink at `sink` (`None`:
 /// in its temporary folder); returns once it listens.
 fn start_sluice(
@@ -73,10 +68,6 @@ topics:
         extra = shape.extra,
         partitions = args.partitions,
     );
-    let buffer = match shape.policy {
-        None => format!("kafka:\n{}", indent(&kafka, 2)),
-        Some(policy) => format!("{policy}:\n  tiers:\n    - kafka:\n{}", indent(&kafka, 8)),
-    };
     let yaml = format!(
         r#"bench-pipeline:
   workers: 2
@@ -91,7 +82,7 @@ topics:
         path: {sink_yaml}
   dlq_path: {{dir}}/dlq.jsonl
 "#,
-        buffer = indent(&buffer, 4),
+        buffer = sluice_tests::kafka_buffer_yaml(&kafka, shape.policy),
         chain = vec!["passthrough"; shape.processors].join(", "),
     );
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript

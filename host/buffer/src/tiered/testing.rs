@@ -9,9 +9,33 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{Clock, Policy, State, TierState, TieredBuffer};
+use super::{
+    Clock, Context, Incoming, Placement, Policy, PolicyFault, Refusal, State, TierState,
+    TieredBuffer,
+};
 use crate::memory::MemoryBuffer;
 use crate::{Batch, Buffer, BufferReader, BufferWriter, Record, WriteError};
+
+/// Every record to tier `.0` with its own key, reads in turn, no moves: the smallest policy,
+/// and what the tiered buffer costs by itself.
+pub struct AllTo(pub usize);
+
+impl Policy for AllTo {
+    fn on_write(
+        &mut self,
+        _: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        let tier = self.0;
+        Ok(Ok(records
+            .iter()
+            .map(|_| Placement::Tier { tier, key: None })
+            .collect()))
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        Ok(None)
+    }
+}
 
 /// A clock the test moves.
 #[derive(Debug, Default)]
