@@ -113,7 +113,6 @@ struct Inner {
     closed: AtomicBool,
     /// Starts the tick task with the first reader.
     ticking: Once,
-    tick_every: Duration,
     moves: moves::Moves,
 }
 
@@ -148,18 +147,9 @@ impl TieredBuffer {
                 stats: TieredStats::new(pipeline),
                 closed: AtomicBool::new(false),
                 ticking: Once::new(),
-                tick_every: moves::TICK_EVERY,
                 moves: moves::Moves::default(),
             }),
         }
-    }
-
-    /// Calls the policy's `tick` this often instead of every second (before the first reader).
-    pub fn tick_every(mut self, every: Duration) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.tick_every = every;
-        }
-        self
     }
 
     /// One tick now: the moves earlier ticks could not finish, then the policy's `tick` and
@@ -179,7 +169,10 @@ impl Inner {
         self.tiers.iter().map(|t| t.tier_state()).collect()
     }
 
-    /// Runs `call` on the policy off the reactor: (its answer, the context it left).
+    /// Runs `call` on the policy: (its answer, the context it left). On a multi-threaded
+    /// runtime in place (`block_in_place`: the worker hands its other tasks to another thread
+    /// while the call runs, so a call that runs to its deadline stalls nobody else, and a short
+    /// one costs no thread hop); otherwise on the blocking pool. A panic is a fault.
     async fn call<T: Send + 'static>(
         self: &Arc<Self>,
         call: impl FnOnce(&mut dyn Policy, &mut Context) -> Result<T, PolicyFault> + Send + 'static,
@@ -257,7 +250,7 @@ impl Buffer for TieredBuffer {
         self.inner.ticking.call_once(|| {
             let inner = self.inner.clone();
             tokio::spawn(async move {
-                let mut every = tokio::time::interval(inner.tick_every);
+                let mut every = tokio::time::interval(moves::TICK_EVERY);
                 every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 every.tick().await;
                 while !inner.closed.load(Ordering::SeqCst) {
