@@ -16,7 +16,7 @@
 //! # Layout
 //! - this file: [`TieredBuffer`], its writer and readers.
 //! - [`policy`]: the [`Policy`] trait and what it sees and answers.
-//! - [`moves`]: the moves between tiers the policy's `tick` asks for.
+//! - `moves`: the moves between tiers the policy's `tick` asks for.
 //! - [`state`]: the policy's key-value state, kept by the host.
 //! - `testing` (feature `testing`): tiers that fail on request, a fake clock, a seeded replay.
 
