@@ -175,3 +175,79 @@ pub fn kafka_buffer_yaml(kafka: &str, policy: Option<&str>) -> String {
     };
     indent(&buffer, 4)
 }
+
+/// A test CA and a server certificate for 127.0.0.1 signed by it, made with openssl: (the CA,
+/// the certificate, its PKCS#8 key), PEM files in `dir`.
+pub fn test_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=sluice test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "broker-key-rsa.pem",
+        "-out",
+        "broker.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "broker.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca-key.pem",
+        "-CAcreateserial",
+        "-out",
+        "broker.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    run(&[
+        "pkcs8",
+        "-topk8",
+        "-nocrypt",
+        "-in",
+        "broker-key-rsa.pem",
+        "-out",
+        "broker-key.pem",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("broker.pem"),
+        dir.join("broker-key.pem"),
+    )
+}

@@ -1,6 +1,7 @@
 //! The real binary: POST bodies, read what the file sink and the dead-letter file hold.
 
 mod limits;
+mod security;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

@@ -149,84 +149,9 @@ fn sasl_scram_right_credentials_flow_and_a_wrong_password_fails_startup_naming_t
     assert!(took < Duration::from_secs(30), "took {took:?}");
 }
 
-/// A test CA and a broker certificate for 127.0.0.1, made with openssl.
-fn test_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("openssl");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca-key.pem",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=sluice test CA",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "broker-key-rsa.pem",
-        "-out",
-        "broker.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "broker.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca-key.pem",
-        "-CAcreateserial",
-        "-out",
-        "broker.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "san.ext",
-    ]);
-    run(&[
-        "pkcs8",
-        "-topk8",
-        "-nocrypt",
-        "-in",
-        "broker-key-rsa.pem",
-        "-out",
-        "broker-key.pem",
-    ]);
-    (
-        dir.join("ca.pem"),
-        dir.join("broker.pem"),
-        dir.join("broker-key.pem"),
-    )
-}
-
 fn tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup(via: Via) {
     let certs = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = test_certificates(certs.path());
+    let (ca, cert, key) = sluice_tests::test_certificates(certs.path());
     let mut broker = Broker::start_tls(&cert, &key);
     let bootstrap = broker.bootstrap();
     let (topic, group) = (unique("tls"), unique("g"));
@@ -246,7 +171,7 @@ fn tls_with_the_right_ca_flows_and_an_untrusted_broker_fails_startup(via: Via) {
 
     // Another CA: the broker's certificate is not trusted.
     let other = tempfile::tempdir().unwrap();
-    let (other_ca, _, _) = test_certificates(other.path());
+    let (other_ca, _, _) = sluice_tests::test_certificates(other.path());
     let (code, stderr, took) = failed_start(&with_tls(&other_ca.display().to_string()));
     assert_eq!(code, Some(1), "{stderr}");
     assert!(

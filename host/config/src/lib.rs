@@ -16,6 +16,7 @@
 pub mod buffer;
 pub mod error;
 mod explain;
+pub mod http;
 pub mod kafka;
 pub mod limits;
 pub mod location;

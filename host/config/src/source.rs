@@ -10,6 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::error::{Errors, closest};
 use crate::explain::list;
+use crate::http::{Authentication, Compression, Tls, check_authentication, check_tls};
 use crate::location::join;
 use crate::parse::Context;
 use crate::units::{self, ByteSize};
@@ -19,7 +20,7 @@ use crate::units::{self, ByteSize};
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Source {
     /// Accepts HTTP POST requests; each request body is one record.
-    Http(HttpSource),
+    Http(Box<HttpSource>),
     /// Reads a file, one record per line (a pull source).
     File(FileSource),
 }
@@ -115,6 +116,42 @@ pub struct HttpSource {
     /// is closed. Default `75s`.
     #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
     pub idle_timeout: Duration,
+    /// Serve HTTPS with `ssl_certificate_file` and `ssl_key_file` (PEM). Default false.
+    #[serde(default)]
+    pub ssl: bool,
+    /// The certificate chain, PEM, server certificate first. Required with `ssl: true`.
+    #[serde(default)]
+    pub ssl_certificate_file: Option<PathBuf>,
+    /// The certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1). Required with `ssl: true`.
+    #[serde(default)]
+    pub ssl_key_file: Option<PathBuf>,
+    /// How clients authenticate: `http_basic: {username, password}` or `unauthenticated:`.
+    /// Default unauthenticated.
+    #[serde(default)]
+    pub authentication: Option<Authentication>,
+    /// `none` or `gzip`: which request bodies are decompressed (by `Content-Encoding`).
+    /// Default `none`.
+    #[serde(default)]
+    pub compression: Compression,
+    /// Answer `GET /health` on this port (200 while the source takes requests). Default false.
+    #[serde(default)]
+    pub health_check_service: bool,
+    /// The health check answers without credentials. Default false.
+    #[serde(default)]
+    pub unauthenticated_health_check: bool,
+}
+
+impl HttpSource {
+    /// The listener's TLS, if `ssl` is on.
+    pub fn tls(&self) -> Option<Tls> {
+        match (self.ssl, &self.ssl_certificate_file, &self.ssl_key_file) {
+            (true, Some(certificate_file), Some(key_file)) => Some(Tls {
+                certificate_file: certificate_file.clone(),
+                key_file: key_file.clone(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Data Prepper's http source port.
@@ -332,6 +369,16 @@ pub(crate) fn check_http(http: &HttpSource, path: &str, errors: &mut Errors, con
                 format!("`{path}.{key}` must be more than zero"),
             );
         }
+    }
+    check_tls(
+        http.ssl,
+        http.ssl_certificate_file.as_ref(),
+        http.ssl_key_file.as_ref(),
+        path,
+        errors,
+    );
+    if let Some(auth) = &http.authentication {
+        check_authentication(auth, path, errors);
     }
     check_deserializer(
         &http.deserializer,

@@ -1,12 +1,15 @@
 //! The `http` source: each POST body on `path` is one raw record.
 //!
-//! Status codes: 200 once the buffer holds the body; 400 for an empty body; 413 for a body over
-//! `max_request_length` (at once, before reading the body, when `Content-Length` says so);
-//! 503 with `Retry-After` when the buffer stays full for `request_timeout` or is shutting down.
-//! Never 200 for data the buffer does not have. [`server`] serves the router: connection limit
-//! and timeouts.
+//! Status codes: 200 once the buffer holds the body; 400 for an empty body (or gzip that is
+//! not); 401 with `WWW-Authenticate` without the right credentials (`authentication`); 413 for
+//! a body over `max_request_length` (at once, before reading the body, when `Content-Length`
+//! says so; after inflating, for gzip); 415 for a `Content-Encoding` that `compression` does not
+//! allow; 503 with `Retry-After` when the buffer stays full for `request_timeout` or is
+//! shutting down. Never 200 for data the buffer does not have. [`server`] serves the router:
+//! TLS, connection limit and timeouts; `guard` checks credentials and encodings.
 
 mod activity;
+mod guard;
 pub mod server;
 
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use sluice_buffer::{BufferWriter, Record, WriteError};
 use sluice_config::HttpSource;
 
@@ -34,6 +37,7 @@ struct HttpState {
     /// `max_request_length` in bytes.
     max_length: u64,
     counters: Arc<Counters>,
+    guard: guard::Guard,
 }
 
 /// The http source, listening.
@@ -41,6 +45,7 @@ pub struct HttpServer {
     listener: tokio::net::TcpListener,
     router: Router,
     limits: server::Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     pipeline: String,
 }
 
@@ -53,11 +58,18 @@ impl HttpServer {
                 port: config.port,
                 error,
             })?;
-        tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, "http source listening");
+        let limits = server::Limits::of(config);
+        let tls = config
+            .tls()
+            .map(|tls| server::tls_acceptor(&tls))
+            .transpose()
+            .map_err(SourceError::Tls)?;
+        tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, tls = config.ssl, "http source listening");
         Ok(Self {
             listener,
-            router: router(&cx.pipeline, config, cx.writer, cx.counters),
-            limits: server::Limits::of(config),
+            router: router(&cx.pipeline, config, cx.writer, cx.counters)?,
+            limits,
+            tls,
             pipeline: cx.pipeline,
         })
     }
@@ -66,7 +78,15 @@ impl HttpServer {
 #[async_trait::async_trait]
 impl Source for HttpServer {
     async fn run(self: Box<Self>, stop: tokio::sync::watch::Receiver<bool>) {
-        server::serve(self.listener, self.router, self.limits, self.pipeline, stop).await;
+        server::serve(
+            self.listener,
+            self.router,
+            self.limits,
+            self.tls,
+            self.pipeline,
+            stop,
+        )
+        .await;
     }
 }
 
@@ -76,7 +96,8 @@ pub fn router(
     config: &HttpSource,
     writer: Arc<dyn BufferWriter>,
     counters: Arc<Counters>,
-) -> Router {
+) -> Result<Router, SourceError> {
+    let guard = guard::Guard::new(config.authentication.as_ref(), config.compression)?;
     let state = Arc::new(HttpState {
         pipeline: pipeline.to_owned(),
         origin: format!("http:{}", config.path),
@@ -85,15 +106,41 @@ pub fn router(
         timeout: config.request_timeout,
         max_length: config.max_request_length.bytes(),
         counters,
+        guard,
     });
     let limit = usize::try_from(config.max_request_length.bytes()).unwrap_or(usize::MAX);
-    Router::new()
-        .route(&config.path, post(ingest))
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
+    let mut router = Router::new().route(&config.path, post(ingest));
+    if config.health_check_service {
+        router = if config.unauthenticated_health_check {
+            router.route("/health", get(health_open))
+        } else {
+            router.route("/health", get(health))
+        };
+    }
+    Ok(router.layer(DefaultBodyLimit::max(limit)).with_state(state))
+}
+
+/// `health_check_service`: 200 while the source takes requests (with credentials, when the
+/// source asks for them and `unauthenticated_health_check` is false).
+async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    match state.guard.authenticate(&headers) {
+        Ok(()) => health_open().await,
+        Err(refused) => refused,
+    }
+}
+
+async fn health_open() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        "{\"healthy\":true}\n",
+    )
+        .into_response()
 }
 
 async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    if let Err(refused) = state.guard.authenticate(request.headers()) {
+        return refused;
+    }
     // Refused before reading the body, so the client is not kept sending it (or, with
     // `Expect: 100-continue`, waiting to). A chunked body over the limit is refused by
     // `DefaultBodyLimit` once that much has arrived.
@@ -126,9 +173,21 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
             Some((name.clone(), value.to_owned()))
         })
         .collect();
+    let encoding = request
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = match Bytes::from_request(request, &state).await {
         Ok(body) => body,
         Err(rejection) => return rejection.into_response(),
+    };
+    let body = match state
+        .guard
+        .decode(encoding.as_deref(), body, state.max_length)
+    {
+        Ok(body) => body,
+        Err(refused) => return refused,
     };
     if body.is_empty() {
         return (StatusCode::BAD_REQUEST, "empty request body\n").into_response();

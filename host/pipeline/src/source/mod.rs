@@ -31,6 +31,12 @@ pub trait Source: Send {
 pub enum SourceError {
     #[error("cannot listen on port {port}: {error}")]
     Listen { port: u16, error: std::io::Error },
+    /// `ssl_certificate_file` / `ssl_key_file` cannot be used.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// `authentication` cannot be used (a password that does not resolve).
+    #[error("authentication: {0}")]
+    Authentication(String),
 }
 
 /// What a source is built with besides its config.

@@ -1,5 +1,7 @@
 //! Serving an http source's listener so that clients cannot hold it open or make it wait.
 //!
+//! - With `ssl: true`, every connection is TLS (rustls; the handshake must finish within
+//!   `header_read_timeout`); HTTP/1.1 only.
 //! - At most `max_connection_count` connections are open at once (a [`Semaphore`] permit per
 //!   connection). One more is answered `503` with `Retry-After: 1` and closed, without reading
 //!   its request, and counted in `sluice_connectionsRefused{pipeline}`.
@@ -18,16 +20,22 @@
 //! current phase's deadline passes.
 
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::activity::{Activity, RouterService, Timeout, Watched};
 
@@ -65,6 +73,44 @@ impl Limits {
     }
 }
 
+/// The TLS side of a listener with `ssl: true`: the certificate chain and key, read and
+/// checked once, at start (a file that cannot be used fails the start, naming it).
+pub fn tls_acceptor(tls: &sluice_config::http::Tls) -> Result<TlsAcceptor, String> {
+    let (cert_file, key_file) = (&tls.certificate_file, &tls.key_file);
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
+        .and_then(|certs| certs.collect())
+        .map_err(|e| {
+            format!(
+                "`ssl_certificate_file` {}: not a PEM certificate chain: {e}",
+                cert_file.display()
+            )
+        })?;
+    if certificates.is_empty() {
+        return Err(format!(
+            "`ssl_certificate_file` {}: no certificate in it",
+            cert_file.display()
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+        format!(
+            "`ssl_key_file` {}: not a PEM private key: {e}",
+            key_file.display()
+        )
+    })?;
+    let mut config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certificates, key)
+        .map_err(|e| {
+            format!(
+                "`ssl_certificate_file` {} and `ssl_key_file` {}: {e}",
+                cert_file.display(),
+                key_file.display()
+            )
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
 /// Serves `app` on `listener` within `limits` until `stop` turns true (or its sender is
 /// dropped), then stops accepting and returns once every connection has closed. `pipeline`
 /// labels the logs and the metrics.
@@ -72,6 +118,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
     pipeline: String,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -101,7 +148,14 @@ pub async fn serve(
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 let open = Open::new(permit, open.clone());
-                tasks.spawn(connection(stream, app.clone(), limits, stop.clone(), open));
+                tasks.spawn(connection(
+                    stream,
+                    app.clone(),
+                    limits,
+                    tls.clone(),
+                    stop.clone(),
+                    open,
+                ));
             }
             Err(_) => {
                 refused.increment(1);
@@ -217,14 +271,32 @@ async fn connection(
     stream: TcpStream,
     app: Router,
     limits: Limits,
+    tls: Option<TlsAcceptor>,
     mut stop: watch::Receiver<bool>,
     _open: Open,
 ) {
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Watched {
+    let watched = Watched {
         stream,
         activity: activity.clone(),
-    });
+    };
+    let transport = match tls {
+        None => Transport::Plain(watched),
+        Some(acceptor) => {
+            match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(watched)).await {
+                Ok(Ok(tls)) => Transport::Tls(Box::new(tls)),
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("TLS handshake did not finish within `header_read_timeout`");
+                    return;
+                }
+            }
+        }
+    };
+    let io = TokioIo::new(transport);
     let service = RouterService {
         app,
         activity: activity.clone(),
@@ -267,7 +339,58 @@ async fn connection(
         tracing::debug!(error = %e, "http connection closed on an error");
         return;
     }
-    linger(conn.into_parts().io.into_inner().stream).await;
+    match conn.into_parts().io.into_inner() {
+        Transport::Plain(watched) => linger(watched.stream).await,
+        Transport::Tls(mut tls) => {
+            // close_notify first, then the same lingering close of the socket.
+            let _ = tokio::time::timeout(LINGER, tls.shutdown()).await;
+            linger(tls.into_inner().0.stream).await;
+        }
+    }
+}
+
+/// A connection's transport: plain TCP, or TLS over it.
+enum Transport {
+    Plain(Watched),
+    Tls(Box<tokio_rustls::server::TlsStream<Watched>>),
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
 }
 
 /// Closes a connection that has its last answer: sends FIN, then reads and drops what the
