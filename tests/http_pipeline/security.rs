@@ -229,3 +229,68 @@ fn tls_with_a_key_that_is_not_one_fails_startup_naming_the_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn metrics_and_health_can_be_served_over_tls_with_http_basic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = sluice_tests::test_certificates(dir.path());
+    let yaml = dir.path().join("p.yaml");
+    std::fs::write(
+        &yaml,
+        pipeline("")
+            .replace("{port}", &sluice_tests::free_port().to_string())
+            .replace("{dir}", &dir.path().display().to_string()),
+    )
+    .unwrap();
+    let port = sluice_tests::free_port();
+    let mut child = Command::new(sluice_tests::sluice_bin())
+        .arg("run")
+        .arg(&yaml)
+        .args(["--metrics-addr", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(dir.path().join("data"))
+        .arg("--metrics-ssl-certificate-file")
+        .arg(&cert)
+        .arg("--metrics-ssl-key-file")
+        .arg(&key)
+        .args(["--metrics-username", "prometheus", "--metrics-password"])
+        .arg("${env:SLUICE_TEST_METRICS_PASSWORD}")
+        .env("SLUICE_TEST_METRICS_PASSWORD", "scrape-s3cret")
+        .stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap())
+        .spawn()
+        .unwrap();
+    // (status, body) of a GET with curl, verifying the certificate against the test CA.
+    let curl = |path: &str, user: Option<&str>| {
+        let mut c = Command::new("curl");
+        c.args(["-sS", "-w", "\n%{http_code}", "--cacert"])
+            .arg(&ca)
+            .arg(format!("https://127.0.0.1:{port}{path}"));
+        if let Some(u) = user {
+            c.args(["-u", u]);
+        }
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, status) = text.rsplit_once('\n').unwrap_or(("", "000"));
+        (status.to_owned(), body.to_owned())
+    };
+    let started = std::time::Instant::now();
+    while curl("/health", Some("prometheus:scrape-s3cret")).0 != "200" {
+        assert!(
+            started.elapsed() < SECS_30,
+            "not ready over TLS: {}",
+            std::fs::read_to_string(dir.path().join("sluice.log")).unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (status, body) = curl("/metrics", Some("prometheus:scrape-s3cret"));
+    assert_eq!(status, "200");
+    assert!(body.contains("sluice_"), "{body}");
+    assert_eq!(curl("/metrics", None).0, "401");
+    assert_eq!(curl("/metrics", Some("prometheus:wrong")).0, "401");
+    // Plain HTTP is not served.
+    let plain = ureq::get(&format!("http://127.0.0.1:{port}/metrics")).call();
+    assert!(plain.is_err(), "{plain:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let log = std::fs::read_to_string(dir.path().join("sluice.log")).unwrap();
+    assert!(!log.contains("scrape-s3cret"), "the password is in the log");
+}

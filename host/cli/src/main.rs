@@ -50,6 +50,8 @@ enum Command {
         /// Where to serve `/metrics` (Prometheus) and `/health`.
         #[arg(long, default_value = "0.0.0.0:4900")]
         metrics_addr: std::net::SocketAddr,
+        #[command(flatten)]
+        metrics_protection: MetricsProtection,
         /// How often to look for new or changed `.wasm` files in the plugin folder (hot reload;
         /// a changed file is compiled and checked, then used from the next batch). `0s` turns
         /// hot reload off.
@@ -68,6 +70,45 @@ enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
+}
+
+/// `/metrics` and `/health` protected as an http source can be: TLS and HTTP Basic.
+#[derive(clap::Args)]
+struct MetricsProtection {
+    /// Serve `/metrics` and `/health` over HTTPS with this certificate chain (PEM).
+    #[arg(long, requires = "metrics_ssl_key_file")]
+    metrics_ssl_certificate_file: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "metrics_ssl_certificate_file")]
+    metrics_ssl_key_file: Option<PathBuf>,
+    /// Ask for HTTP Basic credentials on `/metrics` and `/health`: this user name.
+    #[arg(long, requires = "metrics_password")]
+    metrics_username: Option<String>,
+    /// The password: `${env:NAME}` (best: not in the process list), `${file:PATH}`, or the
+    /// text. Never logged.
+    #[arg(long, requires = "metrics_username")]
+    metrics_password: Option<String>,
+}
+
+impl MetricsProtection {
+    fn protection(self) -> server::Protection {
+        server::Protection {
+            tls: self
+                .metrics_ssl_certificate_file
+                .zip(self.metrics_ssl_key_file)
+                .map(|(certificate_file, key_file)| sluice_config::http::Tls {
+                    certificate_file,
+                    key_file,
+                }),
+            basic: self
+                .metrics_username
+                .zip(self.metrics_password)
+                .map(|(username, password)| sluice_config::http::Authentication {
+                    http_basic: Some(sluice_config::Credentials { username, password }),
+                    unauthenticated: None,
+                }),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -215,6 +256,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             data_dir,
             drain_timeout,
             metrics_addr,
+            metrics_protection,
             reload_interval,
         } => {
             let _lock = lock_data_dir(&data_dir)?;
@@ -236,7 +278,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             let health = server::Health::new(watchdog);
             runtime.block_on(async {
-                server::serve(metrics_addr, metrics, health.clone()).await?;
+                server::serve(
+                    metrics_addr,
+                    metrics,
+                    health.clone(),
+                    metrics_protection.protection(),
+                )
+                .await?;
                 let draining = health.clone();
                 let shutdown = async move {
                     shutdown_signal().await;

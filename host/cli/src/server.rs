@@ -2,7 +2,8 @@
 //! format, and `/health`, which answers 200 only once every pipeline is ready (buffers
 //! connected, plugins loaded, sources listening) and no worker is stuck in its plugin past the
 //! plugin's deadline; 503 while starting, shutting down or stalled, naming the stalled
-//! pipelines.
+//! pipelines. With `--metrics-ssl-*` it is HTTPS, with `--metrics-username`/`--metrics-password`
+//! both paths ask for HTTP Basic credentials: the http source's TLS and authentication, reused.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,12 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use sluice_pipeline::Watchdog;
+use sluice_pipeline::source::http::guard::Guard;
+use sluice_pipeline::source::http::server;
 
 /// Whether the pipelines are ready (shared with the run loop), and which workers are stuck.
 #[derive(Clone)]
@@ -44,16 +48,26 @@ pub(crate) fn install_recorder() -> anyhow::Result<PrometheusHandle> {
         .context("installing the metrics recorder")
 }
 
+/// How `/metrics` and `/health` are protected.
+#[derive(Default)]
+pub(crate) struct Protection {
+    /// HTTPS with this certificate chain and key.
+    pub(crate) tls: Option<sluice_config::http::Tls>,
+    /// HTTP Basic with these credentials (the password resolved).
+    pub(crate) basic: Option<sluice_config::http::Authentication>,
+}
+
 /// Binds `addr` and serves until the process ends.
 pub(crate) async fn serve(
     addr: SocketAddr,
     metrics: PrometheusHandle,
     health: Health,
+    protection: Protection,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
         format!("cannot listen on {addr} for /metrics and /health (--metrics-addr)")
     })?;
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/metrics", get(render))
         .with_state(metrics)
         .merge(
@@ -61,13 +75,49 @@ pub(crate) async fn serve(
                 .route("/health", get(health_check))
                 .with_state(health),
         );
-    tracing::info!(%addr, "serving /metrics and /health");
+    if let Some(auth) = &protection.basic {
+        let guard = Guard::new(Some(auth), sluice_config::http::Compression::None)
+            .context("--metrics-password")?;
+        app = app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            authenticate,
+        ));
+    }
+    let tls = protection
+        .tls
+        .as_ref()
+        .map(server::tls_acceptor)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--metrics-ssl-*: {e}"))?;
+    tracing::info!(%addr, tls = tls.is_some(), authentication = protection.basic.is_some(), "serving /metrics and /health");
+    let Some(tls) = tls else {
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "the metrics server stopped");
+            }
+        });
+        return Ok(());
+    };
+    // HTTPS through the http source's server (its connection gauges are labelled
+    // `pipeline="metrics"`). Never stopped: it serves until the process ends.
+    let limits = server::Limits {
+        max_connections: 64,
+        header_read_timeout: std::time::Duration::from_secs(10),
+        idle_timeout: std::time::Duration::from_secs(75),
+    };
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "the metrics server stopped");
-        }
+        let _never_stopped = stop_tx;
+        server::serve(listener, app, limits, Some(tls), "metrics".to_owned(), stop).await;
     });
     Ok(())
+}
+
+async fn authenticate(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.authenticate(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused,
+    }
 }
 
 async fn render(State(handle): State<PrometheusHandle>) -> impl IntoResponse {

@@ -9,7 +9,7 @@
 //! TLS, connection limit and timeouts; `guard` checks credentials and encodings.
 
 mod activity;
-mod guard;
+pub mod guard;
 pub mod server;
 
 use std::sync::Arc;

@@ -16,14 +16,14 @@ use crate::source::SourceError;
 /// The realm clients are told to authenticate for.
 const REALM: &str = "sluice";
 
-pub(super) struct Guard {
+pub struct Guard {
     /// `user:password`, as a client's `Authorization: Basic` carries it (base64-decoded).
     basic: Option<Vec<u8>>,
     compression: Compression,
 }
 
 impl Guard {
-    pub(super) fn new(
+    pub fn new(
         authentication: Option<&Authentication>,
         compression: Compression,
     ) -> Result<Self, SourceError> {
@@ -38,7 +38,7 @@ impl Guard {
 
     /// `Ok` when no credentials are required or the request has the right ones; else the 401.
     #[allow(clippy::result_large_err, reason = "the error is the response itself")]
-    pub(super) fn authenticate(&self, headers: &HeaderMap) -> Result<(), Response> {
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<(), Response> {
         let Some(expected) = &self.basic else {
             return Ok(());
         };
@@ -80,12 +80,7 @@ impl Guard {
     /// The body as the buffer should hold it: inflated when it is gzip and `compression: gzip`,
     /// at most `max` bytes.
     #[allow(clippy::result_large_err, reason = "the error is the response itself")]
-    pub(super) fn decode(
-        &self,
-        encoding: Option<&str>,
-        body: Bytes,
-        max: u64,
-    ) -> Result<Bytes, Response> {
+    pub fn decode(&self, encoding: Option<&str>, body: Bytes, max: u64) -> Result<Bytes, Response> {
         let encoding = encoding.map(|v| v.trim().to_ascii_lowercase());
         match (encoding.as_deref(), self.compression) {
             (None | Some("identity" | ""), _) => Ok(body),
