@@ -291,3 +291,61 @@ fn a_content_length_over_max_request_length_gets_413_before_the_body() {
     assert_eq!(read_response(&mut c, Duration::from_secs(10)).0, 200);
     assert_eq!(s.post("/log/ingest", br#"{"n":2}"#), 200);
 }
+
+#[test]
+fn past_max_pending_requests_a_request_gets_429_at_once_and_the_waiting_ones_are_served() {
+    // The sink fails until the test replaces its link, so the one-record buffer stays full and
+    // requests wait in the source for room.
+    let out = tempfile::tempdir().unwrap();
+    let sink = out.path().join("events.jsonl");
+    std::os::unix::fs::symlink("/dev/full", &sink).unwrap();
+    let yaml = format!(
+        r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+      request_timeout: 20s
+      max_pending_requests: 2
+  buffer:
+    bounded_blocking:
+      buffer_size: 1
+      batch_size: 1
+  sink:
+    - file:
+        path: {}
+"#,
+        sink.display()
+    );
+    let s = std::sync::Arc::new(Sluice::start(&yaml));
+    assert_eq!(s.post("/log/ingest", br#"[{"n":0}]"#), 200);
+    let waiting: Vec<_> = (1..=2)
+        .map(|n| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                s.post("/log/ingest", format!(r#"[{{"n":{n}}}]"#).as_bytes())
+            })
+        })
+        .collect();
+    // Both connected (and then, a moment later, waiting for room): a third is refused at once.
+    s.wait_for("the two waiting requests", Duration::from_secs(10), || {
+        s.metric("sluice_httpConnections", "p") == Some(2.0)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let (status, retry_after) = s.post_full("/log/ingest", &[], br#"[{"n":3}]"#);
+    assert_eq!(status, 429, "{}", s.log());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "refused at once"
+    );
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    std::fs::remove_file(&sink).unwrap();
+    for w in waiting {
+        assert_eq!(w.join().unwrap(), 200);
+    }
+    s.wait_for("the three accepted events", Duration::from_secs(30), || {
+        json_lines(&sink).len() == 3
+    });
+}

@@ -116,6 +116,10 @@ pub struct HttpSource {
     /// is closed. Default `75s`.
     #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
     pub idle_timeout: Duration,
+    /// The most requests being handled at once (reading their body or waiting for the buffer);
+    /// one more is answered 429 with `Retry-After` at once. Default `1024`, as Data Prepper.
+    #[serde(default = "default_max_pending_requests")]
+    pub max_pending_requests: usize,
     /// Serve HTTPS with `ssl_certificate_file` and `ssl_key_file` (PEM). Default false.
     #[serde(default)]
     pub ssl: bool,
@@ -171,6 +175,11 @@ const fn default_max_request_length() -> ByteSize {
 /// Data Prepper's http source `request_timeout` default.
 const fn default_request_timeout() -> Duration {
     Duration::from_secs(10)
+}
+
+/// Data Prepper's http source `max_pending_requests` default.
+const fn default_max_pending_requests() -> usize {
+    1024
 }
 
 /// Data Prepper's http source `max_connection_count` default.
@@ -351,6 +360,12 @@ pub(crate) fn check_http(http: &HttpSource, path: &str, errors: &mut Errors, con
         errors.at(
             &join(path, "path"),
             format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"),
+        );
+    }
+    if http.max_pending_requests == 0 {
+        errors.at(
+            &join(path, "max_pending_requests"),
+            format!("`{path}.max_pending_requests` must be at least 1"),
         );
     }
     if http.max_connection_count == 0 {

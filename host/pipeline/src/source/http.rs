@@ -3,7 +3,8 @@
 //! Status codes: 200 once the buffer holds the body; 400 for an empty body (or gzip that is
 //! not); 401 with `WWW-Authenticate` without the right credentials (`authentication`); 413 for
 //! a body over `max_request_length` (at once, before reading the body, when `Content-Length`
-//! says so; after inflating, for gzip); 415 for a `Content-Encoding` that `compression` does not
+//! says so; after inflating, for gzip); 429 with `Retry-After` past `max_pending_requests`
+//! requests in progress; 415 for a `Content-Encoding` that `compression` does not
 //! allow; 503 with `Retry-After` when the buffer stays full for `request_timeout` or is
 //! shutting down. Never 200 for data the buffer does not have. [`server`] serves the router:
 //! TLS, connection limit and timeouts; `guard` checks credentials and encodings.
@@ -38,6 +39,9 @@ struct HttpState {
     max_length: u64,
     counters: Arc<Counters>,
     guard: guard::Guard,
+    /// `max_pending_requests`: a permit per request being handled.
+    pending: Arc<tokio::sync::Semaphore>,
+    max_pending: usize,
 }
 
 /// The http source, listening.
@@ -107,6 +111,12 @@ pub fn router(
         max_length: config.max_request_length.bytes(),
         counters,
         guard,
+        pending: Arc::new(tokio::sync::Semaphore::new(
+            config
+                .max_pending_requests
+                .min(tokio::sync::Semaphore::MAX_PERMITS),
+        )),
+        max_pending: config.max_pending_requests,
     });
     let limit = usize::try_from(config.max_request_length.bytes()).unwrap_or(usize::MAX);
     let mut router = Router::new().route(&config.path, post(ingest));
@@ -141,6 +151,19 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
     if let Err(refused) = state.guard.authenticate(request.headers()) {
         return refused;
     }
+    let Ok(_pending) = state.pending.clone().try_acquire_owned() else {
+        state.counters.refused.add(1);
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            format!(
+                "too many requests in progress: the http source's `max_pending_requests` = {} is \
+                 reached; retry later\n",
+                state.max_pending
+            ),
+        )
+            .into_response();
+    };
     // Refused before reading the body, so the client is not kept sending it (or, with
     // `Expect: 100-continue`, waiting to). A chunked body over the limit is refused by
     // `DefaultBodyLimit` once that much has arrived.
