@@ -116,6 +116,12 @@ pub struct HttpSource {
     /// is closed. Default `75s`.
     #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
     pub idle_timeout: Duration,
+    /// Data Prepper's size of the thread pool that handles requests. Accepted so Data Prepper
+    /// files load unchanged; sluice handles requests on its async runtime, so it has no effect
+    /// (`max_pending_requests` and `max_connection_count` bound the work in progress).
+    /// Default `200`.
+    #[serde(default = "default_thread_count")]
+    pub thread_count: usize,
     /// The most requests being handled at once (reading their body or waiting for the buffer);
     /// one more is answered 429 with `Retry-After` at once. Default `1024`, as Data Prepper.
     #[serde(default = "default_max_pending_requests")]
@@ -175,6 +181,11 @@ const fn default_max_request_length() -> ByteSize {
 /// Data Prepper's http source `request_timeout` default.
 const fn default_request_timeout() -> Duration {
     Duration::from_secs(10)
+}
+
+/// Data Prepper's http source `thread_count` default.
+const fn default_thread_count() -> usize {
+    200
 }
 
 /// Data Prepper's http source `max_pending_requests` default.
