@@ -20,3 +20,5 @@ mod kafka_pipeline;
 mod plugin_host;
 // `sluice plugins new|build|inspect` in Rust, Python and JavaScript, with the real tools.
 mod plugin_cli;
+// OTLP from real OpenTelemetry clients through the Kafka buffer and the otlp component.
+mod otlp;

@@ -36,7 +36,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 16] = [
+pub const PLUGINS: [&str; 17] = [
     "csv",
     "dedup",
     "hostile",
@@ -48,6 +48,7 @@ pub const PLUGINS: [&str; 16] = [
     "logfmt_python",
     "logfmt_v0_1",
     "ndjson",
+    "otlp",
     "passthrough",
     "passthrough_buffer",
     "priority_shed",
@@ -137,6 +138,7 @@ pub fn run_plugin_dir() -> PathBuf {
             "json",
             "logfmt",
             "ndjson",
+            "otlp",
             "passthrough_buffer",
             "redact",
             "tenant_quota",
@@ -250,4 +252,12 @@ pub fn test_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         dir.join("broker.pem"),
         dir.join("broker-key.pem"),
     )
+}
+
+/// The python of the OpenTelemetry clients' virtualenv, from `SLUICE_OTEL_PYTHON` (set by
+/// `scripts/test`, which installs them). Panics when unset: OTLP tests fail loudly, never skip.
+pub fn otel_python() -> PathBuf {
+    std::env::var_os("SLUICE_OTEL_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("SLUICE_OTEL_PYTHON is not set: run the tests with ./scripts/test, which installs the OpenTelemetry clients (scripts/otel-clients)")
+    })
 }
