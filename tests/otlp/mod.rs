@@ -1,25 +1,27 @@
 //! OTLP through sluice with real OpenTelemetry clients (issue 15, first part): the Python SDK's
-//! OTLP/HTTP log exporter posts protobuf to an http source, the request's bytes go through the
-//! Kafka buffer, and the `otlp` deserializer component turns each log record into one event
-//! in Data Prepper's `opensearch` shape.
+//! OTLP/HTTP log and span exporters post protobuf to an http source, the requests' bytes go
+//! through the Kafka buffer, and the `otlp` deserializer component turns each log record or
+//! span into one event in Data Prepper's `opensearch` shape.
 
 use std::process::Command;
 use std::time::Duration;
 
 use sluice_tests::{Sluice, json_lines, kafka_bootstrap, root, unique};
 
-#[test]
-fn logs_from_the_opentelemetry_python_sdk_arrive_once_each_in_data_preppers_shape() {
-    let topic = unique("otlp-logs");
-    let s = Sluice::start(&format!(
+/// An http source on `path` with the otlp deserializer (`options`), the Kafka buffer, a file sink.
+fn start(path: &str, options: &str) -> Sluice {
+    let topic = unique("otlp");
+    Sluice::start(&format!(
         r#"
-otel-logs:
+otel:
   delay: 20ms
   source:
     http:
       port: {{port}}
-      path: /v1/logs
-      deserializer: otlp
+      path: {path}
+      deserializer:
+        name: otlp
+        options: {{{options}}}
   buffer:
     kafka:
       bootstrap_servers: [{}]
@@ -33,11 +35,16 @@ otel-logs:
   dlq_path: {{dir}}/dlq.jsonl
 "#,
         kafka_bootstrap()
-    ));
+    ))
+}
+
+/// Runs `script` (in tests/otlp) against `s`'s `path`, sending `n`; asserts every export was
+/// accepted.
+fn send(s: &Sluice, script: &str, path: &str, n: usize) {
     let sent = Command::new(sluice_tests::otel_python())
-        .arg(root().join("tests/otlp/send_logs.py"))
-        .arg(format!("http://127.0.0.1:{}/v1/logs", s.port))
-        .arg("20")
+        .arg(root().join("tests/otlp").join(script))
+        .arg(format!("http://127.0.0.1:{}{path}", s.port))
+        .arg(n.to_string())
         .output()
         .unwrap();
     assert!(
@@ -46,6 +53,12 @@ otel-logs:
         String::from_utf8_lossy(&sent.stderr),
         s.log()
     );
+}
+
+#[test]
+fn logs_from_the_opentelemetry_python_sdk_arrive_once_each_in_data_preppers_shape() {
+    let s = start("/v1/logs", "");
+    send(&s, "send_logs.py", "/v1/logs", 20);
     let out = s.path("out/events.jsonl");
     s.wait_for("20 log events", Duration::from_secs(60), || {
         json_lines(&out).len() >= 20
@@ -101,4 +114,53 @@ otel-logs:
             .contains("not an OTLP logs export request (protobuf)"),
         "{dlq:?}"
     );
+}
+
+#[test]
+fn spans_from_the_opentelemetry_python_sdk_arrive_once_each_in_data_preppers_shape() {
+    let s = start("/v1/traces", "signal: traces");
+    send(&s, "send_traces.py", "/v1/traces", 5);
+    let out = s.path("out/events.jsonl");
+    s.wait_for("10 span events", Duration::from_secs(60), || {
+        json_lines(&out).len() >= 10
+    });
+    let events = json_lines(&out);
+    assert_eq!(events.len(), 10, "each span once");
+    let roots: Vec<_> = events.iter().filter(|e| e["parentSpanId"] == "").collect();
+    assert_eq!(roots.len(), 5);
+    for root in &roots {
+        assert_eq!(root["name"], "POST /orders", "{root}");
+        assert_eq!(root["kind"], "SPAN_KIND_SERVER", "{root}");
+        assert_eq!(root["traceGroup"], "POST /orders", "{root}");
+        assert_eq!(root["serviceName"], "checkout", "{root}");
+        assert_eq!(root["span.attributes.http@method"], "POST", "{root}");
+        assert_eq!(root["instrumentationScope.name"], "shop", "{root}");
+        assert_eq!(root["instrumentationScope.version"], "1.2.3", "{root}");
+        assert_eq!(root["traceId"].as_str().unwrap().len(), 32, "{root}");
+        assert_eq!(root["spanId"].as_str().unwrap().len(), 16, "{root}");
+        assert!(root["durationInNanos"].as_u64().unwrap() > 0, "{root}");
+        assert_eq!(
+            root["traceGroupFields"]["durationInNanos"], root["durationInNanos"],
+            "{root}"
+        );
+        // Its child: same trace, parent = the root, the event with its attributes.
+        let child = events
+            .iter()
+            .find(|e| e["parentSpanId"] == root["spanId"])
+            .unwrap_or_else(|| panic!("the child of {root}"));
+        assert_eq!(child["traceId"], root["traceId"]);
+        assert_eq!(child["kind"], "SPAN_KIND_CLIENT", "{child}");
+        assert_eq!(child["traceGroup"], serde_json::Value::Null, "{child}");
+        assert_eq!(child["events"][0]["name"], "card accepted", "{child}");
+        assert_eq!(
+            child["events"][0]["attributes"]["card@brand"], "visa",
+            "{child}"
+        );
+    }
+    let mut orders: Vec<i64> = roots
+        .iter()
+        .map(|r| r["span.attributes.order@id"].as_i64().unwrap())
+        .collect();
+    orders.sort_unstable();
+    assert_eq!(orders, [0, 1, 2, 3, 4]);
 }

@@ -1,29 +1,45 @@
 //! `otlp`: an OTLP export request, as an OTLP/HTTP client posts it (`application/x-protobuf`),
-//! to one event per log record, in Data Prepper's `opensearch` output format (the shape its
-//! `otel_logs_source` writes: `time`, `observedTimestamp`, `severityText`, `body`,
-//! `log.attributes.*`, `resource.attributes.*`, ...; see `logs.rs`). A request that is not
-//! one is malformed whole, with the reason.
+//! to one event per log record or span, in Data Prepper's `opensearch` output format (the
+//! shapes its `otel_logs_source` and `otel_trace_source` write; see `logs.rs`, `traces.rs`). A
+//! request that is not one is malformed whole, with the reason.
 //!
-//! Built so far: logs over protobuf. OTLP/JSON bodies, traces and metrics are refused with a
+//! Option `signal`: `logs` (default) or `traces`, the kind of request the source receives.
+//! Built so far: logs and traces over protobuf. OTLP/JSON bodies and metrics are refused with a
 //! reason naming what is missing (issue 15 continues).
 //!
 //! ```yaml
 //! source:
 //!   http:
-//!     path: /v1/logs
-//!     deserializer: otlp
+//!     path: /v1/traces
+//!     deserializer:
+//!       name: otlp
+//!       options: {signal: traces}
 //! ```
 
 wit_bindgen::generate!({ world: "deserializer-plugin", path: "../../wit/v0.2" });
 
 mod common;
 mod logs;
+mod traces;
+
+use std::cell::Cell;
 
 use exports::sluice::plugin::configure::Guest as Configure;
 use exports::sluice::plugin::deserializer::{Guest, Outcome, RawRecord, Reply};
 use sluice::plugin::types::{EventRef, OptionEntry, Span};
 
 struct Otlp;
+
+/// What the source receives.
+#[derive(Clone, Copy)]
+enum Signal {
+    Logs,
+    Traces,
+}
+
+thread_local! {
+    static SIGNAL: Cell<Signal> = const { Cell::new(Signal::Logs) };
+}
 
 impl Guest for Otlp {
     fn deserialize(data: Vec<u8>, records: Vec<RawRecord>, content_types: Vec<String>) -> Reply {
@@ -42,7 +58,11 @@ impl Guest for Otlp {
                         "OTLP/JSON is not supported yet: send application/x-protobuf".into(),
                     );
                 }
-                match logs::events(payload) {
+                let parsed = match SIGNAL.with(Cell::get) {
+                    Signal::Logs => logs::events(payload),
+                    Signal::Traces => traces::events(payload),
+                };
+                match parsed {
                     Ok(list) => {
                         for event in &list {
                             let start = out.len();
@@ -68,13 +88,31 @@ impl Guest for Otlp {
 
 impl Configure for Otlp {
     fn configure(options: Vec<OptionEntry>) -> Result<(), String> {
-        match options.first() {
-            None => Ok(()),
-            Some(o) => Err(format!(
-                "unknown option `{}`: the otlp deserializer takes no options",
-                o.key
-            )),
+        let mut signal = Signal::Logs;
+        for o in options {
+            match (o.key.as_str(), o.value.as_str()) {
+                ("signal", "logs") => signal = Signal::Logs,
+                ("signal", "traces") => signal = Signal::Traces,
+                ("signal", "metrics") => {
+                    return Err(
+                        "option `signal`: `metrics` is not supported yet; `logs` or `traces`"
+                            .into(),
+                    );
+                }
+                ("signal", other) => {
+                    return Err(format!(
+                        "option `signal` must be `logs` or `traces`, got `{other}`"
+                    ));
+                }
+                (other, _) => {
+                    return Err(format!(
+                        "unknown option `{other}`: the otlp deserializer takes `signal`"
+                    ));
+                }
+            }
         }
+        SIGNAL.with(|s| s.set(signal));
+        Ok(())
     }
 }
 

@@ -1,0 +1,114 @@
+//! An `ExportTraceServiceRequest` to one event per span, as Data Prepper's `otel_trace_source`
+//! writes them in its `opensearch` format (`JacksonSpan`).
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use prost::Message as _;
+use serde_json::{Map, Value, json};
+
+use crate::common::{flatten, hex, iso_time, resource_and_scope, service_name};
+
+/// The events of one request, or why it is not one.
+pub fn events(payload: &[u8]) -> Result<Vec<Value>, String> {
+    let request = ExportTraceServiceRequest::decode(payload)
+        .map_err(|e| format!("not an OTLP trace export request (protobuf): {e}"))?;
+    let mut events = Vec::new();
+    for rs in &request.resource_spans {
+        let resource = rs.resource.as_ref();
+        let service = service_name(resource);
+        for ss in &rs.scope_spans {
+            for span in &ss.spans {
+                let mut e = Map::new();
+                let duration = span
+                    .end_time_unix_nano
+                    .saturating_sub(span.start_time_unix_nano);
+                let end = iso_time(span.end_time_unix_nano);
+                let root = span.parent_span_id.is_empty();
+                let status_code = span.status.as_ref().map_or(0, |s| s.code);
+                e.insert("traceId".into(), hex(&span.trace_id).into());
+                e.insert("spanId".into(), hex(&span.span_id).into());
+                e.insert("parentSpanId".into(), hex(&span.parent_span_id).into());
+                e.insert("traceState".into(), span.trace_state.clone().into());
+                e.insert("name".into(), span.name.clone().into());
+                e.insert(
+                    "kind".into(),
+                    SpanKind::try_from(span.kind)
+                        .map_or("SPAN_KIND_UNSPECIFIED", |k| k.as_str_name())
+                        .into(),
+                );
+                e.insert(
+                    "startTime".into(),
+                    iso_time(span.start_time_unix_nano).into(),
+                );
+                e.insert("endTime".into(), end.clone().into());
+                e.insert("durationInNanos".into(), duration.into());
+                e.insert("serviceName".into(), service.clone());
+                e.insert(
+                    "droppedAttributesCount".into(),
+                    span.dropped_attributes_count.into(),
+                );
+                e.insert(
+                    "events".into(),
+                    span.events
+                        .iter()
+                        .map(|ev| {
+                            json!({
+                                "name": ev.name,
+                                "time": iso_time(ev.time_unix_nano),
+                                "attributes": attributes(&ev.attributes),
+                                "droppedAttributesCount": ev.dropped_attributes_count,
+                            })
+                        })
+                        .collect(),
+                );
+                e.insert(
+                    "droppedEventsCount".into(),
+                    span.dropped_events_count.into(),
+                );
+                e.insert(
+                    "links".into(),
+                    span.links
+                        .iter()
+                        .map(|l| {
+                            json!({
+                                "traceId": hex(&l.trace_id),
+                                "spanId": hex(&l.span_id),
+                                "traceState": l.trace_state,
+                                "attributes": attributes(&l.attributes),
+                                "droppedAttributesCount": l.dropped_attributes_count,
+                            })
+                        })
+                        .collect(),
+                );
+                e.insert("droppedLinksCount".into(), span.dropped_links_count.into());
+                // The trace's group is its root span's name, and its fields the root's.
+                if root {
+                    e.insert("traceGroup".into(), span.name.clone().into());
+                    e.insert(
+                        "traceGroupFields".into(),
+                        json!({"endTime": end, "durationInNanos": duration, "statusCode": status_code}),
+                    );
+                } else {
+                    e.insert("traceGroup".into(), Value::Null);
+                    e.insert("traceGroupFields".into(), json!({}));
+                }
+                e.insert("status.code".into(), status_code.into());
+                if let Some(s) = span.status.as_ref().filter(|s| !s.message.is_empty()) {
+                    e.insert("status.message".into(), s.message.clone().into());
+                }
+                flatten(&mut e, "span.attributes.", &span.attributes);
+                resource_and_scope(&mut e, resource, ss.scope.as_ref());
+                events.push(Value::Object(e));
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// An event's or link's attributes: a map, keys' dots written `@`, no prefix.
+fn attributes(list: &[KeyValue]) -> Value {
+    let mut m = Map::new();
+    flatten(&mut m, "", list);
+    Value::Object(m)
+}
