@@ -164,3 +164,54 @@ fn spans_from_the_opentelemetry_python_sdk_arrive_once_each_in_data_preppers_sha
     orders.sort_unstable();
     assert_eq!(orders, [0, 1, 2, 3, 4]);
 }
+
+#[test]
+fn metrics_from_the_opentelemetry_python_sdk_arrive_one_event_per_data_point() {
+    let s = start("/v1/metrics", "signal: metrics");
+    send(&s, "send_metrics.py", "/v1/metrics", 4);
+    let out = s.path("out/events.jsonl");
+    s.wait_for("3 metric events", Duration::from_secs(60), || {
+        json_lines(&out).len() >= 3
+    });
+    let events = json_lines(&out);
+    assert_eq!(events.len(), 3, "one per data point: {events:?}");
+    let by_name = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no `{name}` in {events:?}"))
+    };
+    let orders = by_name("orders");
+    assert_eq!(orders["kind"], "SUM", "{orders}");
+    assert_eq!(orders["value"], 4.0, "{orders}");
+    assert_eq!(orders["isMonotonic"], true, "{orders}");
+    assert_eq!(
+        orders["aggregationTemporality"], "AGGREGATION_TEMPORALITY_CUMULATIVE",
+        "{orders}"
+    );
+    assert_eq!(orders["metric.attributes.region"], "eu-west", "{orders}");
+    assert_eq!(orders["serviceName"], "checkout", "{orders}");
+    assert_eq!(orders["description"], "orders placed", "{orders}");
+    let amounts = by_name("order.amount");
+    assert_eq!(amounts["kind"], "HISTOGRAM", "{amounts}");
+    assert_eq!(amounts["count"], 4, "{amounts}");
+    assert_eq!(amounts["sum"], 100.0, "{amounts}");
+    assert_eq!(amounts["unit"], "EUR", "{amounts}");
+    let counts: Vec<u64> = amounts["bucketCountsList"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(counts.iter().sum::<u64>(), 4, "{amounts}");
+    assert_eq!(amounts["bucketCounts"], counts.len(), "{amounts}");
+    assert_eq!(
+        amounts["buckets"].as_array().unwrap().len(),
+        counts.len(),
+        "{amounts}"
+    );
+    let depth = by_name("queue.depth");
+    assert_eq!(depth["kind"], "GAUGE", "{depth}");
+    assert_eq!(depth["value"], 7.0, "{depth}");
+    assert_eq!(depth["metric.attributes.queue"], "payments", "{depth}");
+}

@@ -1,11 +1,11 @@
 //! `otlp`: an OTLP export request, as an OTLP/HTTP client posts it (`application/x-protobuf`),
-//! to one event per log record or span, in Data Prepper's `opensearch` output format (the
-//! shapes its `otel_logs_source` and `otel_trace_source` write; see `logs.rs`, `traces.rs`). A
-//! request that is not one is malformed whole, with the reason.
+//! to one event per log record, span or metric data point, in Data Prepper's `opensearch`
+//! output format (the shapes its `otel_logs_source`, `otel_trace_source` and
+//! `otel_metrics_source` write; see `logs.rs`, `traces.rs`, `metrics.rs`). A request that is
+//! not one is malformed whole, with the reason.
 //!
-//! Option `signal`: `logs` (default) or `traces`, the kind of request the source receives.
-//! Built so far: logs and traces over protobuf. OTLP/JSON bodies and metrics are refused with a
-//! reason naming what is missing (issue 15 continues).
+//! Option `signal`: `logs` (default), `traces` or `metrics`, the kind of request the source
+//! receives. OTLP/JSON bodies are refused with a reason (not built yet; issue 15 continues).
 //!
 //! ```yaml
 //! source:
@@ -20,6 +20,7 @@ wit_bindgen::generate!({ world: "deserializer-plugin", path: "../../wit/v0.2" })
 
 mod common;
 mod logs;
+mod metrics;
 mod traces;
 
 use std::cell::Cell;
@@ -35,6 +36,7 @@ struct Otlp;
 enum Signal {
     Logs,
     Traces,
+    Metrics,
 }
 
 thread_local! {
@@ -61,6 +63,7 @@ impl Guest for Otlp {
                 let parsed = match SIGNAL.with(Cell::get) {
                     Signal::Logs => logs::events(payload),
                     Signal::Traces => traces::events(payload),
+                    Signal::Metrics => metrics::events(payload),
                 };
                 match parsed {
                     Ok(list) => {
@@ -93,15 +96,10 @@ impl Configure for Otlp {
             match (o.key.as_str(), o.value.as_str()) {
                 ("signal", "logs") => signal = Signal::Logs,
                 ("signal", "traces") => signal = Signal::Traces,
-                ("signal", "metrics") => {
-                    return Err(
-                        "option `signal`: `metrics` is not supported yet; `logs` or `traces`"
-                            .into(),
-                    );
-                }
+                ("signal", "metrics") => signal = Signal::Metrics,
                 ("signal", other) => {
                     return Err(format!(
-                        "option `signal` must be `logs` or `traces`, got `{other}`"
+                        "option `signal` must be `logs`, `traces` or `metrics`, got `{other}`"
                     ));
                 }
                 (other, _) => {
