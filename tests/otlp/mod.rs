@@ -215,3 +215,32 @@ fn metrics_from_the_opentelemetry_python_sdk_arrive_one_event_per_data_point() {
     assert_eq!(depth["value"], 7.0, "{depth}");
     assert_eq!(depth["metric.attributes.queue"], "payments", "{depth}");
 }
+
+#[test]
+fn an_otlp_json_body_gives_the_same_shape_as_protobuf() {
+    // The OpenTelemetry Python SDK exports protobuf only: this is the OTLP specification's own
+    // OTLP/JSON logs example (ids in hex, 64-bit integers as strings).
+    let body = br#"{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"my.service"}}]},"scopeLogs":[{"scope":{"name":"my.library","version":"1.0.0"},"logRecords":[{"timeUnixNano":"1544712660300000000","observedTimeUnixNano":"1544712660300000000","severityNumber":10,"severityText":"Information","traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174","body":{"stringValue":"Example log record"},"attributes":[{"key":"string.attribute","value":{"stringValue":"some string"}},{"key":"int.attribute","value":{"intValue":"10"}},{"key":"array.attribute","value":{"arrayValue":{"values":[{"stringValue":"many"},{"stringValue":"values"}]}}}]}]}]}]}"#;
+    let s = start("/v1/logs", "");
+    assert_eq!(
+        s.post_with("/v1/logs", &[("Content-Type", "application/json")], body),
+        200
+    );
+    let out = s.path("out/events.jsonl");
+    s.wait_for("the log event", Duration::from_secs(60), || {
+        json_lines(&out).len() == 1
+    });
+    let e = &json_lines(&out)[0];
+    assert_eq!(e["time"], "2018-12-13T14:51:00.300Z", "{e}");
+    assert_eq!(e["traceId"], "5b8efff798038103d269b633813fc60c", "{e}");
+    assert_eq!(e["spanId"], "eee19b7ec3c1b174", "{e}");
+    assert_eq!(e["body"], "Example log record", "{e}");
+    assert_eq!(e["severityNumber"], 10, "{e}");
+    assert_eq!(e["serviceName"], "my.service", "{e}");
+    assert_eq!(e["log.attributes.int@attribute"], 10, "{e}");
+    assert_eq!(
+        e["log.attributes.array@attribute"], r#"["many","values"]"#,
+        "{e}"
+    );
+    assert_eq!(e["instrumentationScope.version"], "1.0.0", "{e}");
+}

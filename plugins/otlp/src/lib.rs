@@ -1,11 +1,11 @@
-//! `otlp`: an OTLP export request, as an OTLP/HTTP client posts it (`application/x-protobuf`),
-//! to one event per log record, span or metric data point, in Data Prepper's `opensearch`
-//! output format (the shapes its `otel_logs_source`, `otel_trace_source` and
+//! `otlp`: an OTLP export request, as an OTLP/HTTP client posts it (`application/x-protobuf`,
+//! or OTLP/JSON with `application/json`), to one event per log record, span or metric data
+//! point, in Data Prepper's `opensearch` output format (the shapes its `otel_logs_source`, `otel_trace_source` and
 //! `otel_metrics_source` write; see `logs.rs`, `traces.rs`, `metrics.rs`). A request that is
 //! not one is malformed whole, with the reason.
 //!
 //! Option `signal`: `logs` (default), `traces` or `metrics`, the kind of request the source
-//! receives. OTLP/JSON bodies are refused with a reason (not built yet; issue 15 continues).
+//! receives.
 //!
 //! ```yaml
 //! source:
@@ -55,15 +55,12 @@ impl Guest for Otlp {
                     .content_type
                     .and_then(|i| content_types.get(usize::from(i)))
                     .map(String::as_str);
-                if content_type.is_some_and(|t| t.starts_with("application/json")) {
-                    return Outcome::Malformed(
-                        "OTLP/JSON is not supported yet: send application/x-protobuf".into(),
-                    );
-                }
+                // OTLP/HTTP: `application/json` is OTLP/JSON, anything else protobuf.
+                let json = content_type.is_some_and(|t| t.starts_with("application/json"));
                 let parsed = match SIGNAL.with(Cell::get) {
-                    Signal::Logs => logs::events(payload),
-                    Signal::Traces => traces::events(payload),
-                    Signal::Metrics => metrics::events(payload),
+                    Signal::Logs => logs::events(payload, json),
+                    Signal::Traces => traces::events(payload, json),
+                    Signal::Metrics => metrics::events(payload, json),
                 };
                 match parsed {
                     Ok(list) => {

@@ -7,10 +7,15 @@ use serde_json::{Map, Value};
 
 use crate::common::{flatten, hex, iso_time, resource_and_scope, service_name, value};
 
-/// The events of one request, or why it is not one.
-pub fn events(payload: &[u8]) -> Result<Vec<Value>, String> {
-    let request = ExportLogsServiceRequest::decode(payload)
-        .map_err(|e| format!("not an OTLP logs export request (protobuf): {e}"))?;
+/// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
+pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
+    let request: ExportLogsServiceRequest = if json {
+        serde_json::from_slice(payload)
+            .map_err(|e| format!("not an OTLP logs export request (JSON): {e}"))?
+    } else {
+        ExportLogsServiceRequest::decode(payload)
+            .map_err(|e| format!("not an OTLP logs export request (protobuf): {e}"))?
+    };
     let mut events = Vec::new();
     for rl in &request.resource_logs {
         let resource = rl.resource.as_ref();

@@ -14,10 +14,15 @@ use crate::common::{flatten, hex, iso_time, resource_and_scope, service_name};
 /// Data Prepper's bounds for the first and last histogram buckets (Java's `Float.MAX_VALUE`).
 const FLOAT_MAX: f64 = 3.402_823_466_385_288_6e38;
 
-/// The events of one request, or why it is not one.
-pub fn events(payload: &[u8]) -> Result<Vec<Value>, String> {
-    let request = ExportMetricsServiceRequest::decode(payload)
-        .map_err(|e| format!("not an OTLP metrics export request (protobuf): {e}"))?;
+/// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
+pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
+    let request: ExportMetricsServiceRequest = if json {
+        serde_json::from_slice(payload)
+            .map_err(|e| format!("not an OTLP metrics export request (JSON): {e}"))?
+    } else {
+        ExportMetricsServiceRequest::decode(payload)
+            .map_err(|e| format!("not an OTLP metrics export request (protobuf): {e}"))?
+    };
     let mut events = Vec::new();
     for rm in &request.resource_metrics {
         let resource = rm.resource.as_ref();
