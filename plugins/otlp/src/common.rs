@@ -6,6 +6,20 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, Key
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde_json::{Map, Value};
 
+/// An export request of type `T`: OTLP/JSON when `json`, else protobuf; the error names
+/// `what` (`logs`, `trace`, `metrics`) and the encoding.
+pub fn decode<T>(payload: &[u8], json: bool, what: &str) -> Result<T, String>
+where
+    T: prost::Message + Default + serde::de::DeserializeOwned,
+{
+    if json {
+        serde_json::from_slice(payload)
+            .map_err(|e| format!("not an OTLP {what} export request (JSON): {e}"))
+    } else {
+        T::decode(payload).map_err(|e| format!("not an OTLP {what} export request (protobuf): {e}"))
+    }
+}
+
 /// An attribute value as Data Prepper keeps it: string, bool, integer and double as they are;
 /// arrays, maps and bytes as JSON text.
 pub fn value(v: Option<&AnyValue>) -> Value {

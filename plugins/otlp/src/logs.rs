@@ -2,20 +2,13 @@
 //! `otel_logs_source` writes them in its `opensearch` format (`JacksonOtelLog`).
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use prost::Message as _;
 use serde_json::{Map, Value};
 
-use crate::common::{flatten, hex, iso_time, resource_and_scope, service_name, value};
+use crate::common::{decode, flatten, hex, iso_time, resource_and_scope, service_name, value};
 
 /// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
 pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
-    let request: ExportLogsServiceRequest = if json {
-        serde_json::from_slice(payload)
-            .map_err(|e| format!("not an OTLP logs export request (JSON): {e}"))?
-    } else {
-        ExportLogsServiceRequest::decode(payload)
-            .map_err(|e| format!("not an OTLP logs export request (protobuf): {e}"))?
-    };
+    let request: ExportLogsServiceRequest = decode(payload, json, "logs")?;
     let mut events = Vec::new();
     for rl in &request.resource_logs {
         let resource = rl.resource.as_ref();

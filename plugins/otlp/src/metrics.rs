@@ -6,23 +6,16 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
 use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, Exemplar, exemplar, metric};
-use prost::Message as _;
 use serde_json::{Map, Value, json};
 
-use crate::common::{flatten, hex, iso_time, resource_and_scope, service_name};
+use crate::common::{decode, flatten, hex, iso_time, resource_and_scope, service_name};
 
 /// Data Prepper's bounds for the first and last histogram buckets (Java's `Float.MAX_VALUE`).
 const FLOAT_MAX: f64 = 3.402_823_466_385_288_6e38;
 
 /// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
 pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
-    let request: ExportMetricsServiceRequest = if json {
-        serde_json::from_slice(payload)
-            .map_err(|e| format!("not an OTLP metrics export request (JSON): {e}"))?
-    } else {
-        ExportMetricsServiceRequest::decode(payload)
-            .map_err(|e| format!("not an OTLP metrics export request (protobuf): {e}"))?
-    };
+    let request: ExportMetricsServiceRequest = decode(payload, json, "metrics")?;
     let mut events = Vec::new();
     for rm in &request.resource_metrics {
         let resource = rm.resource.as_ref();

@@ -4,20 +4,13 @@
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
-use prost::Message as _;
 use serde_json::{Map, Value, json};
 
-use crate::common::{flatten, hex, iso_time, resource_and_scope, service_name};
+use crate::common::{decode, flatten, hex, iso_time, resource_and_scope, service_name};
 
 /// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
 pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
-    let request: ExportTraceServiceRequest = if json {
-        serde_json::from_slice(payload)
-            .map_err(|e| format!("not an OTLP trace export request (JSON): {e}"))?
-    } else {
-        ExportTraceServiceRequest::decode(payload)
-            .map_err(|e| format!("not an OTLP trace export request (protobuf): {e}"))?
-    };
+    let request: ExportTraceServiceRequest = decode(payload, json, "trace")?;
     let mut events = Vec::new();
     for rs in &request.resource_spans {
         let resource = rs.resource.as_ref();
