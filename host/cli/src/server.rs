@@ -18,8 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use sluice_pipeline::Watchdog;
-use sluice_pipeline::source::http::guard::Guard;
-use sluice_pipeline::source::http::server;
+use sluice_pipeline::source::listener::{self as server, Guard};
 
 /// Whether the pipelines are ready (shared with the run loop), and which workers are stuck.
 #[derive(Clone)]
@@ -86,7 +85,7 @@ pub(crate) async fn serve(
     let tls = protection
         .tls
         .as_ref()
-        .map(server::tls_acceptor)
+        .map(|tls| server::tls_acceptor(tls, server::Protocols::Http1))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--metrics-ssl-*: {e}"))?;
     tracing::info!(%addr, tls = tls.is_some(), authentication = protection.basic.is_some(), "serving /metrics and /health");
@@ -104,6 +103,7 @@ pub(crate) async fn serve(
         max_connections: 64,
         header_read_timeout: std::time::Duration::from_secs(10),
         idle_timeout: std::time::Duration::from_secs(75),
+        protocols: server::Protocols::Http1,
     };
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

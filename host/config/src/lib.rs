@@ -6,7 +6,7 @@
 //! - `explain`: serde's messages reworded to name the key path and suggest the fix.
 //! - `validate`: the rules that span fields and pipelines; it runs each component's own rules.
 //! - [`pipeline`]: [`Config`] and [`Pipeline`], the file's top-level shape.
-//! - [`source`], [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
+//! - [`source`], [`otlp`] (the OTLP sources), [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
 //!   documented), its rules, and ([`kafka`]) the librdkafka properties sluice owns and the
 //!   resolved settings it runs with.
 //! - [`location`]: which line each key is on, for errors found after parsing.
@@ -20,6 +20,7 @@ pub mod http;
 pub mod kafka;
 pub mod limits;
 pub mod location;
+pub mod otlp;
 pub mod parse;
 pub mod pipeline;
 pub mod processor;

@@ -1,6 +1,7 @@
 //! The `source` of a pipeline: its shape (`http`, `file`, and the `deserializer` each names)
 //! and its rules.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::http::{Authentication, Compression, Tls, check_authentication, check_tls};
 use crate::location::join;
+use crate::otlp::{OtlpKind, OtlpSource, Signal};
 use crate::parse::Context;
 use crate::units::{self, ByteSize};
 
@@ -23,6 +25,17 @@ pub enum Source {
     Http(Box<HttpSource>),
     /// Reads a file, one record per line (a pull source).
     File(FileSource),
+    /// OTLP logs over gRPC (and OTLP/HTTP); Data Prepper's newer name `otlp_logs` too.
+    #[serde(alias = "otlp_logs")]
+    OtelLogsSource(Box<OtlpSource>),
+    /// OTLP traces over gRPC (and OTLP/HTTP); Data Prepper's newer name `otlp_traces` too.
+    #[serde(alias = "otlp_traces")]
+    OtelTraceSource(Box<OtlpSource>),
+    /// OTLP metrics over gRPC (and OTLP/HTTP); Data Prepper's newer name `otlp_metrics` too.
+    #[serde(alias = "otlp_metrics")]
+    OtelMetricsSource(Box<OtlpSource>),
+    /// OTLP logs, traces and metrics on one port.
+    Otlp(Box<OtlpSource>),
 }
 
 /// Whether a source is pushed data by clients or pulls it itself. Only push sources may use the
@@ -36,26 +49,52 @@ pub enum SourceKind {
 
 impl Source {
     /// The deserializer that turns this source's raw records into events.
-    pub fn deserializer(&self) -> &DeserializerConfig {
+    pub fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         match self {
-            Source::Http(http) => &http.deserializer,
-            Source::File(file) => &file.deserializer,
+            Source::Http(http) => Cow::Borrowed(&http.deserializer),
+            Source::File(file) => Cow::Borrowed(&file.deserializer),
+            _ => {
+                let (kind, otlp) = self.otlp().expect("the other sources are OTLP");
+                Cow::Owned(otlp.deserializer(kind))
+            }
         }
     }
 
-    /// The plugin name, as written in the file.
+    /// The OTLP source this is, if it is one.
+    pub fn otlp(&self) -> Option<(OtlpKind, &OtlpSource)> {
+        match self {
+            Source::Http(_) | Source::File(_) => None,
+            Source::OtelLogsSource(o) => Some((OtlpKind::One(Signal::Logs), o)),
+            Source::OtelTraceSource(o) => Some((OtlpKind::One(Signal::Traces), o)),
+            Source::OtelMetricsSource(o) => Some((OtlpKind::One(Signal::Metrics), o)),
+            Source::Otlp(o) => Some((OtlpKind::All, o)),
+        }
+    }
+
+    /// The plugin name, as written in the file (the OTLP sources by Data Prepper's older
+    /// names).
     pub fn plugin_name(&self) -> &'static str {
         match self {
             Source::Http(_) => "http",
             Source::File(_) => "file",
+            _ => self.otlp().map_or("otlp", |(kind, _)| kind.plugin_name()),
         }
     }
 
     /// Push or pull.
     pub fn kind(&self) -> SourceKind {
         match self {
-            Source::Http(_) => SourceKind::Push,
             Source::File(_) => SourceKind::Pull,
+            _ => SourceKind::Push,
+        }
+    }
+
+    /// The TCP port a push source listens on.
+    pub fn port(&self) -> Option<u16> {
+        match self {
+            Source::Http(http) => Some(http.port),
+            Source::File(_) => None,
+            _ => self.otlp().map(|(kind, otlp)| otlp.port(kind)),
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::buffer::{check_bounded_blocking, check_buffer_plugin};
 use crate::error::Errors;
 use crate::kafka::check_kafka;
 use crate::location::join;
+use crate::otlp::{OtlpKind, check_otlp};
 use crate::parse::Context;
 use crate::processor::check_processor;
 use crate::source::{check_deserializer, check_http};
@@ -83,19 +84,44 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
                     context,
                 );
             }
-            Source::Http(http) => {
-                let path = join(name, "source.http");
-                if let Some(other) = ports.insert(http.port, name) {
-                    errors.at(
-                        &join(&path, "port"),
-                        format!(
-                            "`{path}.port` {} is already used by pipeline `{other}`; give each http source its own port",
-                            http.port
-                        ),
-                    );
+            Source::Http(http) => check_http(http, &join(name, "source.http"), errors, context),
+            _ => {
+                if let Some((kind, otlp)) = p.source.otlp() {
+                    let path = join(name, &format!("source.{}", source_key(errors, name, kind)));
+                    check_otlp(otlp, kind, &path, errors, context);
                 }
-                check_http(http, &path, errors, context);
             }
         }
+        if let Some(port) = p.source.port() {
+            let key = match p.source.otlp() {
+                Some((kind, _)) => source_key(errors, name, kind),
+                None => p.source.plugin_name(),
+            };
+            let path = join(name, &format!("source.{key}"));
+            if let Some(other) = ports.insert(port, name) {
+                errors.at(
+                    &join(&path, "port"),
+                    format!(
+                        "`{path}.port` {port} is already used by pipeline `{other}`; give each \
+                         push source its own port"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The key pipeline `name`'s OTLP source is written under (`otel_trace_source` or its newer
+/// name `otlp_traces`), so that key paths find their line.
+fn source_key(errors: &Errors, name: &str, kind: OtlpKind) -> &'static str {
+    let newer = kind.newer_name();
+    if errors
+        .index
+        .find(&join(name, &format!("source.{newer}")))
+        .is_some()
+    {
+        newer
+    } else {
+        kind.plugin_name()
     }
 }

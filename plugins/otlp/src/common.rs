@@ -1,10 +1,96 @@
-//! What every OTLP signal shares in Data Prepper's `opensearch` format: attribute values and
-//! keys, ids, times, the resource and scope fields.
+//! What every OTLP signal shares: decoding a request, ids and times (the same in both output
+//! formats), the output format itself (`Format`) with what differs between its two shapes for
+//! every signal (attributes, the resource and scope an item came from), and the `opensearch`
+//! shape of those (flat keys, dots written `@`). The `otel` shape of them is in `otel.rs`.
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde_json::{Map, Value};
+
+use crate::otel;
+
+/// Which of Data Prepper's output formats the events take (option `output_format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `opensearch`: attributes flattened into the event under prefixed keys with dots written
+    /// `@` (`log.attributes.http@method`), arrays and maps as JSON text, `serviceName` on top.
+    Opensearch,
+    /// `otel`: attributes nested as OpenTelemetry has them (`attributes: {"http.method": ...}`),
+    /// the resource and scope as objects.
+    Otel,
+}
+
+/// Where an item (log record, span, metric) came from: its resource and scope, and the schema
+/// URLs of the two.
+#[derive(Clone, Copy)]
+pub struct Origin<'a> {
+    pub resource: Option<&'a Resource>,
+    pub resource_schema_url: &'a str,
+    pub scope: Option<&'a InstrumentationScope>,
+    pub scope_schema_url: &'a str,
+}
+
+impl Format {
+    /// An item's own attributes: flattened under `prefix` (`log.attributes.`), or the map
+    /// `attributes`.
+    pub fn attributes(self, into: &mut Map<String, Value>, prefix: &str, list: &[KeyValue]) {
+        match self {
+            Format::Opensearch => flatten(into, prefix, list),
+            Format::Otel => {
+                into.insert("attributes".into(), otel::attributes(list));
+            }
+        }
+    }
+
+    /// The attributes of something inside an item (a span's event or link, an exemplar), as a
+    /// map: keys under `prefix` with dots written `@`, or as they are.
+    pub fn attribute_map(self, prefix: &str, list: &[KeyValue]) -> Value {
+        match self {
+            Format::Opensearch => {
+                let mut m = Map::new();
+                flatten(&mut m, prefix, list);
+                Value::Object(m)
+            }
+            Format::Otel => otel::attributes(list),
+        }
+    }
+
+    /// A value that is no attribute (a log record's body).
+    pub fn value(self, v: Option<&AnyValue>) -> Value {
+        match self {
+            Format::Opensearch => value(v),
+            Format::Otel => otel::value(v),
+        }
+    }
+
+    /// The event's fields from where its item came from: `serviceName`,
+    /// `resource.attributes.*` and `instrumentationScope.*`; or the objects `resource` and
+    /// `instrumentationScope`. Not `schemaUrl`, which not every signal has (`schema_url`).
+    pub fn origin(self, into: &mut Map<String, Value>, origin: &Origin) {
+        match self {
+            Format::Opensearch => {
+                into.insert("serviceName".into(), service_name(origin.resource));
+                resource_and_scope(into, origin.resource, origin.scope);
+            }
+            Format::Otel => {
+                into.insert(
+                    "resource".into(),
+                    otel::resource(origin.resource, origin.resource_schema_url),
+                );
+                into.insert("instrumentationScope".into(), otel::scope(origin.scope));
+            }
+        }
+    }
+
+    /// The event's `schemaUrl`: the resource's, or the scope's.
+    pub fn schema_url(self, origin: &Origin) -> Value {
+        match self {
+            Format::Opensearch => origin.resource_schema_url.into(),
+            Format::Otel => origin.scope_schema_url.into(),
+        }
+    }
+}
 
 /// An export request of type `T`: OTLP/JSON when `json`, else protobuf; the error names
 /// `what` (`logs`, `trace`, `metrics`) and the encoding.
@@ -20,9 +106,9 @@ where
     }
 }
 
-/// An attribute value as Data Prepper keeps it: string, bool, integer and double as they are;
-/// arrays, maps and bytes as JSON text.
-pub fn value(v: Option<&AnyValue>) -> Value {
+/// An attribute value as Data Prepper's `opensearch` format keeps it: string, bool, integer
+/// and double as they are; arrays, maps and bytes as JSON text.
+fn value(v: Option<&AnyValue>) -> Value {
     match v.and_then(|v| v.value.as_ref()) {
         None => Value::Null,
         Some(Any::StringValue(s)) => Value::String(s.clone()),
@@ -62,7 +148,7 @@ fn nested(v: &Any) -> Value {
 }
 
 /// Adds `attributes` under `prefix` (`log.attributes.`), each key's dots written `@`.
-pub fn flatten(into: &mut Map<String, Value>, prefix: &str, attributes: &[KeyValue]) {
+fn flatten(into: &mut Map<String, Value>, prefix: &str, attributes: &[KeyValue]) {
     for kv in attributes {
         into.insert(
             format!("{prefix}{}", kv.key.replace('.', "@")),
@@ -72,14 +158,14 @@ pub fn flatten(into: &mut Map<String, Value>, prefix: &str, attributes: &[KeyVal
 }
 
 /// The resource's `service.name`, if it has one.
-pub fn service_name(resource: Option<&Resource>) -> Value {
+fn service_name(resource: Option<&Resource>) -> Value {
     resource
         .and_then(|r| r.attributes.iter().find(|kv| kv.key == "service.name"))
         .map_or(Value::Null, |kv| value(kv.value.as_ref()))
 }
 
 /// `resource.attributes.*` and `instrumentationScope.*`.
-pub fn resource_and_scope(
+fn resource_and_scope(
     into: &mut Map<String, Value>,
     resource: Option<&Resource>,
     scope: Option<&InstrumentationScope>,

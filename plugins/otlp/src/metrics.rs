@@ -1,34 +1,47 @@
 //! An `ExportMetricsServiceRequest` to one event per data point, as Data Prepper's
-//! `otel_metrics_source` writes them in its `opensearch` format (`JacksonGauge`, `JacksonSum`,
-//! `JacksonHistogram`, `JacksonSummary`, `JacksonExponentialHistogram`).
+//! `otel_metrics_source` writes them: `JacksonGauge`, `JacksonSum`, `JacksonHistogram`,
+//! `JacksonSummary`, `JacksonExponentialHistogram` (`opensearch`), or their `JacksonStandard*`
+//! kin (`otel`: also the metric's `metadata`, histograms' `min` and `max`, exponential
+//! histograms' `zeroThreshold` and buckets with bounds; no exemplars on a summary).
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::metrics::v1::exponential_histogram_data_point::Buckets;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
 use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, Exemplar, exemplar, metric};
 use serde_json::{Map, Value, json};
 
-use crate::common::{decode, flatten, hex, iso_time, resource_and_scope, service_name};
+use crate::common::{Format, Origin, decode, hex, iso_time};
+use crate::otel;
 
 /// Data Prepper's bounds for the first and last histogram buckets (Java's `Float.MAX_VALUE`).
 const FLOAT_MAX: f64 = 3.402_823_466_385_288_6e38;
 
+/// The largest exponential histogram scale (either sign) Data Prepper computes buckets for
+/// (`DEFAULT_EXPONENTIAL_HISTOGRAM_MAX_ALLOWED_SCALE`).
+const MAX_EXPONENTIAL_SCALE: i32 = 10;
+
 /// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
-pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
+pub fn events(payload: &[u8], json: bool, format: Format) -> Result<Vec<Value>, String> {
     let request: ExportMetricsServiceRequest = decode(payload, json, "metrics")?;
     let mut events = Vec::new();
     for rm in &request.resource_metrics {
-        let resource = rm.resource.as_ref();
-        let service = service_name(resource);
         for sm in &rm.scope_metrics {
+            let origin = Origin {
+                resource: rm.resource.as_ref(),
+                resource_schema_url: &rm.schema_url,
+                scope: sm.scope.as_ref(),
+                scope_schema_url: &sm.schema_url,
+            };
             for m in &sm.metrics {
-                // The fields every data point of this metric shares.
+                // The fields every data point of this metric shares. A summary's points have
+                // no exemplars (`None`): `[]` in `opensearch`, no key in `otel`.
                 let point = |kind: &str,
                              start: u64,
                              time: u64,
                              flags: u32,
                              attributes: &[KeyValue],
-                             exemplars: &[Exemplar]| {
+                             exemplars: Option<&[Exemplar]>| {
                     let mut e = Map::new();
                     e.insert("name".into(), m.name.clone().into());
                     e.insert("description".into(), m.description.clone().into());
@@ -36,15 +49,18 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                     e.insert("kind".into(), kind.into());
                     e.insert("startTime".into(), iso_time(start).into());
                     e.insert("time".into(), iso_time(time).into());
-                    e.insert("serviceName".into(), service.clone());
-                    e.insert("schemaUrl".into(), rm.schema_url.clone().into());
+                    e.insert("schemaUrl".into(), format.schema_url(&origin));
                     e.insert("flags".into(), flags.into());
-                    e.insert(
-                        "exemplars".into(),
-                        exemplars.iter().map(exemplar_json).collect(),
-                    );
-                    flatten(&mut e, "metric.attributes.", attributes);
-                    resource_and_scope(&mut e, resource, sm.scope.as_ref());
+                    if exemplars.is_some() || format == Format::Opensearch {
+                        let list = exemplars.unwrap_or_default();
+                        let list = list.iter().map(|x| exemplar_json(x, format)).collect();
+                        e.insert("exemplars".into(), list);
+                    }
+                    if format == Format::Otel {
+                        e.insert("metadata".into(), otel::attributes(&m.metadata));
+                    }
+                    format.attributes(&mut e, "metric.attributes.", attributes);
+                    format.origin(&mut e, &origin);
                     e
                 };
                 match &m.data {
@@ -57,7 +73,7 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 p.time_unix_nano,
                                 p.flags,
                                 &p.attributes,
-                                &p.exemplars,
+                                Some(&p.exemplars),
                             );
                             e.insert("value".into(), number(p.value.as_ref()));
                             events.push(Value::Object(e));
@@ -71,7 +87,7 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 p.time_unix_nano,
                                 p.flags,
                                 &p.attributes,
-                                &p.exemplars,
+                                Some(&p.exemplars),
                             );
                             e.insert("value".into(), number(p.value.as_ref()));
                             e.insert("isMonotonic".into(), s.is_monotonic.into());
@@ -90,7 +106,7 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 p.time_unix_nano,
                                 p.flags,
                                 &p.attributes,
-                                &p.exemplars,
+                                Some(&p.exemplars),
                             );
                             e.insert("sum".into(), p.sum.unwrap_or(0.0).into());
                             e.insert("count".into(), p.count.into());
@@ -106,6 +122,11 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 "buckets".into(),
                                 buckets(&p.bucket_counts, &p.explicit_bounds),
                             );
+                            if format == Format::Otel {
+                                // Java's getters: 0.0 when the point has none.
+                                e.insert("min".into(), p.min.unwrap_or(0.0).into());
+                                e.insert("max".into(), p.max.unwrap_or(0.0).into());
+                            }
                             events.push(Value::Object(e));
                         }
                     }
@@ -117,7 +138,7 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 p.time_unix_nano,
                                 p.flags,
                                 &p.attributes,
-                                &[],
+                                None,
                             );
                             e.insert("sum".into(), p.sum.into());
                             e.insert("count".into(), p.count.into());
@@ -140,7 +161,7 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 p.time_unix_nano,
                                 p.flags,
                                 &p.attributes,
-                                &p.exemplars,
+                                Some(&p.exemplars),
                             );
                             e.insert("sum".into(), p.sum.unwrap_or(0.0).into());
                             e.insert("count".into(), p.count.into());
@@ -161,6 +182,19 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 "aggregationTemporality".into(),
                                 temporality(h.aggregation_temporality),
                             );
+                            if format == Format::Otel {
+                                e.insert("min".into(), p.min.unwrap_or(0.0).into());
+                                e.insert("max".into(), p.max.unwrap_or(0.0).into());
+                                e.insert("zeroThreshold".into(), p.zero_threshold.into());
+                                e.insert(
+                                    "positiveBuckets".into(),
+                                    exponential_buckets(pos, p.scale),
+                                );
+                                e.insert(
+                                    "negativeBuckets".into(),
+                                    exponential_buckets(neg, p.scale),
+                                );
+                            }
                             events.push(Value::Object(e));
                         }
                     }
@@ -203,13 +237,7 @@ fn buckets(counts: &[u64], bounds: &[f64]) -> Value {
         .collect()
 }
 
-fn exemplar_json(x: &Exemplar) -> Value {
-    let mut attributes = Map::new();
-    flatten(
-        &mut attributes,
-        "exemplar.attributes.",
-        &x.filtered_attributes,
-    );
+fn exemplar_json(x: &Exemplar, format: Format) -> Value {
     let value = match x.value {
         Some(exemplar::Value::AsDouble(d)) => Value::from(d),
         Some(exemplar::Value::AsInt(i)) => Value::from(i as f64),
@@ -218,8 +246,37 @@ fn exemplar_json(x: &Exemplar) -> Value {
     json!({
         "time": iso_time(x.time_unix_nano),
         "value": value,
-        "attributes": attributes,
+        "attributes": format.attribute_map("exemplar.attributes.", &x.filtered_attributes),
         "spanId": hex(&x.span_id),
         "traceId": hex(&x.trace_id),
     })
+}
+
+/// An exponential histogram's buckets of one sign, `[{min, max, count}]`, with the bounds
+/// Data Prepper gives them (`createExponentialBuckets`): bucket `i` spans
+/// `base^(s·(|offset|+i))` to `base^(s·(|offset|+i+1))`, `base = 2^(2^-scale)`, `s` the
+/// offset's sign (so with a negative offset the bounds fall, as in Data Prepper). None when
+/// the last bound would pass the largest double, or the scale is beyond
+/// `MAX_EXPONENTIAL_SCALE` (Data Prepper drops such a point; it is kept here, without buckets).
+fn exponential_buckets(buckets: Option<&Buckets>, scale: i32) -> Value {
+    let Some(b) = buckets.filter(|_| scale.abs() <= MAX_EXPONENTIAL_SCALE) else {
+        return json!([]);
+    };
+    let base = 2f64.powf(2f64.powf(-f64::from(scale)));
+    // Data Prepper's table of bounds holds indices 0..=last.
+    let last = (f64::MAX.ln() / base.ln()).round();
+    let skip = f64::from(b.offset.unsigned_abs());
+    if b.bucket_counts.len() as f64 + skip >= last + 1.0 {
+        return json!([]);
+    }
+    let sign = if b.offset < 0 { -1.0 } else { 1.0 };
+    let bound = |k: f64| base.powf(sign * k);
+    b.bucket_counts
+        .iter()
+        .enumerate()
+        .map(|(i, count)| {
+            let k = skip + i as f64;
+            json!({"min": bound(k), "max": bound(k + 1.0), "count": count})
+        })
+        .collect()
 }

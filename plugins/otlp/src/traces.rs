@@ -1,21 +1,27 @@
 //! An `ExportTraceServiceRequest` to one event per span, as Data Prepper's `otel_trace_source`
-//! writes them in its `opensearch` format (`JacksonSpan`).
+//! writes them: `JacksonSpan` (`opensearch`: with the trace group, `status.code`) or
+//! `JacksonStandardSpan` (`otel`: `status` an object, `flags` and `schemaUrl`; Data Prepper
+//! keeps its service name and trace group in the event's metadata, which sluice events do not
+//! have).
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use serde_json::{Map, Value, json};
 
-use crate::common::{decode, flatten, hex, iso_time, resource_and_scope, service_name};
+use crate::common::{Format, Origin, decode, hex, iso_time};
 
 /// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
-pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
+pub fn events(payload: &[u8], json: bool, format: Format) -> Result<Vec<Value>, String> {
     let request: ExportTraceServiceRequest = decode(payload, json, "trace")?;
     let mut events = Vec::new();
     for rs in &request.resource_spans {
-        let resource = rs.resource.as_ref();
-        let service = service_name(resource);
         for ss in &rs.scope_spans {
+            let origin = Origin {
+                resource: rs.resource.as_ref(),
+                resource_schema_url: &rs.schema_url,
+                scope: ss.scope.as_ref(),
+                scope_schema_url: &ss.schema_url,
+            };
             for span in &ss.spans {
                 let mut e = Map::new();
                 let duration = span
@@ -41,7 +47,6 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                 );
                 e.insert("endTime".into(), end.clone().into());
                 e.insert("durationInNanos".into(), duration.into());
-                e.insert("serviceName".into(), service.clone());
                 e.insert(
                     "droppedAttributesCount".into(),
                     span.dropped_attributes_count.into(),
@@ -54,7 +59,7 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                             json!({
                                 "name": ev.name,
                                 "time": iso_time(ev.time_unix_nano),
-                                "attributes": attributes(&ev.attributes),
+                                "attributes": format.attribute_map("", &ev.attributes),
                                 "droppedAttributesCount": ev.dropped_attributes_count,
                             })
                         })
@@ -73,40 +78,46 @@ pub fn events(payload: &[u8], json: bool) -> Result<Vec<Value>, String> {
                                 "traceId": hex(&l.trace_id),
                                 "spanId": hex(&l.span_id),
                                 "traceState": l.trace_state,
-                                "attributes": attributes(&l.attributes),
+                                "attributes": format.attribute_map("", &l.attributes),
                                 "droppedAttributesCount": l.dropped_attributes_count,
                             })
                         })
                         .collect(),
                 );
                 e.insert("droppedLinksCount".into(), span.dropped_links_count.into());
-                // The trace's group is its root span's name, and its fields the root's.
-                if root {
-                    e.insert("traceGroup".into(), span.name.clone().into());
-                    e.insert(
-                        "traceGroupFields".into(),
-                        json!({"endTime": end, "durationInNanos": duration, "statusCode": status_code}),
-                    );
-                } else {
-                    e.insert("traceGroup".into(), Value::Null);
-                    e.insert("traceGroupFields".into(), json!({}));
+                match format {
+                    Format::Opensearch => {
+                        // The trace's group is its root span's name, and its fields the root's.
+                        if root {
+                            e.insert("traceGroup".into(), span.name.clone().into());
+                            e.insert(
+                                "traceGroupFields".into(),
+                                json!({"endTime": end, "durationInNanos": duration, "statusCode": status_code}),
+                            );
+                        } else {
+                            e.insert("traceGroup".into(), Value::Null);
+                            e.insert("traceGroupFields".into(), json!({}));
+                        }
+                        e.insert("status.code".into(), status_code.into());
+                        if let Some(s) = span.status.as_ref().filter(|s| !s.message.is_empty()) {
+                            e.insert("status.message".into(), s.message.clone().into());
+                        }
+                    }
+                    Format::Otel => {
+                        let message = span.status.as_ref().map_or("", |s| s.message.as_str());
+                        e.insert(
+                            "status".into(),
+                            json!({"code": status_code, "message": message}),
+                        );
+                        e.insert("flags".into(), span.flags.into());
+                        e.insert("schemaUrl".into(), format.schema_url(&origin));
+                    }
                 }
-                e.insert("status.code".into(), status_code.into());
-                if let Some(s) = span.status.as_ref().filter(|s| !s.message.is_empty()) {
-                    e.insert("status.message".into(), s.message.clone().into());
-                }
-                flatten(&mut e, "span.attributes.", &span.attributes);
-                resource_and_scope(&mut e, resource, ss.scope.as_ref());
+                format.attributes(&mut e, "span.attributes.", &span.attributes);
+                format.origin(&mut e, &origin);
                 events.push(Value::Object(e));
             }
         }
     }
     Ok(events)
-}
-
-/// An event's or link's attributes: a map, keys' dots written `@`, no prefix.
-fn attributes(list: &[KeyValue]) -> Value {
-    let mut m = Map::new();
-    flatten(&mut m, "", list);
-    Value::Object(m)
 }

@@ -6,12 +6,9 @@
 //! says so; after inflating, for gzip); 429 with `Retry-After` past `max_pending_requests`
 //! requests in progress; 415 for a `Content-Encoding` that `compression` does not
 //! allow; 503 with `Retry-After` when the buffer stays full for `request_timeout` or is
-//! shutting down. Never 200 for data the buffer does not have. [`server`] serves the router:
-//! TLS, connection limit and timeouts; `guard` checks credentials and encodings.
-
-mod activity;
-pub mod guard;
-pub mod server;
+//! shutting down. Never 200 for data the buffer does not have. [`super::listener`] serves the
+//! router (TLS, connection limit and timeouts) and checks credentials and encodings;
+//! [`super::intake`] writes to the buffer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,33 +19,30 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use sluice_buffer::{BufferWriter, Record, WriteError};
+use sluice_buffer::{BufferWriter, Record};
 use sluice_config::HttpSource;
 
+use super::intake::{Backoff, Intake, Refusal, retry_after_seconds};
+use super::listener::{self, Guard};
 use super::{Source, SourceContext, SourceError};
 use crate::counters::Counters;
 
+/// The http source's `Retry-After`: 1 s, whatever the cause.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
 struct HttpState {
-    pipeline: String,
     origin: String,
-    /// Request headers the buffer's policy reads (lowercase names).
-    wanted_headers: Vec<String>,
-    writer: Arc<dyn BufferWriter>,
-    timeout: Duration,
     /// `max_request_length` in bytes.
     max_length: u64,
-    counters: Arc<Counters>,
-    guard: guard::Guard,
-    /// `max_pending_requests`: a permit per request being handled.
-    pending: Arc<tokio::sync::Semaphore>,
-    max_pending: usize,
+    guard: Guard,
+    intake: Intake,
 }
 
 /// The http source, listening.
 pub struct HttpServer {
     listener: tokio::net::TcpListener,
     router: Router,
-    limits: server::Limits,
+    limits: listener::Limits,
     tls: Option<tokio_rustls::TlsAcceptor>,
     pipeline: String,
 }
@@ -62,10 +56,10 @@ impl HttpServer {
                 port: config.port,
                 error,
             })?;
-        let limits = server::Limits::of(config);
+        let limits = listener::Limits::of(config);
         let tls = config
             .tls()
-            .map(|tls| server::tls_acceptor(&tls))
+            .map(|tls| listener::tls_acceptor(&tls, listener::Protocols::Http1))
             .transpose()
             .map_err(SourceError::Tls)?;
         tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, tls = config.ssl, "http source listening");
@@ -82,7 +76,7 @@ impl HttpServer {
 #[async_trait::async_trait]
 impl Source for HttpServer {
     async fn run(self: Box<Self>, stop: tokio::sync::watch::Receiver<bool>) {
-        server::serve(
+        listener::serve(
             self.listener,
             self.router,
             self.limits,
@@ -101,22 +95,19 @@ pub fn router(
     writer: Arc<dyn BufferWriter>,
     counters: Arc<Counters>,
 ) -> Result<Router, SourceError> {
-    let guard = guard::Guard::new(config.authentication.as_ref(), config.compression)?;
+    let guard = Guard::new(config.authentication.as_ref(), config.compression)?;
     let state = Arc::new(HttpState {
-        pipeline: pipeline.to_owned(),
         origin: format!("http:{}", config.path),
-        wanted_headers: writer.wanted_headers(),
-        writer,
-        timeout: config.request_timeout,
         max_length: config.max_request_length.bytes(),
-        counters,
         guard,
-        pending: Arc::new(tokio::sync::Semaphore::new(
-            config
-                .max_pending_requests
-                .min(tokio::sync::Semaphore::MAX_PERMITS),
-        )),
-        max_pending: config.max_pending_requests,
+        intake: Intake::new(
+            pipeline,
+            writer,
+            counters,
+            config.request_timeout,
+            config.max_pending_requests,
+            Backoff::new(RETRY_AFTER, RETRY_AFTER),
+        ),
     });
     let limit = usize::try_from(config.max_request_length.bytes()).unwrap_or(usize::MAX);
     let mut router = Router::new().route(&config.path, post(ingest));
@@ -151,51 +142,22 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
     if let Err(refused) = state.guard.authenticate(request.headers()) {
         return refused;
     }
-    let Ok(_pending) = state.pending.clone().try_acquire_owned() else {
-        state.counters.refused.add(1);
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
-            format!(
-                "too many requests in progress: the http source's `max_pending_requests` = {} is \
-                 reached; retry later\n",
-                state.max_pending
-            ),
-        )
-            .into_response();
+    let _pending = match state.intake.admit("http") {
+        Ok(permit) => permit,
+        Err(refusal) => return refused(&refusal),
     };
     // Refused before reading the body, so the client is not kept sending it (or, with
     // `Expect: 100-continue`, waiting to). A chunked body over the limit is refused by
     // `DefaultBodyLimit` once that much has arrived.
-    if let Some(length) = content_length(request.headers())
-        && length > state.max_length
-    {
-        let message = format!(
-            "the body is {length} bytes (Content-Length), over the http source's \
-             `max_request_length` of {} bytes\n",
-            state.max_length
-        );
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            [(header::CONNECTION, "close")],
-            message,
-        )
-            .into_response();
+    if let Some(response) = listener::too_long(request.headers(), state.max_length, "http") {
+        return response;
     }
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    // The headers the buffer's policy reads (`X-Tenant`, `Idempotency-Key`), and no others.
-    let headers: Vec<(String, String)> = state
-        .wanted_headers
-        .iter()
-        .filter_map(|name| {
-            let value = request.headers().get(name.as_str())?.to_str().ok()?;
-            Some((name.clone(), value.to_owned()))
-        })
-        .collect();
+    let headers = state.intake.headers(request.headers());
     let encoding = request
         .headers()
         .get(header::CONTENT_ENCODING)
@@ -216,18 +178,14 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
         return (StatusCode::BAD_REQUEST, "empty request body\n").into_response();
     }
     let received_at_ms = super::now_ms();
-    let payloads = match state.writer.max_record_size() {
+    let payloads = match state.intake.max_record_size() {
         Some(max) if body.len() > max => match split_json_array(&body, max) {
             Ok(parts) => parts,
-            Err(why) => {
-                state.counters.overflows.add(1);
-                return (StatusCode::PAYLOAD_TOO_LARGE, format!("{why}\n")).into_response();
-            }
+            Err(why) => return refused(&state.intake.too_large(why)),
         },
         // No copy when the body is uniquely owned, which it is here.
         _ => vec![Vec::from(body)],
     };
-    let n = payloads.len() as u64;
     let records = payloads
         .into_iter()
         .map(|payload| Record {
@@ -239,53 +197,29 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
             headers: headers.clone(),
         })
         .collect();
-    match state.writer.write(records, state.timeout).await {
-        Ok(()) => {
-            state.counters.accepted.add(n);
-            StatusCode::OK.into_response()
-        }
-        Err(e @ (WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. })) => {
-            state.counters.overflows.add(1);
-            (StatusCode::PAYLOAD_TOO_LARGE, format!("{e}\n")).into_response()
-        }
-        Err(WriteError::Throttled {
-            retry_after,
-            reason,
-        }) => {
-            state.counters.refused.add(1);
-            // Whole seconds, rounded up: a client never retries too early.
-            let seconds = retry_after.as_millis().div_ceil(1000).max(1).to_string();
-            (
-                StatusCode::TOO_MANY_REQUESTS,
-                [(header::RETRY_AFTER, seconds)],
-                format!("{reason}; retry later\n"),
-            )
-                .into_response()
-        }
-        Err(e) => {
-            if let WriteError::Full(_) = e {
-                state.counters.write_timeouts.add(1);
-            }
-            state.counters.refused.add(1);
-            tracing::warn!(pipeline = %state.pipeline, error = %e, "refusing request");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "1")],
-                format!("{e}; retry later\n"),
-            )
-                .into_response()
-        }
+    match state.intake.write(records).await {
+        Ok(()) => StatusCode::OK.into_response(),
+        Err(refusal) => refused(&refusal),
     }
 }
 
-/// The request's `Content-Length`, if it has a valid one (hyper refuses invalid ones).
-fn content_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()
+/// A refusal as the http source answers it.
+fn refused(refusal: &Refusal) -> Response {
+    let status = match refusal {
+        Refusal::Busy { .. } | Refusal::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+        Refusal::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Refusal::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+    };
+    let body = format!("{}\n", refusal.message());
+    match refusal.retry_after() {
+        Some(after) => (
+            status,
+            [(header::RETRY_AFTER, retry_after_seconds(after))],
+            body,
+        )
+            .into_response(),
+        None => (status, body).into_response(),
+    }
 }
 
 /// Splits a JSON array body into smaller JSON arrays of whole elements, none over `max`

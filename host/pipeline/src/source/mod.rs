@@ -2,6 +2,10 @@
 //!
 //! - [`http`] (push): clients POST; "accepted" only once the buffer holds the body. Its
 //!   [`http::server`] caps connections and closes those that hold it open without sending.
+//! - [`otlp`] (push): OTLP/gRPC and OTLP/HTTP clients export logs, traces and metrics; the
+//!   same promise as `http`.
+//! - [`intake`]: what the push sources share between the request and the buffer;
+//!   [`listener`]: how they serve connections.
 //! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
 //!
@@ -10,6 +14,9 @@
 
 pub mod file;
 pub mod http;
+pub mod intake;
+pub mod listener;
+pub mod otlp;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -57,6 +64,11 @@ pub async fn build(
     Ok(match config {
         sluice_config::Source::Http(c) => Box::new(http::HttpServer::bind(c, cx).await?),
         sluice_config::Source::File(c) => Box::new(file::FileLines::new(c, cx)),
+        other => {
+            let (kind, otlp) = other.otlp().expect("the other sources are OTLP");
+            let settings = otlp.settings(kind, &cx.pipeline);
+            Box::new(otlp::OtlpServer::bind(&settings, cx).await?)
+        }
     })
 }
 

@@ -1,7 +1,7 @@
 //! What an http connection is doing, and how long it may stay silent in each phase: the
 //! [`Activity`] a connection's socket ([`Watched`]), its service ([`RouterService`]) and its
 //! request body ([`WatchedBody`]) report to, and the deadline it gives the serving loop in
-//! `server`.
+//! the listener.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tower_service::Service as _;
 
-use super::server::Limits;
+use super::Limits;
 
 /// What a connection is doing, which decides how long it may stay silent.
 #[derive(Debug, Clone, Copy)]
@@ -29,10 +29,13 @@ pub(super) enum Phase {
     Head { since: Instant },
     /// Between requests, since the last answer.
     Idle { since: Instant },
-    /// Serving a request. `body` is when its body last made progress, while the handler
-    /// waits for it; `None` once the body ended or was dropped (the handler then answers
-    /// within `request_timeout`).
-    Request { body: Option<Instant> },
+    /// Serving `requests` requests (more than one only over HTTP/2). `body` is when a request
+    /// body last made progress, while the handler waits for it; `None` once the body ended or
+    /// was dropped (the handler then answers within `request_timeout`).
+    Request {
+        body: Option<Instant>,
+        requests: usize,
+    },
 }
 
 /// The timeout that closes a connection in its current [`Phase`].
@@ -56,16 +59,20 @@ impl Timeout {
 pub(super) struct Activity {
     /// A std mutex: held for a few instructions, never across an `.await`.
     phase: Mutex<Phase>,
+    /// HTTP/2 may be spoken: bytes between requests (pings, window updates, settings) do not
+    /// start a request head, so an idle connection is closed after `idle_timeout`.
+    multiplexed: bool,
     /// Woken when the deadline may have come closer, so the timer re-arms.
     pub(super) changed: Notify,
 }
 
 impl Activity {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(multiplexed: bool) -> Self {
         Self {
             phase: Mutex::new(Phase::Head {
                 since: Instant::now(),
             }),
+            multiplexed,
             changed: Notify::new(),
         }
     }
@@ -82,8 +89,10 @@ impl Activity {
                 Some((since + limits.header_read_timeout, Timeout::HeaderRead))
             }
             Phase::Idle { since } => Some((since + limits.idle_timeout, Timeout::Idle)),
-            Phase::Request { body: Some(at) } => Some((at + limits.idle_timeout, Timeout::Idle)),
-            Phase::Request { body: None } => None,
+            Phase::Request { body: Some(at), .. } => {
+                Some((at + limits.idle_timeout, Timeout::Idle))
+            }
+            Phase::Request { body: None, .. } => None,
         }
     }
 
@@ -92,6 +101,9 @@ impl Activity {
     /// hyper's buffer, not the socket, and stays under `idle_timeout`; the rest of a body that
     /// hyper drains after an early answer (413, 404) counts as the next head.
     pub(super) fn read(&self) {
+        if self.multiplexed {
+            return;
+        }
         let mut phase = self.phase();
         if let Phase::Idle { .. } = *phase {
             *phase = Phase::Head {
@@ -104,32 +116,50 @@ impl Activity {
 
     /// hyper parsed a request head and called the service.
     pub(super) fn request(&self, has_body: bool) {
-        *self.phase() = Phase::Request {
-            body: has_body.then(Instant::now),
+        let mut phase = self.phase();
+        let body = has_body.then(Instant::now);
+        *phase = match *phase {
+            Phase::Request {
+                body: other,
+                requests,
+            } => Phase::Request {
+                body: body.or(other),
+                requests: requests + 1,
+            },
+            _ => Phase::Request { body, requests: 1 },
         };
+        drop(phase);
         self.changed.notify_one();
     }
 
     /// A frame of the request body arrived. The deadline only moves later, so the timer is not
     /// woken: it finds the new deadline when the old one passes.
     pub(super) fn body_progress(&self) {
-        if let Phase::Request { body: Some(at) } = &mut *self.phase() {
+        if let Phase::Request { body: Some(at), .. } = &mut *self.phase() {
             *at = Instant::now();
         }
     }
 
     /// The request body ended, or the handler dropped it.
     pub(super) fn body_done(&self) {
-        if let Phase::Request { body } = &mut *self.phase() {
+        if let Phase::Request { body, .. } = &mut *self.phase() {
             *body = None;
         }
     }
 
     /// The service answered; the answer is being written.
     pub(super) fn answered(&self) {
-        *self.phase() = Phase::Idle {
-            since: Instant::now(),
+        let mut phase = self.phase();
+        *phase = match *phase {
+            Phase::Request { body, requests } if requests > 1 => Phase::Request {
+                body,
+                requests: requests - 1,
+            },
+            _ => Phase::Idle {
+                since: Instant::now(),
+            },
         };
+        drop(phase);
         self.changed.notify_one();
     }
 }

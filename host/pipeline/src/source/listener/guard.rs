@@ -39,6 +39,22 @@ impl Guard {
     /// `Ok` when no credentials are required or the request has the right ones; else the 401.
     #[allow(clippy::result_large_err, reason = "the error is the response itself")]
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<(), Response> {
+        self.check(headers).map_err(|why| {
+            (
+                StatusCode::UNAUTHORIZED,
+                [(
+                    header::WWW_AUTHENTICATE,
+                    format!("Basic realm=\"{REALM}\", charset=\"UTF-8\""),
+                )],
+                format!("{why}\n"),
+            )
+                .into_response()
+        })
+    }
+
+    /// `Ok` when no credentials are required or the request has the right ones; else why not
+    /// (gRPC answers it as `UNAUTHENTICATED`).
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), &'static str> {
         let Some(expected) = &self.basic else {
             return Ok(());
         };
@@ -58,22 +74,8 @@ impl Guard {
             });
         match given {
             Some(given) if same(&given, expected) => Ok(()),
-            given => {
-                let why = if given.is_some() {
-                    "wrong user name or password"
-                } else {
-                    "credentials required (HTTP Basic)"
-                };
-                Err((
-                    StatusCode::UNAUTHORIZED,
-                    [(
-                        header::WWW_AUTHENTICATE,
-                        format!("Basic realm=\"{REALM}\", charset=\"UTF-8\""),
-                    )],
-                    format!("{why}\n"),
-                )
-                    .into_response())
-            }
+            Some(_) => Err("wrong user name or password"),
+            None => Err("credentials required (HTTP Basic)"),
         }
     }
 

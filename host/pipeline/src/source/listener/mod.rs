@@ -1,7 +1,11 @@
-//! Serving an http source's listener so that clients cannot hold it open or make it wait.
+//! Serving a push source's listener (the http and OTLP sources, and `/metrics`) so that
+//! clients cannot hold it open or make it wait; `guard` checks a request's credentials and
+//! encoding before its body is taken.
 //!
 //! - With `ssl: true`, every connection is TLS (rustls; the handshake must finish within
-//!   `header_read_timeout`); HTTP/1.1 only.
+//!   `header_read_timeout`). [`Protocols`] says what is spoken: HTTP/1.1 only (the http
+//!   source), or HTTP/1.1 and HTTP/2 (the OTLP sources: gRPC needs HTTP/2), told apart by ALPN
+//!   with TLS and by the HTTP/2 preface without.
 //! - At most `max_connection_count` connections are open at once (a [`Semaphore`] permit per
 //!   connection). One more is answered `503` with `Retry-After: 1` and closed, without reading
 //!   its request, and counted in `sluice_connectionsRefused{pipeline}`.
@@ -19,6 +23,7 @@
 //! answered, its request body progress and the end; a timer closes the connection when the
 //! current phase's deadline passes.
 
+use std::future::Future as _;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,6 +31,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse as _, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -37,7 +44,12 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::activity::{Activity, RouterService, Timeout, Watched};
+mod activity;
+mod guard;
+
+pub use guard::Guard;
+
+use activity::{Activity, RouterService, Timeout, Watched};
 
 /// How many refusals may linger at once; past that a connection over the limit is answered
 /// and closed at once. Each one takes a task for up to [`LINGER`], so a flood of connections
@@ -51,6 +63,15 @@ const LINGER: Duration = Duration::from_secs(1);
 /// Refused connections are warned of at most this often.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
+/// What a listener speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocols {
+    /// HTTP/1.1 only.
+    Http1,
+    /// HTTP/1.1 and HTTP/2 (prior knowledge, or ALPN `h2` with TLS), as gRPC needs.
+    Http1And2,
+}
+
 /// The connection limits of one listener.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -60,6 +81,8 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// `idle_timeout`: how long sluice waits for a silent client.
     pub idle_timeout: Duration,
+    /// What the listener speaks.
+    pub protocols: Protocols,
 }
 
 impl Limits {
@@ -69,13 +92,40 @@ impl Limits {
             max_connections: config.max_connection_count,
             header_read_timeout: config.header_read_timeout,
             idle_timeout: config.idle_timeout,
+            protocols: Protocols::Http1,
         }
     }
 }
 
+/// The answer to a request whose `Content-Length` is over `max` bytes (the `source`'s
+/// `max_request_length`), given before its body is read so the client is not kept sending it.
+pub fn too_long(headers: &HeaderMap, max: u64, source: &str) -> Option<Response> {
+    let length: u64 = headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()?;
+    (length > max).then(|| {
+        let message = format!(
+            "the body is {length} bytes (Content-Length), over the {source} source's \
+             `max_request_length` of {max} bytes\n"
+        );
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            message,
+        )
+            .into_response()
+    })
+}
+
 /// The TLS side of a listener with `ssl: true`: the certificate chain and key, read and
 /// checked once, at start (a file that cannot be used fails the start, naming it).
-pub fn tls_acceptor(tls: &sluice_config::http::Tls) -> Result<TlsAcceptor, String> {
+pub fn tls_acceptor(
+    tls: &sluice_config::http::Tls,
+    protocols: Protocols,
+) -> Result<TlsAcceptor, String> {
     let (cert_file, key_file) = (&tls.certificate_file, &tls.key_file);
     let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
         .and_then(|certs| certs.collect())
@@ -107,7 +157,10 @@ pub fn tls_acceptor(tls: &sluice_config::http::Tls) -> Result<TlsAcceptor, Strin
                 key_file.display()
             )
         })?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = match protocols {
+        Protocols::Http1 => vec![b"http/1.1".to_vec()],
+        Protocols::Http1And2 => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
@@ -272,10 +325,10 @@ async fn connection(
     app: Router,
     limits: Limits,
     tls: Option<TlsAcceptor>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     _open: Open,
 ) {
-    let activity = Arc::new(Activity::new());
+    let activity = Arc::new(Activity::new(limits.protocols == Protocols::Http1And2));
     let watched = Watched {
         stream,
         activity: activity.clone(),
@@ -301,45 +354,105 @@ async fn connection(
         app,
         activity: activity.clone(),
     };
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    // Off (see the module doc). hyper's 30 s default needs a timer, which is not set either;
-    // this says so rather than relying on it.
-    builder
-        .keep_alive(true)
-        .header_read_timeout(None::<Duration>);
-    let mut conn = builder.serve_connection(io, service);
+    match limits.protocols {
+        Protocols::Http1 => {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            // Off (see the module doc). hyper's 30 s default needs a timer, which is not set
+            // either; this says so rather than relying on it.
+            builder
+                .keep_alive(true)
+                .header_read_timeout(None::<Duration>);
+            let mut conn = builder.serve_connection(io, service);
+            // Without shutdown: `linger` closes the socket once hyper is done with it.
+            let served = drive(
+                &mut conn,
+                |conn, cx| conn.poll_without_shutdown(cx).map_err(Into::into),
+                |conn| Pin::new(conn).graceful_shutdown(),
+                &activity,
+                limits,
+                stop,
+            )
+            .await;
+            if served {
+                close(conn.into_parts().io.into_inner()).await;
+            }
+        }
+        Protocols::Http1And2 => {
+            let mut builder =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            builder
+                .http1()
+                .keep_alive(true)
+                .header_read_timeout(None::<Duration>);
+            // A request is small and answered within `request_timeout`: a few streams at once
+            // are plenty, and bound what one connection can hold.
+            builder.http2().max_concurrent_streams(MAX_STREAMS);
+            let conn = builder.serve_connection(io, service);
+            let mut conn = std::pin::pin!(conn);
+            drive(
+                &mut conn,
+                |conn, cx| conn.as_mut().poll(cx),
+                |conn| conn.as_mut().graceful_shutdown(),
+                &activity,
+                limits,
+                stop,
+            )
+            .await;
+        }
+    }
+}
+
+/// The most HTTP/2 streams (requests) in flight on one connection.
+const MAX_STREAMS: u32 = 32;
+
+/// Drives `conn` until it ends (`true` when it ended without an error), a timeout closes it,
+/// or, on shutdown, its requests in flight are answered.
+async fn drive<C>(
+    conn: &mut C,
+    mut poll: impl FnMut(&mut C, &mut Context<'_>) -> Poll<Result<(), BoxError>>,
+    mut graceful_shutdown: impl FnMut(&mut C),
+    activity: &Activity,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) -> bool {
     let mut stopping = false;
     let served = loop {
         let deadline = activity.deadline(limits);
         if stopping && deadline.is_some_and(|(_, timeout)| timeout == Timeout::HeaderRead) {
             // A request head still coming in: nothing was accepted from it yet.
-            return;
+            return false;
         }
         let at = deadline.map_or_else(Instant::now, |(at, _)| at);
         tokio::select! {
-            // Without shutdown: `linger` closes the socket once hyper is done with it.
-            result = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break result,
+            result = std::future::poll_fn(|cx| poll(conn, cx)) => break result,
             () = activity.changed.notified() => {}
             () = tokio::time::sleep_until(at), if deadline.is_some() => {
                 if let Some((at, timeout)) = activity.deadline(limits)
                     && at <= Instant::now()
                 {
-                    tracing::debug!(timeout = timeout.key(), "closing an http connection: timed out");
-                    return;
+                    tracing::debug!(timeout = timeout.key(), "closing a connection: timed out");
+                    return false;
                 }
             }
             () = stopped(&mut stop), if !stopping => {
                 stopping = true;
                 // Idle: closed now. A request in flight: answered, then closed.
-                Pin::new(&mut conn).graceful_shutdown();
+                graceful_shutdown(conn);
             }
         }
     };
     if let Err(e) = served {
-        tracing::debug!(error = %e, "http connection closed on an error");
-        return;
+        tracing::debug!(error = %e, "connection closed on an error");
+        return false;
     }
-    match conn.into_parts().io.into_inner() {
+    true
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Closes an HTTP/1.1 connection hyper is done with.
+async fn close(transport: Transport) {
+    match transport {
         Transport::Plain(watched) => linger(watched.stream).await,
         Transport::Tls(mut tls) => {
             // close_notify first, then the same lingering close of the socket.
@@ -415,6 +528,7 @@ mod tests {
         max_connections: 1,
         header_read_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(75),
+        protocols: Protocols::Http1,
     };
 
     fn timeout(a: &Activity) -> Option<(Duration, Timeout)> {
@@ -424,7 +538,7 @@ mod tests {
 
     #[test]
     fn each_phase_has_its_timeout() {
-        let a = Activity::new();
+        let a = Activity::new(false);
         let (left, t) = timeout(&a).unwrap();
         assert_eq!(t, Timeout::HeaderRead, "a new connection reads a head");
         assert!(left <= LIMITS.header_read_timeout);

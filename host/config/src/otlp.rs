@@ -1,0 +1,573 @@
+//! The OTLP sources, with Data Prepper's names and keys: `otel_logs_source`,
+//! `otel_trace_source`, `otel_metrics_source` (also under their newer names `otlp_logs`,
+//! `otlp_traces`, `otlp_metrics`), each taking one signal, and `otlp`, taking all three.
+//! One shape, [`OtlpSource`], serves the four; the keys only some of them have are checked
+//! here (`path` and `sslKeyCertChainFile` are the single-signal sources', `logs_path` and
+//! `ssl_certificate_file` the `otlp` source's), and [`OtlpSource::settings`] resolves the
+//! defaults that differ (port, paths, output format).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Errors;
+use crate::http::{Authentication, Compression, Tls, check_authentication};
+use crate::location::join;
+use crate::parse::Context;
+use crate::source::{DeserializerConfig, check_deserializer, deserializer_name_or_map};
+use crate::units::{self, ByteSize};
+
+/// An OTLP signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Signal {
+    Logs,
+    Traces,
+    Metrics,
+}
+
+impl Signal {
+    pub const ALL: [Signal; 3] = [Signal::Logs, Signal::Traces, Signal::Metrics];
+
+    /// The gRPC method clients call: also the path it is served at, unless configured.
+    pub fn grpc_path(self) -> &'static str {
+        match self {
+            Signal::Logs => "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+            Signal::Traces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            Signal::Metrics => "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+        }
+    }
+}
+
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Signal::Logs => "logs",
+            Signal::Traces => "traces",
+            Signal::Metrics => "metrics",
+        })
+    }
+}
+
+/// Which of the four OTLP sources a block configures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpKind {
+    /// `otel_logs_source` / `otlp_logs`, `otel_trace_source` / `otlp_traces`,
+    /// `otel_metrics_source` / `otlp_metrics`: one signal.
+    One(Signal),
+    /// `otlp`: all three.
+    All,
+}
+
+impl OtlpKind {
+    /// The plugin name, as Data Prepper's files most often write it.
+    pub fn plugin_name(self) -> &'static str {
+        match self {
+            OtlpKind::One(Signal::Logs) => "otel_logs_source",
+            OtlpKind::One(Signal::Traces) => "otel_trace_source",
+            OtlpKind::One(Signal::Metrics) => "otel_metrics_source",
+            OtlpKind::All => "otlp",
+        }
+    }
+
+    /// Data Prepper's newer name (2.11+): `otlp_logs`, `otlp_traces`, `otlp_metrics`, `otlp`.
+    pub fn newer_name(self) -> &'static str {
+        match self {
+            OtlpKind::One(Signal::Logs) => "otlp_logs",
+            OtlpKind::One(Signal::Traces) => "otlp_traces",
+            OtlpKind::One(Signal::Metrics) => "otlp_metrics",
+            OtlpKind::All => "otlp",
+        }
+    }
+
+    /// Data Prepper's port.
+    fn default_port(self) -> u16 {
+        match self {
+            OtlpKind::One(Signal::Traces) => 21890,
+            OtlpKind::One(Signal::Metrics) => 21891,
+            OtlpKind::One(Signal::Logs) => 21892,
+            OtlpKind::All => 21893,
+        }
+    }
+}
+
+/// `output_format`: the shape of the events the `otlp` deserializer makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputFormat {
+    /// Data Prepper's `opensearch` shape: attributes flattened (`span.attributes.http@method`),
+    /// `serviceName`, `traceGroup`. The single-signal sources' default.
+    Opensearch,
+    /// Data Prepper's `otel` shape: OpenTelemetry's own field names, attributes nested. The
+    /// `otlp` source's default.
+    Otel,
+}
+
+impl OutputFormat {
+    fn as_str(self) -> &'static str {
+        match self {
+            OutputFormat::Opensearch => "opensearch",
+            OutputFormat::Otel => "otel",
+        }
+    }
+}
+
+/// `retry_info`: how long refused clients are told to wait (gRPC `RetryInfo`, HTTP
+/// `Retry-After`): `min_delay` after the first refusal, doubling with each refusal in a row up to
+/// `max_delay`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryInfo {
+    /// Default `100ms`.
+    #[serde(default = "default_min_delay", deserialize_with = "units::duration")]
+    pub min_delay: Duration,
+    /// Default `2s`.
+    #[serde(default = "default_max_delay", deserialize_with = "units::duration")]
+    pub max_delay: Duration,
+}
+
+impl Default for RetryInfo {
+    fn default() -> Self {
+        Self {
+            min_delay: default_min_delay(),
+            max_delay: default_max_delay(),
+        }
+    }
+}
+
+const fn default_min_delay() -> Duration {
+    Duration::from_millis(100)
+}
+
+const fn default_max_delay() -> Duration {
+    Duration::from_secs(2)
+}
+
+/// An OTLP source: OTLP/gRPC on HTTP/2 and, where configured, OTLP/HTTP (protobuf or JSON) on
+/// the same port. Each request's bytes go to the buffer whole; the `otlp` deserializer makes one
+/// event per log record, span or metric data point after the buffer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpSource {
+    /// The TCP port (all interfaces). Default: Data Prepper's, `21892` for logs, `21890` for
+    /// traces, `21891` for metrics, `21893` for `otlp`.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Single-signal sources: the path the gRPC service (and, with `unframed_requests`,
+    /// OTLP/HTTP) is served at instead of the gRPC method's own
+    /// (`/opentelemetry.proto.collector.trace.v1.TraceService/Export`). `${pipelineName}` is
+    /// replaced by the pipeline's name.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// `otel_logs_source` only: a path for OTLP/HTTP (protobuf or JSON bodies), e.g. `/v1/logs`.
+    /// Default: none.
+    #[serde(default)]
+    pub http_path: Option<String>,
+    /// `otlp` only: the path of the logs service. Default: the gRPC method's own.
+    #[serde(default)]
+    pub logs_path: Option<String>,
+    /// `otlp` only: the path of the metrics service. Default: the gRPC method's own.
+    #[serde(default)]
+    pub metrics_path: Option<String>,
+    /// `otlp` only: the path of the traces service. Default: the gRPC method's own.
+    #[serde(default)]
+    pub traces_path: Option<String>,
+    /// Accept OTLP/HTTP (protobuf or JSON, not gRPC-framed) at the gRPC paths too. Default
+    /// false.
+    #[serde(default)]
+    pub unframed_requests: bool,
+    /// Serve TLS (gRPC clients negotiate HTTP/2 by ALPN). Default **true**, as Data Prepper:
+    /// give the certificate and key, or set `ssl: false`.
+    #[serde(default = "yes")]
+    pub ssl: bool,
+    /// The certificate chain, PEM, server certificate first (`sslKeyCertChainFile` in the
+    /// single-signal sources).
+    #[serde(default, alias = "sslKeyCertChainFile")]
+    pub ssl_certificate_file: Option<PathBuf>,
+    /// The certificate's private key, PEM (`sslKeyFile` in the single-signal sources).
+    #[serde(default, alias = "sslKeyFile")]
+    pub ssl_key_file: Option<PathBuf>,
+    /// How clients authenticate: `http_basic: {username, password}` (gRPC clients send the
+    /// `authorization` metadata) or `unauthenticated:`. Default unauthenticated.
+    #[serde(default)]
+    pub authentication: Option<Authentication>,
+    /// `none` or `gzip`: which requests may be compressed (`grpc-encoding: gzip`,
+    /// `Content-Encoding: gzip`). Default `none`.
+    #[serde(default)]
+    pub compression: Compression,
+    /// The largest request, after decompression; larger ones are refused as invalid (gRPC
+    /// `INVALID_ARGUMENT`, HTTP 413). Default `10mb`.
+    #[serde(default = "default_max_request_length")]
+    pub max_request_length: ByteSize,
+    /// How long a request may wait for room in the buffer: the buffer is given 80% of it (as
+    /// Data Prepper), then the client gets a retryable error. Integer milliseconds or a
+    /// duration. Default `10s`.
+    #[serde(
+        default = "default_request_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub request_timeout: Duration,
+    /// The most connections open at once. Default `500`.
+    #[serde(default = "default_max_connection_count")]
+    pub max_connection_count: usize,
+    /// The most requests being handled at once; more are refused as retryable at once.
+    /// Default `1024`.
+    #[serde(default = "default_max_pending_requests")]
+    pub max_pending_requests: usize,
+    /// How long a client has to send a request's head (and finish the TLS handshake).
+    /// Default `10s`.
+    #[serde(
+        default = "default_header_read_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub header_read_timeout: Duration,
+    /// How long a connection may stay silent between requests or within a body. Default `75s`.
+    #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
+    pub idle_timeout: Duration,
+    /// Data Prepper's request thread pool size; accepted so its files load unchanged, without
+    /// effect (requests run on sluice's async runtime). Default `200`.
+    #[serde(default = "default_thread_count")]
+    pub thread_count: usize,
+    /// Serve the gRPC health check (`grpc.health.v1.Health/Check`) and `GET /health`. Default
+    /// false.
+    #[serde(default)]
+    pub health_check_service: bool,
+    /// The health check answers without credentials. Default false.
+    #[serde(default)]
+    pub unauthenticated_health_check: bool,
+    /// Data Prepper's gRPC reflection service. sluice does not serve reflection: `true` is
+    /// refused with that reason. Default false.
+    #[serde(default)]
+    pub proto_reflection_service: bool,
+    /// How clients are told to back off when refused.
+    #[serde(default)]
+    pub retry_info: RetryInfo,
+    /// `opensearch` or `otel`: the shape of the events. Default `opensearch` for the
+    /// single-signal sources, `otel` for `otlp`.
+    #[serde(default)]
+    pub output_format: Option<OutputFormat>,
+    /// `otlp` only: the logs' `output_format`, if not the source's.
+    #[serde(default)]
+    pub logs_output_format: Option<OutputFormat>,
+    /// `otlp` only: the metrics' `output_format`, if not the source's.
+    #[serde(default)]
+    pub metrics_output_format: Option<OutputFormat>,
+    /// `otlp` only: the traces' `output_format`, if not the source's.
+    #[serde(default)]
+    pub traces_output_format: Option<OutputFormat>,
+    /// The deserializer that turns each request into events after the buffer. Default
+    /// `otlp` (bundled), given the output formats as options.
+    #[serde(
+        default = "default_otlp_deserializer",
+        deserialize_with = "deserializer_name_or_map"
+    )]
+    pub deserializer: DeserializerConfig,
+}
+
+/// What an OTLP source serves, its defaults resolved.
+#[derive(Debug, Clone)]
+pub struct OtlpSettings {
+    /// The plugin name, for logs and messages.
+    pub source: &'static str,
+    pub port: u16,
+    /// Each signal's gRPC path (also unframed OTLP/HTTP's, with `unframed_requests`).
+    pub grpc: Vec<(Signal, String)>,
+    /// OTLP/HTTP paths (`http_path`).
+    pub http: Vec<(Signal, String)>,
+    pub unframed_requests: bool,
+    pub tls: Option<Tls>,
+    pub authentication: Option<Authentication>,
+    pub compression: Compression,
+    pub max_request_length: ByteSize,
+    pub request_timeout: Duration,
+    pub max_connection_count: usize,
+    pub max_pending_requests: usize,
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub health_check_service: bool,
+    pub unauthenticated_health_check: bool,
+    pub retry_info: RetryInfo,
+}
+
+impl OtlpSource {
+    /// The defaults that depend on the source, resolved; `pipeline` replaces `${pipelineName}`.
+    pub fn settings(&self, kind: OtlpKind, pipeline: &str) -> OtlpSettings {
+        let path = |p: &Option<String>, signal: Signal| {
+            p.as_deref().map_or_else(
+                || signal.grpc_path().to_owned(),
+                |p| p.replace("${pipelineName}", pipeline),
+            )
+        };
+        let (grpc, http) = match kind {
+            OtlpKind::One(signal) => (
+                vec![(signal, path(&self.path, signal))],
+                self.http_path
+                    .iter()
+                    .map(|p| (signal, p.replace("${pipelineName}", pipeline)))
+                    .collect(),
+            ),
+            OtlpKind::All => (
+                vec![
+                    (Signal::Logs, path(&self.logs_path, Signal::Logs)),
+                    (Signal::Traces, path(&self.traces_path, Signal::Traces)),
+                    (Signal::Metrics, path(&self.metrics_path, Signal::Metrics)),
+                ],
+                Vec::new(),
+            ),
+        };
+        OtlpSettings {
+            source: kind.plugin_name(),
+            port: self.port.unwrap_or(kind.default_port()),
+            grpc,
+            http,
+            unframed_requests: self.unframed_requests,
+            tls: self.tls(),
+            authentication: self.authentication.clone(),
+            compression: self.compression,
+            max_request_length: self.max_request_length,
+            request_timeout: self.request_timeout,
+            max_connection_count: self.max_connection_count,
+            max_pending_requests: self.max_pending_requests,
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            health_check_service: self.health_check_service,
+            unauthenticated_health_check: self.unauthenticated_health_check,
+            retry_info: self.retry_info,
+        }
+    }
+
+    /// The port, its default resolved.
+    pub fn port(&self, kind: OtlpKind) -> u16 {
+        self.port.unwrap_or(kind.default_port())
+    }
+
+    /// The listener's TLS, if `ssl` is on.
+    pub fn tls(&self) -> Option<Tls> {
+        match (self.ssl, &self.ssl_certificate_file, &self.ssl_key_file) {
+            (true, Some(certificate_file), Some(key_file)) => Some(Tls {
+                certificate_file: certificate_file.clone(),
+                key_file: key_file.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The deserializer, given the output formats as options (`output_format`, and
+    /// `logs_output_format`... where set) unless its own options set them.
+    pub fn deserializer(&self, kind: OtlpKind) -> DeserializerConfig {
+        let mut d = self.deserializer.clone();
+        let default = match kind {
+            OtlpKind::One(_) => OutputFormat::Opensearch,
+            OtlpKind::All => OutputFormat::Otel,
+        };
+        let formats = [
+            ("output_format", Some(self.output_format.unwrap_or(default))),
+            ("logs_output_format", self.logs_output_format),
+            ("metrics_output_format", self.metrics_output_format),
+            ("traces_output_format", self.traces_output_format),
+        ];
+        for (key, format) in formats {
+            if let Some(format) = format {
+                d.options
+                    .entry(key.to_owned())
+                    .or_insert_with(|| serde_yaml::Value::String(format.as_str().to_owned()));
+            }
+        }
+        d
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_otlp_deserializer() -> DeserializerConfig {
+    DeserializerConfig {
+        name: "otlp".to_owned(),
+        options: BTreeMap::new(),
+        ..DeserializerConfig::default()
+    }
+}
+
+/// Armeria's default, which Data Prepper keeps.
+const fn default_max_request_length() -> ByteSize {
+    ByteSize::mib(10)
+}
+
+const fn default_request_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+const fn default_max_connection_count() -> usize {
+    500
+}
+
+const fn default_max_pending_requests() -> usize {
+    1024
+}
+
+const fn default_header_read_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+const fn default_idle_timeout() -> Duration {
+    Duration::from_secs(75)
+}
+
+const fn default_thread_count() -> usize {
+    200
+}
+
+/// An OTLP source's rules; `path` is its key path (`<pipeline>.source.otlp`).
+pub(crate) fn check_otlp(
+    otlp: &OtlpSource,
+    kind: OtlpKind,
+    path: &str,
+    errors: &mut Errors,
+    context: Context<'_>,
+) {
+    let name = kind.plugin_name();
+    // Keys that belong to the other kind of OTLP source.
+    let theirs: &[(&str, bool)] = match kind {
+        OtlpKind::One(_) => &[
+            ("logs_path", otlp.logs_path.is_some()),
+            ("metrics_path", otlp.metrics_path.is_some()),
+            ("traces_path", otlp.traces_path.is_some()),
+            ("logs_output_format", otlp.logs_output_format.is_some()),
+            (
+                "metrics_output_format",
+                otlp.metrics_output_format.is_some(),
+            ),
+            ("traces_output_format", otlp.traces_output_format.is_some()),
+        ],
+        OtlpKind::All => &[("path", otlp.path.is_some())],
+    };
+    for (key, set) in theirs {
+        if *set {
+            let hint = match kind {
+                OtlpKind::All => {
+                    "the `otlp` source takes `logs_path`, `metrics_path` and `traces_path`"
+                }
+                OtlpKind::One(_) => "it is a key of the `otlp` source; this one takes `path`",
+            };
+            errors.at(
+                &join(path, key),
+                format!("`{path}.{key}`: `{name}` has no `{key}` ({hint})"),
+            );
+        }
+    }
+    if otlp.http_path.is_some() && kind != OtlpKind::One(Signal::Logs) {
+        errors.at(
+            &join(path, "http_path"),
+            format!(
+                "`{path}.http_path`: only `otel_logs_source` has `http_path`; for OTLP/HTTP here, \
+                 set `unframed_requests: true` and post to the gRPC path"
+            ),
+        );
+    }
+    let mut paths: Vec<(&str, &String)> = Vec::new();
+    for (key, value) in [
+        ("path", &otlp.path),
+        ("http_path", &otlp.http_path),
+        ("logs_path", &otlp.logs_path),
+        ("metrics_path", &otlp.metrics_path),
+        ("traces_path", &otlp.traces_path),
+    ] {
+        let Some(value) = value else { continue };
+        if !value.starts_with('/') {
+            errors.at(
+                &join(path, key),
+                format!("`{path}.{key}` must start with `/`, e.g. `/v1/logs`"),
+            );
+        }
+        if let Some((other, _)) = paths.iter().find(|(_, v)| *v == value) {
+            errors.at(
+                &join(path, key),
+                format!("`{path}.{key}` is the same path as `{other}`; give each its own"),
+            );
+        }
+        paths.push((key, value));
+    }
+    // The single-signal sources name the TLS files in camelCase, `otlp` in snake_case; both
+    // spellings are accepted everywhere, the messages use the source's own.
+    let (cert_key, key_key) = match kind {
+        OtlpKind::One(_) => ("sslKeyCertChainFile", "sslKeyFile"),
+        OtlpKind::All => ("ssl_certificate_file", "ssl_key_file"),
+    };
+    for (key, file) in [
+        (cert_key, &otlp.ssl_certificate_file),
+        (key_key, &otlp.ssl_key_file),
+    ] {
+        match (otlp.ssl, file) {
+            (true, None) => errors.at(
+                &join(path, "ssl"),
+                format!(
+                    "`{path}.ssl` is true (the default, as in Data Prepper) but `{key}` is \
+                     missing: give the PEM file, or set `ssl: false`"
+                ),
+            ),
+            (true, Some(file)) if !file.is_file() => errors.at(
+                &join(path, key),
+                format!(
+                    "`{path}.{key}`: `{}` is not a readable file",
+                    file.display()
+                ),
+            ),
+            (false, Some(_)) => errors.at(
+                &join(path, key),
+                format!("`{path}.{key}` is set but `ssl` is false: set `ssl: true` to serve TLS"),
+            ),
+            _ => {}
+        }
+    }
+    if otlp.proto_reflection_service {
+        errors.at(
+            &join(path, "proto_reflection_service"),
+            format!(
+                "`{path}.proto_reflection_service`: sluice does not serve gRPC reflection; remove \
+                 the key (OTLP clients do not need it)"
+            ),
+        );
+    }
+    for (key, zero) in [
+        ("max_pending_requests", otlp.max_pending_requests == 0),
+        ("max_connection_count", otlp.max_connection_count == 0),
+    ] {
+        if zero {
+            errors.at(
+                &join(path, key),
+                format!("`{path}.{key}` must be at least 1"),
+            );
+        }
+    }
+    for (key, value) in [
+        ("request_timeout", otlp.request_timeout),
+        ("header_read_timeout", otlp.header_read_timeout),
+        ("idle_timeout", otlp.idle_timeout),
+        ("retry_info.min_delay", otlp.retry_info.min_delay),
+    ] {
+        if value.is_zero() {
+            errors.at(
+                &join(path, key),
+                format!("`{path}.{key}` must be more than zero"),
+            );
+        }
+    }
+    if otlp.retry_info.max_delay < otlp.retry_info.min_delay {
+        errors.at(
+            &join(path, "retry_info.max_delay"),
+            format!("`{path}.retry_info.max_delay` must not be less than `min_delay`"),
+        );
+    }
+    if let Some(auth) = &otlp.authentication {
+        check_authentication(auth, path, errors);
+    }
+    check_deserializer(
+        &otlp.deserializer,
+        &join(path, "deserializer"),
+        errors,
+        context,
+    );
+}

@@ -1,0 +1,234 @@
+//! The OTLP sources (`otel_logs_source`, `otel_trace_source`, `otel_metrics_source`, and
+//! `otlp` for all three): OTLP/gRPC ([`grpc`]) and OTLP/HTTP ([`http`]) on one port, HTTP/1.1
+//! and HTTP/2, with or without TLS, through the same [`listener`] as the http source.
+//!
+//! Routes: each signal's gRPC path (the method's own, `/opentelemetry.proto.collector.
+//! trace.v1.TraceService/Export`, unless `path` / `traces_path`... say otherwise) takes gRPC
+//! calls, and OTLP/HTTP bodies too with `unframed_requests: true`; `http_path`
+//! (`otel_logs_source`) takes OTLP/HTTP. With `health_check_service`, `grpc.health.v1.Health/
+//! Check` and `GET /health` answer while the source runs.
+//!
+//! A request's message goes to the buffer whole, undecoded (after gzip), with a content type
+//! that says its encoding and signal (`application/x-protobuf; otlp=traces`), so the `otlp`
+//! deserializer knows what it reads even when one source takes all three signals. The client is
+//! answered only once the buffer holds it.
+//!
+//! Where sluice answers differently from Data Prepper: a full buffer is gRPC `UNAVAILABLE` and
+//! HTTP 503 with `Retry-After` (Data Prepper: `RESOURCE_EXHAUSTED`, and HTTP 507, which OTLP/HTTP
+//! clients do not retry); both carry the `retry_info` back-off.
+
+mod grpc;
+mod http;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse as _, Response};
+use axum::routing::{get, post};
+use sluice_buffer::Record;
+use sluice_config::http::Compression;
+use sluice_config::otlp::{OtlpSettings, Signal};
+
+use super::intake::{Backoff, Intake};
+use super::listener::{self, Guard, Limits, Protocols};
+use super::{Source, SourceContext, SourceError};
+
+/// What every request of one OTLP source shares.
+struct OtlpState {
+    /// The plugin name, for messages and record origins.
+    source: &'static str,
+    intake: Intake,
+    guard: Guard,
+    compression: Compression,
+    /// `max_request_length` in bytes.
+    max_length: u64,
+}
+
+impl OtlpState {
+    /// The buffer record for one request's message.
+    fn record(
+        &self,
+        signal: Signal,
+        payload: Vec<u8>,
+        json: bool,
+        headers: Vec<(String, String)>,
+        transport: &str,
+    ) -> Record {
+        let encoding = if json {
+            "application/json"
+        } else {
+            "application/x-protobuf"
+        };
+        Record {
+            payload,
+            key: None,
+            received_at_ms: super::now_ms(),
+            origin: format!("{}:{transport}/{signal}", self.source),
+            content_type: Some(format!("{encoding}; otlp={signal}")),
+            headers,
+        }
+    }
+}
+
+/// An OTLP source, listening.
+pub struct OtlpServer {
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    pipeline: String,
+}
+
+impl OtlpServer {
+    /// Binds the port (so a port in use fails the start, before any pipeline runs).
+    pub async fn bind(settings: &OtlpSettings, cx: SourceContext) -> Result<Self, SourceError> {
+        let listener = tokio::net::TcpListener::bind(("0.0.0.0", settings.port))
+            .await
+            .map_err(|error| SourceError::Listen {
+                port: settings.port,
+                error,
+            })?;
+        let tls = settings
+            .tls
+            .as_ref()
+            .map(|tls| listener::tls_acceptor(tls, Protocols::Http1And2))
+            .transpose()
+            .map_err(SourceError::Tls)?;
+        let state = Arc::new(OtlpState {
+            source: settings.source,
+            intake: Intake::new(
+                &cx.pipeline,
+                cx.writer,
+                cx.counters,
+                // As Data Prepper: the buffer gets 80% of the request's time, so the client
+                // hears why before its own deadline.
+                settings.request_timeout.mul_f64(0.8),
+                settings.max_pending_requests,
+                Backoff::new(settings.retry_info.min_delay, settings.retry_info.max_delay),
+            ),
+            guard: Guard::new(settings.authentication.as_ref(), settings.compression)?,
+            compression: settings.compression,
+            max_length: settings.max_request_length.bytes(),
+        });
+        tracing::info!(
+            pipeline = %cx.pipeline,
+            source = settings.source,
+            port = settings.port,
+            tls = tls.is_some(),
+            grpc = ?settings.grpc,
+            http = ?settings.http,
+            "OTLP source listening"
+        );
+        Ok(Self {
+            listener,
+            router: router(settings, state),
+            limits: Limits {
+                max_connections: settings.max_connection_count,
+                header_read_timeout: settings.header_read_timeout,
+                idle_timeout: settings.idle_timeout,
+                protocols: Protocols::Http1And2,
+            },
+            tls,
+            pipeline: cx.pipeline,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Source for OtlpServer {
+    async fn run(self: Box<Self>, stop: tokio::sync::watch::Receiver<bool>) {
+        listener::serve(
+            self.listener,
+            self.router,
+            self.limits,
+            self.tls,
+            self.pipeline,
+            stop,
+        )
+        .await;
+    }
+}
+
+/// gRPC calls are told from OTLP/HTTP by their content type (`application/grpc`,
+/// `application/grpc+proto`).
+fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/grpc"))
+}
+
+fn router(settings: &OtlpSettings, state: Arc<OtlpState>) -> Router<()> {
+    let mut router = Router::new();
+    let unframed = settings.unframed_requests;
+    for (signal, path) in settings.grpc.clone() {
+        let grpc_path = path.clone();
+        router = router.route(
+            &path,
+            post(
+                move |State(state): State<Arc<OtlpState>>, request: Request| async move {
+                    if is_grpc(request.headers()) {
+                        grpc::export(state, signal, request).await
+                    } else if unframed {
+                        http::export(state, signal, request).await
+                    } else {
+                        not_grpc(&grpc_path)
+                    }
+                },
+            ),
+        );
+    }
+    for (signal, path) in settings.http.clone() {
+        router = router.route(
+            &path,
+            post(
+                move |State(state): State<Arc<OtlpState>>, request: Request| {
+                    http::export(state, signal, request)
+                },
+            ),
+        );
+    }
+    if settings.health_check_service {
+        let open = settings.unauthenticated_health_check;
+        router = router
+            .route(
+                "/grpc.health.v1.Health/Check",
+                post(
+                    move |State(state): State<Arc<OtlpState>>, request: Request| {
+                        grpc::health(state, open, request)
+                    },
+                ),
+            )
+            .route(
+                "/health",
+                get(
+                    move |State(state): State<Arc<OtlpState>>, headers: HeaderMap| async move {
+                        if !open && let Err(refused) = state.guard.authenticate(&headers) {
+                            return refused;
+                        }
+                        (
+                            [(header::CONTENT_TYPE, "application/json")],
+                            "{\"healthy\":true}\n",
+                        )
+                            .into_response()
+                    },
+                ),
+            );
+    }
+    let limit = usize::try_from(settings.max_request_length.bytes()).unwrap_or(usize::MAX);
+    router.layer(DefaultBodyLimit::max(limit)).with_state(state)
+}
+
+/// A plain HTTP request at a gRPC path without `unframed_requests`.
+fn not_grpc(path: &str) -> Response {
+    (
+        axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        format!(
+            "`{path}` takes gRPC (Content-Type: application/grpc); to post OTLP/HTTP (protobuf or \
+             JSON) here, set the source's `unframed_requests: true`\n"
+        ),
+    )
+        .into_response()
+}
