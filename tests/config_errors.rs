@@ -5,7 +5,7 @@ use std::path::Path;
 use sluice_tests::root;
 
 fn known() -> Vec<String> {
-    vec!["json".to_owned(), "ndjson".to_owned()]
+    vec!["json".to_owned(), "ndjson".to_owned(), "otlp".to_owned()]
 }
 
 fn check(path: &Path) -> Result<sluice_config::Config, String> {
@@ -155,6 +155,60 @@ fn data_prepper_kafka_block_parses_with_its_defaults() {
     // Static membership is on, with an id derived per process at run time.
     assert!(t.static_membership);
     assert_eq!(t.group_instance_id, None);
+}
+
+#[test]
+fn data_prepper_otel_sources_parse_with_their_defaults() {
+    use sluice_config::otlp::{OtlpKind, Signal};
+    let config = check(&root().join("tests/fixtures/config/valid/data-prepper-otel.yaml")).unwrap();
+    let settings: Vec<_> = config
+        .pipelines
+        .iter()
+        .map(|p| {
+            let (kind, otlp) = p.source.otlp().expect("an OTLP source");
+            (kind, otlp.settings(kind, &p.name), p.source.deserializer())
+        })
+        .collect();
+    let (kind, logs, d) = &settings[0];
+    assert_eq!(*kind, OtlpKind::One(Signal::Logs));
+    assert_eq!(logs.port, 21892, "Data Prepper's logs port");
+    assert_eq!(logs.request_timeout.as_millis(), 10_000, "integer ms");
+    assert_eq!(
+        logs.grpc,
+        [(
+            Signal::Logs,
+            "/opentelemetry.proto.collector.logs.v1.LogsService/Export".to_owned()
+        )]
+    );
+    assert_eq!(logs.http, [(Signal::Logs, "/v1/logs".to_owned())]);
+    assert_eq!(d.name, "otlp");
+    assert_eq!(
+        d.option_pairs(),
+        [("output_format".to_owned(), "otel".to_owned())]
+    );
+    let (_, traces, d) = &settings[1];
+    assert_eq!(traces.port, 21890);
+    assert_eq!(traces.retry_info.max_delay.as_secs(), 2);
+    assert_eq!(
+        d.option_pairs(),
+        [("output_format".to_owned(), "opensearch".to_owned())],
+        "the single-signal sources' default"
+    );
+    let (kind, all, d) = &settings[2];
+    assert_eq!((*kind, all.port), (OtlpKind::All, 21893));
+    assert_eq!(
+        all.grpc[0],
+        (Signal::Logs, "/otlp-pipeline/v1/logs".to_owned())
+    );
+    assert_eq!(all.grpc.len(), 3);
+    assert_eq!(
+        d.option_pairs(),
+        [
+            ("output_format".to_owned(), "otel".to_owned()),
+            ("traces_output_format".to_owned(), "opensearch".to_owned())
+        ],
+        "`otlp` defaults to otel"
+    );
 }
 
 #[test]

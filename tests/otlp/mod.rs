@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use sluice_tests::{Sluice, json_lines, kafka_bootstrap, root, unique};
 
+mod sources;
+
 /// An http source on `path` with the otlp deserializer (`options`), the Kafka buffer, a file sink.
 fn start(path: &str, options: &str) -> Sluice {
     let topic = unique("otlp");
@@ -41,18 +43,28 @@ otel:
 /// Runs `script` (in tests/otlp) against `s`'s `path`, sending `n`; asserts every export was
 /// accepted.
 fn send(s: &Sluice, script: &str, path: &str, n: usize) {
-    let sent = Command::new(sluice_tests::otel_python())
-        .arg(root().join("tests/otlp").join(script))
-        .arg(format!("http://127.0.0.1:{}{path}", s.port))
-        .arg(n.to_string())
-        .output()
-        .unwrap();
+    let endpoint = format!("http://127.0.0.1:{}{path}", s.port);
+    let sent = export(script, &endpoint, n, &[]);
     assert!(
         sent.status.success(),
         "the exporter was refused: {}\n{}",
         String::from_utf8_lossy(&sent.stderr),
         s.log()
     );
+}
+
+/// Runs `script` (in tests/otlp) against `endpoint`, sending `n`, with `env` choosing the
+/// exporter (client.py: `OTLP_TRANSPORT`, `OTLP_GZIP`, `OTLP_CA`, ...).
+fn export(script: &str, endpoint: &str, n: usize, env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(sluice_tests::otel_python());
+    command
+        .arg(root().join("tests/otlp").join(script))
+        .arg(endpoint)
+        .arg(n.to_string());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
 }
 
 #[test]

@@ -1,16 +1,17 @@
 """Records N orders on a counter and a histogram, and a gauge, with the OpenTelemetry Python SDK,
-then exports them once with its OTLP/HTTP metric exporter (protobuf) to ENDPOINT; exits 1 if an
-export was not accepted.
+then exports them once with its OTLP metric exporter (client.py: OTLP/HTTP or gRPC) to ENDPOINT;
+exits 1 if an export was not accepted.
 
 usage: send_metrics.py ENDPOINT N
 """
 import sys
 
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
+
+from client import exporter, failed
 
 endpoint, n = sys.argv[1], int(sys.argv[2])
 reader = InMemoryMetricReader()
@@ -23,6 +24,6 @@ for i in range(n):
     orders.add(1, {"region": "eu-west"})
     amounts.record(10 * (i + 1), {"region": "eu-west"})
 data = reader.get_metrics_data()
-result = OTLPMetricExporter(endpoint=endpoint, timeout=10).export(data)
+exporter("metrics", endpoint).export(data)
 provider.shutdown()
-sys.exit(0 if result.name == "SUCCESS" else 1)
+sys.exit(1 if failed else 0)

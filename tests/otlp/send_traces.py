@@ -1,33 +1,21 @@
 """Sends N traces of two spans (a server span and its client child) with the OpenTelemetry
-Python SDK and its OTLP/HTTP span exporter (protobuf) to ENDPOINT; exits 1 if an export was not
-accepted.
+Python SDK and its OTLP span exporter (client.py: OTLP/HTTP or gRPC) to ENDPOINT; exits 1 if an
+export was not accepted.
 
 usage: send_traces.py ENDPOINT N
 """
 import sys
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind
 
+from client import exporter, failed
+
 endpoint, n = sys.argv[1], int(sys.argv[2])
-failed = []
-
-
-class Checked(OTLPSpanExporter):
-    """The exporter, remembering any export the server did not accept."""
-
-    def export(self, spans):
-        result = super().export(spans)
-        if result.name != "SUCCESS":
-            failed.append(result)
-        return result
-
-
 provider = TracerProvider(resource=Resource.create({"service.name": "checkout"}))
-provider.add_span_processor(SimpleSpanProcessor(Checked(endpoint=endpoint, timeout=10)))
+provider.add_span_processor(SimpleSpanProcessor(exporter("traces", endpoint)))
 tracer = provider.get_tracer("shop", "1.2.3")
 for i in range(n):
     with tracer.start_as_current_span("POST /orders", kind=SpanKind.SERVER) as root:

@@ -37,6 +37,8 @@ enum Bench {
     Abi(abi::Args),
     /// What a buffer policy component adds to each source write.
     Policy(policy::Args),
+    /// OTLP spans end to end against their protobuf through raw librdkafka.
+    Otlp(kafka::otlp::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -46,5 +48,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Startup(args) => startup::run(&args),
         Bench::Abi(args) => abi::run(&args),
         Bench::Policy(args) => policy::run(&args),
+        Bench::Otlp(args) => kafka::otlp::run(&args),
     }
 }

@@ -38,6 +38,11 @@ impl LocationIndex {
         }
     }
 
+    /// Whether `path` itself is in the document.
+    pub fn contains(&self, path: &str) -> bool {
+        self.positions.contains_key(path)
+    }
+
     /// The position of `path`, or of its nearest ancestor that is in the document.
     pub fn find(&self, path: &str) -> Option<Position> {
         let mut path = path;

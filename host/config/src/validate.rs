@@ -117,8 +117,7 @@ fn source_key(errors: &Errors, name: &str, kind: OtlpKind) -> &'static str {
     let newer = kind.newer_name();
     if errors
         .index
-        .find(&join(name, &format!("source.{newer}")))
-        .is_some()
+        .contains(&join(name, &format!("source.{newer}")))
     {
         newer
     } else {

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 
+pub(crate) mod otlp;
 mod raw;
 mod sluice;
 

@@ -26,9 +26,52 @@ struct Running {
     _plugins: tempfile::TempDir,
 }
 
+/// What clients send and which source takes it.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Ingest {
+    /// JSON arrays to the http source, the json deserializer.
+    #[default]
+    Json,
+    /// OTLP/HTTP trace exports (protobuf) to `otel_trace_source` (unframed requests at the gRPC
+    /// method's path), the otlp deserializer.
+    OtlpTraces,
+}
+
+impl Ingest {
+    fn source_yaml(self) -> &'static str {
+        match self {
+            Ingest::Json => "http:\n      port: {port}",
+            Ingest::OtlpTraces => {
+                "otel_trace_source:\n      port: {port}\n      ssl: false\n      unframed_requests: true"
+            }
+        }
+    }
+
+    fn deserializer(self) -> &'static str {
+        match self {
+            Ingest::Json => "json.wasm",
+            Ingest::OtlpTraces => "otlp.wasm",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Ingest::Json => "/log/ingest",
+            Ingest::OtlpTraces => "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Ingest::Json => "application/json",
+            Ingest::OtlpTraces => "application/x-protobuf",
+        }
+    }
+}
+
 /// The shape of one benchmark pipeline.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Shape<'a> {
+pub(crate) struct Shape<'a> {
     /// A line more in the `kafka:` block (e.g. [`BENCH_ENCRYPTION`]).
     pub(super) extra: &'a str,
     /// A chain of this many `passthrough` processors.
@@ -36,6 +79,8 @@ pub(super) struct Shape<'a> {
     /// The `kafka` block as the one tier of this buffer policy component (from the plugin
     /// folder) instead of the built-in buffer.
     pub(super) policy: Option<&'a str>,
+    /// The source and what clients send it.
+    pub(crate) ingest: Ingest,
 }
 
 /// Starts sluice with the benchmark pipeline of this `shape`, its file sink at `sink` (`None`:
@@ -73,8 +118,7 @@ topics:
   workers: 2
   delay: 20ms
   source:
-    http:
-      port: {{port}}
+    {source}
   buffer:
 {buffer}  processor: [{chain}]
   sink:
@@ -82,6 +126,7 @@ topics:
         path: {sink_yaml}
   dlq_path: {{dir}}/dlq.jsonl
 "#,
+        source = shape.ingest.source_yaml(),
         buffer = sluice_tests::kafka_buffer_yaml(&kafka, shape.policy),
         chain = vec!["passthrough"; shape.processors].join(", "),
     );
@@ -89,7 +134,7 @@ topics:
     // components of the folder would dominate the start and the peak RSS.
     let plugins = tempfile::tempdir()?;
     let policy = shape.policy.map(|p| format!("{p}.wasm"));
-    for plugin in ["json.wasm", "passthrough.wasm"]
+    for plugin in [shape.ingest.deserializer(), "passthrough.wasm"]
         .into_iter()
         .chain(policy.as_deref())
     {
@@ -100,7 +145,7 @@ topics:
     let sink = sink.map_or_else(|| process.path("events.jsonl"), Path::to_owned);
     let (pid, url) = (
         process.child.id(),
-        format!("http://127.0.0.1:{}/log/ingest", process.port),
+        format!("http://127.0.0.1:{}{}", process.port, shape.ingest.path()),
     );
     Ok((
         Running {
@@ -114,23 +159,28 @@ topics:
 }
 
 /// What one end-to-end run measured.
-pub(super) struct E2e {
-    pub(super) took: Duration,
+pub(crate) struct E2e {
+    pub(crate) took: Duration,
     /// Peak resident memory of the sluice process (VmHWM), bytes.
     pub(super) peak_rss: u64,
 }
 
-pub(super) fn sluice_end_to_end(
+pub(crate) fn sluice_end_to_end(
     args: &Args,
     bodies: &[Vec<u8>],
     shape: Shape<'_>,
 ) -> anyhow::Result<E2e> {
     let (running, sink) = start_sluice(args, shape, None)?;
     let (sluice_pid, url) = (running.pid, running.url.clone());
+    let content_type = shape.ingest.content_type();
     // Warm up until every consumer has joined and read, as the raw run does.
     for body in &bodies[..WARM_UP] {
         ensure!(
-            ureq::post(&url).send(&body[..])?.status() == 200,
+            ureq::post(&url)
+                .header("Content-Type", content_type)
+                .send(&body[..])?
+                .status()
+                == 200,
             "warm-up request refused"
         );
     }
@@ -157,10 +207,15 @@ pub(super) fn sluice_end_to_end(
                         return Ok(());
                     };
                     loop {
-                        let status = agent.post(&url).send(&body[..])?.status().as_u16();
+                        let status = agent
+                            .post(&url)
+                            .header("Content-Type", content_type)
+                            .send(&body[..])?
+                            .status()
+                            .as_u16();
                         match status {
                             200 => break,
-                            503 => std::thread::sleep(Duration::from_millis(10)),
+                            429 | 503 => std::thread::sleep(Duration::from_millis(10)),
                             other => bail!("sluice answered {other}"),
                         }
                     }

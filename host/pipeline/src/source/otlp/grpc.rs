@@ -23,9 +23,11 @@ use axum::extract::Request;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse as _, Response};
 use bytes::{Buf as _, BufMut as _};
+use prost::Message as _;
 use sluice_config::http::Compression;
 use sluice_config::otlp::Signal;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::server::UnaryService;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt as _};
@@ -105,21 +107,32 @@ fn status(status: Status) -> Response {
     status.into_http::<Body>().into_response()
 }
 
-/// A refusal as an OTLP/gRPC status: retryable ones carry `RetryInfo`.
+/// A refusal as an OTLP/gRPC status. Retryable ones carry `RetryInfo` twice: among the
+/// status details (`grpc-status-details-bin`, as Data Prepper sends it) and as the
+/// `google.rpc.retryinfo-bin` trailer, the one OpenTelemetry's exporters read.
 pub(super) fn refused(refusal: &Refusal) -> Status {
     let code = match refusal {
         Refusal::Busy { .. } | Refusal::Unavailable { .. } => Code::Unavailable,
         Refusal::Throttled { .. } => Code::ResourceExhausted,
         Refusal::TooLarge { .. } => Code::InvalidArgument,
     };
-    match refusal.retry_after() {
-        Some(after) => Status::with_error_details(
-            code,
-            refusal.message(),
-            ErrorDetails::with_retry_info(Some(after)),
-        ),
-        None => Status::new(code, refusal.message()),
-    }
+    let Some(after) = refusal.retry_after() else {
+        return Status::new(code, refusal.message());
+    };
+    let mut metadata = MetadataMap::new();
+    let retry_info = tonic_types::pb::RetryInfo {
+        retry_delay: prost_types::Duration::try_from(after).ok(),
+    };
+    metadata.insert_bin(
+        "google.rpc.retryinfo-bin",
+        MetadataValue::from_bytes(&retry_info.encode_to_vec()),
+    );
+    Status::with_error_details_and_metadata(
+        code,
+        refusal.message(),
+        ErrorDetails::with_retry_info(Some(after)),
+        metadata,
+    )
 }
 
 /// One call: writes the message to the buffer, answers once it holds it.

@@ -1,0 +1,156 @@
+//! `sluice-bench otlp`: spans through OTLP/HTTP → kafka buffer → otlp component → file, against
+//! the same export requests' protobuf produced straight to Kafka with librdkafka and consumed
+//! back, on one broker, in one run.
+
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use prost::Message as _;
+
+use super::raw::raw_librdkafka;
+use super::sluice::{Ingest, Shape, sluice_end_to_end};
+
+#[derive(clap::Args, Clone)]
+pub(crate) struct Args {
+    /// The broker, `host:port`.
+    #[arg(long)]
+    bootstrap: String,
+    /// Export requests (= Kafka records).
+    #[arg(long, default_value_t = 2_000)]
+    requests: usize,
+    /// Spans per export request (the SDK's batch span processor exports up to 512).
+    #[arg(long, default_value_t = 100)]
+    spans: usize,
+    /// Concurrent OTLP/HTTP clients.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Partitions of each topic (and consumers of each side).
+    #[arg(long, default_value_t = 2)]
+    partitions: i32,
+    /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
+    #[arg(long)]
+    plugins: std::path::PathBuf,
+    /// Times each run is repeated (in turn); the best of each is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let bodies = requests(args.requests, args.spans);
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    println!(
+        "payload set: {} OTLP trace export requests x {} spans ({:.1} MB protobuf), {} partitions, {} clients",
+        args.requests,
+        args.spans,
+        bytes as f64 / 1e6,
+        args.partitions,
+        args.clients,
+    );
+    let kafka = super::Args {
+        bootstrap: args.bootstrap.clone(),
+        requests: args.requests,
+        events: args.spans,
+        event_bytes: 0,
+        clients: args.clients,
+        partitions: args.partitions,
+        kafka_yaml: String::new(),
+        plugins: args.plugins.clone(),
+        rounds: args.rounds,
+        stall: Duration::ZERO,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    let (mut raw, mut sluice) = (Duration::MAX, Duration::MAX);
+    let shape = Shape {
+        ingest: Ingest::OtlpTraces,
+        ..Shape::default()
+    };
+    for round in 1..=args.rounds {
+        println!("round {round} of {}", args.rounds);
+        raw = raw.min(runtime.block_on(raw_librdkafka(&kafka, &bodies, None))?);
+        sluice = sluice.min(sluice_end_to_end(&kafka, &bodies, shape)?.took);
+    }
+    let spans = (args.requests * args.spans) as f64;
+    println!("best of {} rounds:", args.rounds);
+    println!(
+        "{:<44} {:>6.2} s  {:>9.0} spans/s",
+        "raw librdkafka produce+consume (protobuf)",
+        raw.as_secs_f64(),
+        spans / raw.as_secs_f64()
+    );
+    println!(
+        "{:<44} {:>6.2} s  {:>9.0} spans/s",
+        "sluice OTLP/HTTP→kafka→otlp→file",
+        sluice.as_secs_f64(),
+        spans / sluice.as_secs_f64()
+    );
+    println!(
+        "ratio sluice/raw spans/s: {:.2}",
+        raw.as_secs_f64() / sluice.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Export requests of `spans` spans each, as the OpenTelemetry SDKs make them: one service,
+/// one scope, server spans with a few attributes.
+fn requests(n: usize, spans: usize) -> Vec<Vec<u8>> {
+    let text = |s: &str| AnyValue {
+        value: Some(Value::StringValue(s.to_owned())),
+    };
+    let attribute = |key: &str, value: AnyValue| KeyValue {
+        key: key.to_owned(),
+        value: Some(value),
+        ..KeyValue::default()
+    };
+    (0..n)
+        .map(|r| {
+            let spans = (0..spans)
+                .map(|i| {
+                    let id = (r * spans + i) as u64;
+                    Span {
+                        trace_id: [id.to_be_bytes(), (!id).to_be_bytes()].concat(),
+                        span_id: id.to_be_bytes().to_vec(),
+                        name: "GET /api/orders/{id}".to_owned(),
+                        kind: SpanKind::Server as i32,
+                        start_time_unix_nano: 1_700_000_000_000_000_000 + id * 1_000,
+                        end_time_unix_nano: 1_700_000_000_000_000_000 + id * 1_000 + 250_000,
+                        attributes: vec![
+                            attribute("http.request.method", text("GET")),
+                            attribute("url.path", text(&format!("/api/orders/{id}"))),
+                            attribute(
+                                "http.response.status_code",
+                                AnyValue {
+                                    value: Some(Value::IntValue(200)),
+                                },
+                            ),
+                        ],
+                        ..Span::default()
+                    }
+                })
+                .collect();
+            ExportTraceServiceRequest {
+                resource_spans: vec![ResourceSpans {
+                    resource: Some(Resource {
+                        attributes: vec![attribute("service.name", text("checkout"))],
+                        ..Resource::default()
+                    }),
+                    scope_spans: vec![ScopeSpans {
+                        scope: Some(InstrumentationScope {
+                            name: "shop".to_owned(),
+                            version: "1.2.3".to_owned(),
+                            ..InstrumentationScope::default()
+                        }),
+                        spans,
+                        schema_url: String::new(),
+                    }],
+                    schema_url: String::new(),
+                }],
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
