@@ -65,9 +65,29 @@ const GZIP: (&str, &str) = ("OTLP_GZIP", "1");
 #[test]
 fn otel_trace_source_takes_grpc_with_gzip_and_unframed_otlp_http_on_data_preppers_path() {
     let s = start(
-        "otel_trace_source:\n  port: {port}\n  ssl: false\n  compression: gzip\n  unframed_requests: true\n",
+        "otel_trace_source:\n  port: {port}\n  ssl: false\n  compression: gzip\n  unframed_requests: true\n  \
+         health_check_service: true\n",
         &kafka_bootstrap(),
     );
+    // The health checks: gRPC's and HTTP's.
+    let health = std::process::Command::new(sluice_tests::otel_python())
+        .arg(sluice_tests::root().join("tests/otlp/health.py"))
+        .arg(format!("127.0.0.1:{}", s.port))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&health.stdout).trim(),
+        "0801",
+        "SERVING: {}",
+        String::from_utf8_lossy(&health.stderr)
+    );
+    let body = ureq::get(&format!("http://127.0.0.1:{}/health", s.port))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert_eq!(body.trim(), r#"{"healthy":true}"#);
     let grpc = format!("http://127.0.0.1:{}", s.port);
     send_ok(&s, "send_traces.py", &grpc, 3, &[GRPC, GZIP]);
     // OTLP/HTTP (protobuf, gzip) at the gRPC method's path, as Data Prepper's unframed requests.
