@@ -1,7 +1,8 @@
-//! OTLP through sluice with real OpenTelemetry clients (issue 15, first part): the Python SDK's
-//! OTLP/HTTP log and span exporters post protobuf to an http source, the requests' bytes go
-//! through the Kafka buffer, and the `otlp` deserializer component turns each log record or
-//! span into one event in Data Prepper's `opensearch` shape.
+//! OTLP through sluice with real OpenTelemetry clients (issue 15): here the Python SDK's OTLP/HTTP
+//! exporters post protobuf to an http source, the requests' bytes go through the Kafka buffer,
+//! and the `otlp` deserializer component turns each log record, span or data point into one
+//! event in Data Prepper's `opensearch` shape; [`sources`] does the same through the OTLP
+//! sources, over gRPC and HTTP.
 
 use std::process::Command;
 use std::time::Duration;
@@ -12,21 +13,27 @@ mod sources;
 
 /// An http source on `path` with the otlp deserializer (`options`), the Kafka buffer, a file sink.
 fn start(path: &str, options: &str) -> Sluice {
+    let source = format!(
+        "http:\n  port: {{port}}\n  path: {path}\n  deserializer:\n    name: otlp\n    \
+         options: {{{options}}}\n"
+    );
+    start_source(&source, &kafka_bootstrap())
+}
+
+/// A pipeline with `source` (YAML from column 0), the Kafka buffer on `bootstrap`, a file sink
+/// at `out/events.jsonl` and the dead letters in `dlq.jsonl`.
+fn start_source(source: &str, bootstrap: &str) -> Sluice {
     let topic = unique("otlp");
     Sluice::start(&format!(
         r#"
 otel:
   delay: 20ms
   source:
-    http:
-      port: {{port}}
-      path: {path}
-      deserializer:
-        name: otlp
-        options: {{{options}}}
+{source}
   buffer:
     kafka:
-      bootstrap_servers: [{}]
+      bootstrap_servers: [{bootstrap}]
+      produce_timeout: 2s
       topics:
         - name: {topic}
           group_id: {topic}-g
@@ -36,7 +43,7 @@ otel:
         path: {{dir}}/out/events.jsonl
   dlq_path: {{dir}}/dlq.jsonl
 "#,
-        kafka_bootstrap()
+        source = sluice_tests::indent(source, 4)
     ))
 }
 

@@ -5,36 +5,9 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use sluice_tests::{Broker, Sluice, json_lines, kafka_bootstrap, test_certificates, unique};
+use sluice_tests::{Broker, Sluice, json_lines, kafka_bootstrap, test_certificates};
 
-use super::export;
-
-/// A pipeline with `source` (YAML, indented under `source:`), the Kafka buffer on `bootstrap`,
-/// a file sink.
-fn start(source: &str, bootstrap: &str) -> Sluice {
-    let topic = unique("otlp-src");
-    Sluice::start(&format!(
-        r#"
-otel:
-  delay: 20ms
-  source:
-{source}
-  buffer:
-    kafka:
-      bootstrap_servers: [{bootstrap}]
-      produce_timeout: 2s
-      topics:
-        - name: {topic}
-          group_id: {topic}-g
-          create_topic: true
-  sink:
-    - file:
-        path: {{dir}}/out/events.jsonl
-  dlq_path: {{dir}}/dlq.jsonl
-"#,
-        source = sluice_tests::indent(source, 4)
-    ))
-}
+use super::{export, start_source as start};
 
 /// Sends with `script`, asserting the exporter's exports were all accepted.
 fn send_ok(s: &Sluice, script: &str, endpoint: &str, n: usize, env: &[(&str, &str)]) {

@@ -17,7 +17,12 @@ use crate::error::Errors;
 use crate::http::{Authentication, Compression, Tls, check_authentication};
 use crate::location::join;
 use crate::parse::Context;
-use crate::source::{DeserializerConfig, check_deserializer, deserializer_name_or_map};
+// The listener's defaults are the http source's (Data Prepper's are the same, Armeria's).
+use crate::source::{
+    DeserializerConfig, check_deserializer, default_header_read_timeout, default_idle_timeout,
+    default_max_connection_count, default_max_pending_requests, default_max_request_length,
+    default_request_timeout, default_thread_count, deserializer_name_or_map,
+};
 use crate::units::{self, ByteSize};
 
 /// An OTLP signal.
@@ -389,35 +394,6 @@ fn default_otlp_deserializer() -> DeserializerConfig {
         options: BTreeMap::new(),
         ..DeserializerConfig::default()
     }
-}
-
-/// Armeria's default, which Data Prepper keeps.
-const fn default_max_request_length() -> ByteSize {
-    ByteSize::mib(10)
-}
-
-const fn default_request_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-
-const fn default_max_connection_count() -> usize {
-    500
-}
-
-const fn default_max_pending_requests() -> usize {
-    1024
-}
-
-const fn default_header_read_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-
-const fn default_idle_timeout() -> Duration {
-    Duration::from_secs(75)
-}
-
-const fn default_thread_count() -> usize {
-    200
 }
 
 /// An OTLP source's rules; `path` is its key path (`<pipeline>.source.otlp`).

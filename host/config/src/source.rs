@@ -213,40 +213,40 @@ fn default_http_path() -> String {
 }
 
 /// Data Prepper's http source `max_request_length` default.
-const fn default_max_request_length() -> ByteSize {
+pub(crate) const fn default_max_request_length() -> ByteSize {
     ByteSize::mib(10)
 }
 
 /// Data Prepper's http source `request_timeout` default.
-const fn default_request_timeout() -> Duration {
+pub(crate) const fn default_request_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
 /// Data Prepper's http source `thread_count` default.
-const fn default_thread_count() -> usize {
+pub(crate) const fn default_thread_count() -> usize {
     200
 }
 
 /// Data Prepper's http source `max_pending_requests` default.
-const fn default_max_pending_requests() -> usize {
+pub(crate) const fn default_max_pending_requests() -> usize {
     1024
 }
 
 /// Data Prepper's http source `max_connection_count` default.
-const fn default_max_connection_count() -> usize {
+pub(crate) const fn default_max_connection_count() -> usize {
     500
 }
 
 /// Data Prepper has no such key. A client sends its request head in one go, so 10 s is
 /// plenty even on a slow link, and short enough that idle sockets cannot pile up.
-const fn default_header_read_timeout() -> Duration {
+pub(crate) const fn default_header_read_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
 /// Data Prepper has no such key. nginx's `keepalive_timeout` default: longer than the 60 s a
 /// load balancer such as AWS's ALB keeps an idle connection, so the balancer closes first and
 /// never sends a request on a connection sluice is closing.
-const fn default_idle_timeout() -> Duration {
+pub(crate) const fn default_idle_timeout() -> Duration {
     Duration::from_secs(75)
 }
 

@@ -50,12 +50,7 @@ pub struct HttpServer {
 impl HttpServer {
     /// Binds the port (so a port in use fails the start, before any pipeline runs).
     pub async fn bind(config: &HttpSource, cx: SourceContext) -> Result<Self, SourceError> {
-        let listener = tokio::net::TcpListener::bind(("0.0.0.0", config.port))
-            .await
-            .map_err(|error| SourceError::Listen {
-                port: config.port,
-                error,
-            })?;
+        let listener = listener::bind(config.port).await?;
         let limits = listener::Limits::of(config);
         let tls = config
             .tls()

@@ -97,6 +97,14 @@ impl Limits {
     }
 }
 
+/// Binds a source's port on all interfaces (so a port in use fails the start, before any
+/// pipeline runs).
+pub async fn bind(port: u16) -> Result<TcpListener, crate::source::SourceError> {
+    TcpListener::bind(("0.0.0.0", port))
+        .await
+        .map_err(|error| crate::source::SourceError::Listen { port, error })
+}
+
 /// The answer to a request whose `Content-Length` is over `max` bytes (the `source`'s
 /// `max_request_length`), given before its body is read so the client is not kept sending it.
 pub fn too_long(headers: &HeaderMap, max: u64, source: &str) -> Option<Response> {

@@ -84,12 +84,7 @@ pub struct OtlpServer {
 impl OtlpServer {
     /// Binds the port (so a port in use fails the start, before any pipeline runs).
     pub async fn bind(settings: &OtlpSettings, cx: SourceContext) -> Result<Self, SourceError> {
-        let listener = tokio::net::TcpListener::bind(("0.0.0.0", settings.port))
-            .await
-            .map_err(|error| SourceError::Listen {
-                port: settings.port,
-                error,
-            })?;
+        let listener = listener::bind(settings.port).await?;
         let tls = settings
             .tls
             .as_ref()
