@@ -239,7 +239,7 @@ fn metrics_from_the_opentelemetry_python_sdk_arrive_one_event_per_data_point() {
 fn an_otlp_json_body_gives_the_same_shape_as_protobuf() {
     // The OpenTelemetry Python SDK exports protobuf only: this is the OTLP specification's own
     // OTLP/JSON logs example (ids in hex, 64-bit integers as strings).
-    let body = br#"{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"my.service"}}]},"scopeLogs":[{"scope":{"name":"my.library","version":"1.0.0"},"logRecords":[{"timeUnixNano":"1544712660300000000","observedTimeUnixNano":"1544712660300000000","severityNumber":10,"severityText":"Information","traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174","body":{"stringValue":"Example log record"},"attributes":[{"key":"string.attribute","value":{"stringValue":"some string"}},{"key":"int.attribute","value":{"intValue":"10"}},{"key":"array.attribute","value":{"arrayValue":{"values":[{"stringValue":"many"},{"stringValue":"values"}]}}}]}]}]}]}"#;
+    let body = OTLP_JSON_LOGS;
     let s = start("/v1/logs", "");
     assert_eq!(
         s.post_with("/v1/logs", &[("Content-Type", "application/json")], body),
@@ -263,3 +263,6 @@ fn an_otlp_json_body_gives_the_same_shape_as_protobuf() {
     );
     assert_eq!(e["instrumentationScope.version"], "1.0.0", "{e}");
 }
+
+/// The OTLP specification's OTLP/JSON logs example.
+pub(crate) const OTLP_JSON_LOGS: &[u8] = br#"{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"my.service"}}]},"scopeLogs":[{"scope":{"name":"my.library","version":"1.0.0"},"logRecords":[{"timeUnixNano":"1544712660300000000","observedTimeUnixNano":"1544712660300000000","severityNumber":10,"severityText":"Information","traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174","body":{"stringValue":"Example log record"},"attributes":[{"key":"string.attribute","value":{"stringValue":"some string"}},{"key":"int.attribute","value":{"intValue":"10"}},{"key":"array.attribute","value":{"arrayValue":{"values":[{"stringValue":"many"},{"stringValue":"values"}]}}}]}]}]}]}"#;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sluice_tests::{Broker, Sluice, json_lines, kafka_bootstrap, test_certificates};
 
-use super::{export, start_source as start};
+use super::{OTLP_JSON_LOGS, export, start_source as start};
 
 /// Sends with `script`, asserting the exporter's exports were all accepted.
 fn send_ok(s: &Sluice, script: &str, endpoint: &str, n: usize, env: &[(&str, &str)]) {
@@ -98,7 +98,19 @@ fn the_otlp_source_takes_all_three_signals_on_one_port_in_the_otel_shape() {
         s.port
     );
     send_ok(&s, "send_metrics.py", &metrics, 2, &[]);
-    let events = events(&s, 4 + 4 + 3);
+    // OTLP/JSON (no SDK exports it): the specification's example, answered in JSON.
+    let json = ureq::post(&format!(
+        "http://127.0.0.1:{}/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+        s.port
+    ))
+    .header("Content-Type", "application/json")
+    .send(OTLP_JSON_LOGS)
+    .unwrap()
+    .body_mut()
+    .read_to_string()
+    .unwrap();
+    assert_eq!(json, "{}", "an empty ExportLogsServiceResponse");
+    let events = events(&s, 4 + 1 + 4 + 3);
     let logs: Vec<&Value> = events.iter().filter(|e| e.get("body").is_some()).collect();
     let spans: Vec<&Value> = events
         .iter()
@@ -113,11 +125,23 @@ fn the_otlp_source_takes_all_three_signals_on_one_port_in_the_otel_shape() {
         .collect();
     assert_eq!(
         (logs.len(), spans.len(), points.len()),
-        (4, 4, 3),
+        (5, 4, 3),
         "{events:?}"
     );
     // Data Prepper's `otel` shape, the `otlp` source's default: attributes nested, as named.
-    let log = logs[0];
+    let example = logs
+        .iter()
+        .find(|e| e["body"] == "Example log record")
+        .unwrap();
+    assert_eq!(example["attributes"]["int.attribute"], 10, "{example}");
+    assert_eq!(
+        example["resource"]["attributes"]["service.name"], "my.service",
+        "{example}"
+    );
+    let log = logs
+        .iter()
+        .find(|e| e["body"] != "Example log record")
+        .unwrap();
     assert_eq!(
         log["resource"]["attributes"]["service.name"], "checkout",
         "{log}"
