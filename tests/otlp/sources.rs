@@ -87,7 +87,7 @@ fn otel_trace_source_takes_grpc_with_gzip_and_unframed_otlp_http_on_data_prepper
 #[test]
 fn the_otlp_source_takes_all_three_signals_on_one_port_in_the_otel_shape() {
     let s = start(
-        "otlp:\n  port: {port}\n  ssl: false\n  unframed_requests: true\n",
+        "otlp:\n  port: {port}\n  ssl: false\n  unframed_requests: true\n  compression: gzip\n",
         &kafka_bootstrap(),
     );
     let grpc = format!("http://127.0.0.1:{}", s.port);
@@ -98,6 +98,7 @@ fn the_otlp_source_takes_all_three_signals_on_one_port_in_the_otel_shape() {
         s.port
     );
     send_ok(&s, "send_metrics.py", &metrics, 2, &[]);
+    send_ok(&s, "send_metrics.py", &grpc, 2, &[GRPC, GZIP]);
     // OTLP/JSON (no SDK exports it): the specification's example, answered in JSON.
     let json = ureq::post(&format!(
         "http://127.0.0.1:{}/opentelemetry.proto.collector.logs.v1.LogsService/Export",
@@ -110,7 +111,7 @@ fn the_otlp_source_takes_all_three_signals_on_one_port_in_the_otel_shape() {
     .read_to_string()
     .unwrap();
     assert_eq!(json, "{}", "an empty ExportLogsServiceResponse");
-    let events = events(&s, 4 + 1 + 4 + 3);
+    let events = events(&s, 4 + 1 + 4 + 3 + 3);
     let logs: Vec<&Value> = events.iter().filter(|e| e.get("body").is_some()).collect();
     let spans: Vec<&Value> = events
         .iter()
@@ -125,7 +126,7 @@ fn the_otlp_source_takes_all_three_signals_on_one_port_in_the_otel_shape() {
         .collect();
     assert_eq!(
         (logs.len(), spans.len(), points.len()),
-        (5, 4, 3),
+        (5, 4, 6),
         "{events:?}"
     );
     // Data Prepper's `otel` shape, the `otlp` source's default: attributes nested, as named.
