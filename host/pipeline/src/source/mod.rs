@@ -1,11 +1,11 @@
 //! Sources write raw bytes to the pipeline's buffer.
 //!
-//! - [`http`] (push): clients POST; "accepted" only once the buffer holds the body. Its
-//!   [`http::server`] caps connections and closes those that hold it open without sending.
+//! - [`http`] (push): clients POST; "accepted" only once the buffer holds the body.
 //! - [`otlp`] (push): OTLP/gRPC and OTLP/HTTP clients export logs, traces and metrics; the
 //!   same promise as `http`.
 //! - [`intake`]: what the push sources share between the request and the buffer;
-//!   [`listener`]: how they serve connections.
+//!   [`listener`]: how they serve connections (TLS, HTTP/1.1 and HTTP/2, the connection
+//!   limit, closing those that hold a connection open without sending).
 //! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
 //!

@@ -1,5 +1,5 @@
 //! The OTLP sources (`otel_logs_source`, `otel_trace_source`, `otel_metrics_source`, and
-//! `otlp` for all three): OTLP/gRPC ([`grpc`]) and OTLP/HTTP ([`http`]) on one port, HTTP/1.1
+//! `otlp` for all three): OTLP/gRPC (`grpc`) and OTLP/HTTP (`http`) on one port, HTTP/1.1
 //! and HTTP/2, with or without TLS, through the same [`listener`] as the http source.
 //!
 //! Routes: each signal's gRPC path (the method's own, `/opentelemetry.proto.collector.
