@@ -153,10 +153,12 @@ pub fn run_plugin_dir() -> PathBuf {
     .clone()
 }
 
-/// The JSON lines of a file (empty if it does not exist).
+/// The JSON lines of a file (empty if it does not exist). Only whole lines: a last line without
+/// its newline is one a sink is still writing, read again next time.
 pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
         .collect()
