@@ -214,7 +214,18 @@ pub fn stored_records(
         .set("auto.offset.reset", "earliest")
         .create()
         .unwrap();
-    consumer.subscribe(&[topic]).unwrap();
+    // Assigned, not subscribed: no group to join, so a busy group coordinator cannot keep the
+    // reader waiting past the deadline (seen under CI load).
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    let mut partitions = rdkafka::TopicPartitionList::new();
+    for p in metadata.topics()[0].partitions() {
+        partitions
+            .add_partition_offset(topic, p.id(), rdkafka::Offset::Beginning)
+            .unwrap();
+    }
+    consumer.assign(&partitions).unwrap();
     let mut out = Vec::new();
     let started = Instant::now();
     while out.len() < want && started.elapsed() < Duration::from_secs(60) {
