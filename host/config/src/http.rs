@@ -28,7 +28,9 @@ pub struct Authentication {
 }
 
 /// A key that is there, even with no value (`unauthenticated:`).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_yaml::Value>, D::Error> {
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_yaml::Value>, D::Error> {
     serde_yaml::Value::deserialize(d).map(Some)
 }
 

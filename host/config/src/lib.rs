@@ -39,6 +39,8 @@ pub use limits::PluginLimits;
 pub use parse::{Context, parse};
 pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
 pub use processor::Processor;
-pub use sink::{FileSink, Sink, StdoutSink};
+pub use sink::{
+    Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink, Threshold,
+};
 pub use source::{DeserializerConfig, FileSource, HttpSource, Source, SourceKind};
 pub use units::ByteSize;

@@ -12,6 +12,7 @@ use crate::location::join;
 use crate::otlp::{OtlpKind, check_otlp};
 use crate::parse::Context;
 use crate::processor::check_processor;
+use crate::sink::check_sink;
 use crate::source::{check_deserializer, check_http};
 use crate::{Buffer, Pipeline, Source, SourceKind, Tier};
 
@@ -73,6 +74,10 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
         for (i, processor) in p.processor.iter().enumerate() {
             let path = format!("{}[{i}]", join(name, "processor"));
             check_processor(processor, &path, errors, context);
+        }
+        for (i, sink) in p.sink.iter().enumerate() {
+            let path = format!("{}[{i}]", join(name, "sink"));
+            check_sink(sink, &path, errors);
         }
         match &p.source {
             Source::File(file) => {

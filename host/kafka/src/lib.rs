@@ -15,6 +15,8 @@
 //! - `consume`: one thread per consumer. It polls, hands batches to the pipeline's workers over
 //!   a bounded channel, pauses its partitions (but keeps polling, so it stays in the group)
 //!   while the workers are behind, and commits what was acknowledged.
+//! - `sink`: the `kafka` sink's producer ([`KafkaSinkProducer`]): same client settings, its
+//!   own topic, each record acknowledged or reported failed (retryable or not).
 //! - `commit`: per-partition tracking of acknowledged ranges; only gap-free prefixes commit.
 //! - `envelope`: the record headers that carry metadata (format version, receive time, origin).
 
@@ -35,9 +37,11 @@ mod config;
 mod consume;
 mod envelope;
 mod produce;
+mod sink;
 mod stats;
 
 pub use config::{CreateTopic, Encryption, KafkaBufferConfig, Sasl, Tls};
+pub use sink::{Failed, KafkaSinkConfig, KafkaSinkProducer};
 pub use stats::KafkaStats;
 
 /// Why the Kafka buffer could not be set up.
@@ -157,7 +161,7 @@ impl KafkaBuffer {
     }
 }
 
-async fn check_reachable(
+pub(crate) async fn check_reachable(
     producer: &FutureProducer,
     config: &KafkaBufferConfig,
 ) -> Result<(), KafkaBufferError> {
@@ -178,7 +182,7 @@ async fn check_reachable(
     })
 }
 
-async fn create_topic(
+pub(crate) async fn create_topic(
     config: &KafkaBufferConfig,
     partitions: i32,
     replication: i32,
@@ -211,7 +215,7 @@ async fn create_topic(
     .map_err(|e| fail(e.to_string()))?;
     for result in results {
         match result {
-            Ok(_) => tracing::info!(topic = %config.topic, partitions, "created the buffer topic"),
+            Ok(_) => tracing::info!(topic = %config.topic, partitions, "created the topic"),
             Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
             Err((_, code)) => return Err(fail(code.to_string())),
         }

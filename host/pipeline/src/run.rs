@@ -164,6 +164,19 @@ pub async fn run(
         workers.abort_all();
         while workers.join_next().await.is_some() {}
     }
+    // Sinks that stage events send what they hold, so its batches are acknowledged before the
+    // buffers' last commit.
+    let flushed = tokio::time::timeout_at(deadline, async {
+        for (_, _, delivery) in &pipelines {
+            for sink in &delivery.sinks {
+                sink.close().await;
+            }
+        }
+    })
+    .await;
+    if flushed.is_err() {
+        tracing::error!(drain_timeout = ?drain_timeout, "sinks did not deliver what they staged in time; those batches are not acknowledged (kafka buffers read them again after a restart)");
+    }
     for (_, buffer, _) in &pipelines {
         buffer.join().await;
     }
@@ -208,7 +221,12 @@ async fn build(
         })?;
     let mut sinks = Vec::new();
     for sink in &p.sink {
-        sinks.push(crate::sink::build(sink).await.map_err(sink_error)?);
+        let output = crate::sink::build(&name, sink).await.map_err(sink_error)?;
+        sinks.push(Arc::new(crate::sink::Sink::new(
+            &name,
+            output,
+            dead_letters.clone(),
+        )));
     }
     let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
     let delivery = Arc::new(Delivery {

@@ -213,36 +213,8 @@ impl KafkaBuffer {
                 Membership::Dynamic
             },
         };
-        let sasl = match self.authentication.as_ref().and_then(|a| a.sasl.as_ref()) {
-            None => None,
-            Some(s) => {
-                let resolve = |c: &super::Credentials| {
-                    c.resolved_password()
-                        .map(|password| (c.username.clone(), password))
-                        .map_err(|reason| format!("authentication: {reason}"))
-                };
-                if let Some(c) = &s.plain {
-                    let (username, password) = resolve(c)?;
-                    Some(Sasl::Plain { username, password })
-                } else if let Some(c) = &s.scram_sha_256 {
-                    let (username, password) = resolve(c)?;
-                    Some(Sasl::ScramSha256 { username, password })
-                } else if let Some(c) = &s.scram_sha_512 {
-                    let (username, password) = resolve(c)?;
-                    Some(Sasl::ScramSha512 { username, password })
-                } else {
-                    None
-                }
-            }
-        };
-        let tls = self
-            .encryption_in_transit
-            .as_ref()
-            .filter(|t| t.kind == TransitType::Ssl)
-            .map(|t| Tls {
-                ca: t.certificate.clone(),
-                insecure: t.insecure,
-            });
+        let sasl = resolve_sasl(self.authentication.as_ref())?;
+        let tls = resolve_tls(self.encryption_in_transit.as_ref());
         let encryption = match &self.encryption {
             None => None,
             Some(e) => Some(match (&e.kms, &e.key, &e.key_file) {
@@ -289,6 +261,42 @@ impl KafkaBuffer {
             metric_prefix: self.metric_prefix(),
         })
     }
+}
+
+/// SASL as it runs, with the password resolved (the first mechanism given: validation requires one).
+pub fn resolve_sasl(
+    authentication: Option<&super::KafkaAuthentication>,
+) -> Result<Option<Sasl>, String> {
+    Ok(match authentication.and_then(|a| a.sasl.as_ref()) {
+        None => None,
+        Some(s) => {
+            let resolve = |c: &super::Credentials| {
+                c.resolved_password()
+                    .map(|password| (c.username.clone(), password))
+                    .map_err(|reason| format!("authentication: {reason}"))
+            };
+            if let Some(c) = &s.plain {
+                let (username, password) = resolve(c)?;
+                Some(Sasl::Plain { username, password })
+            } else if let Some(c) = &s.scram_sha_256 {
+                let (username, password) = resolve(c)?;
+                Some(Sasl::ScramSha256 { username, password })
+            } else if let Some(c) = &s.scram_sha_512 {
+                let (username, password) = resolve(c)?;
+                Some(Sasl::ScramSha512 { username, password })
+            } else {
+                None
+            }
+        }
+    })
+}
+
+/// TLS as it runs: only when `type` is `ssl`.
+pub fn resolve_tls(transit: Option<&super::InTransit>) -> Option<Tls> {
+    transit.filter(|t| t.kind == TransitType::Ssl).map(|t| Tls {
+        ca: t.certificate.clone(),
+        insecure: t.insecure,
+    })
 }
 
 #[cfg(test)]

@@ -9,24 +9,7 @@ use crate::location::join;
 
 /// The kafka buffer's rules; `path` is its key path (`<pipeline>.buffer.kafka`).
 pub(crate) fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
-    if kafka.bootstrap_servers.is_empty() {
-        errors.at(
-            &join(path, "bootstrap_servers"),
-            format!("`{path}.bootstrap_servers` is empty; list at least one broker, e.g. `[127.0.0.1:9092]`"),
-        );
-    }
-    for (i, server) in kafka.bootstrap_servers.iter().enumerate() {
-        let at = format!("{path}.bootstrap_servers[{i}]");
-        let port_ok = server
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if !port_ok {
-            errors.at(
-                &at,
-                format!("`{at}` is `{server}`; write `host:port`, e.g. `127.0.0.1:9092`"),
-            );
-        }
-    }
+    check_servers(&kafka.bootstrap_servers, path, errors);
     if kafka.topics.len() != 1 {
         errors.at(
             &join(path, "topics"),
@@ -37,27 +20,7 @@ pub(crate) fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) 
             ),
         );
     }
-    if let Some(KafkaAuthentication { sasl: Some(sasl) }) = &kafka.authentication
-        && sasl.count() != 1
-    {
-        errors.at(
-            &join(path, "authentication.sasl"),
-            format!(
-                "`{path}.authentication.sasl` needs exactly one of `plain`, `scram_sha_256` or \
-                 `scram_sha_512`, got {}",
-                sasl.count()
-            ),
-        );
-    }
-    if let Some(KafkaAuthentication { sasl: None }) = &kafka.authentication {
-        errors.at(
-            &join(path, "authentication"),
-            format!(
-                "`{path}.authentication` needs `sasl`, e.g. \
-                 `authentication: {{sasl: {{plain: {{username: ..., password: ...}}}}}}`"
-            ),
-        );
-    }
+    check_authentication(kafka.authentication.as_ref(), path, errors);
     if let Some(e) = &kafka.encryption {
         let at = join(path, "encryption");
         let given = [e.kms.is_some(), e.key.is_some(), e.key_file.is_some()]
@@ -187,5 +150,56 @@ pub(crate) fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) 
                 );
             }
         }
+    }
+}
+
+/// Checks `bootstrap_servers` at `path`: at least one, each `host:port`.
+pub(crate) fn check_servers(servers: &[String], path: &str, errors: &mut Errors) {
+    if servers.is_empty() {
+        errors.at(
+            &join(path, "bootstrap_servers"),
+            format!("`{path}.bootstrap_servers` is empty; list at least one broker, e.g. `[127.0.0.1:9092]`"),
+        );
+    }
+    for (i, server) in servers.iter().enumerate() {
+        let at = format!("{path}.bootstrap_servers[{i}]");
+        let port_ok = server
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok {
+            errors.at(
+                &at,
+                format!("`{at}` is `{server}`; write `host:port`, e.g. `127.0.0.1:9092`"),
+            );
+        }
+    }
+}
+
+/// Checks `authentication` at `path`: `sasl` with exactly one mechanism.
+pub(crate) fn check_authentication(
+    authentication: Option<&KafkaAuthentication>,
+    path: &str,
+    errors: &mut Errors,
+) {
+    if let Some(KafkaAuthentication { sasl: Some(sasl) }) = authentication
+        && sasl.count() != 1
+    {
+        errors.at(
+            &join(path, "authentication.sasl"),
+            format!(
+                "`{path}.authentication.sasl` needs exactly one of `plain`, `scram_sha_256` or \
+                 `scram_sha_512`, got {}",
+                sasl.count()
+            ),
+        );
+    }
+    if let Some(KafkaAuthentication { sasl: None }) = authentication {
+        errors.at(
+            &join(path, "authentication"),
+            format!(
+                "`{path}.authentication` needs `sasl`, e.g. \
+                 `authentication: {{sasl: {{plain: {{username: ..., password: ...}}}}}}`"
+            ),
+        );
     }
 }

@@ -9,8 +9,8 @@ use std::time::SystemTime;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use super::SinkError;
 use super::file::FileSink;
-use super::{Sink, SinkError};
 
 /// A record that did not become events, as the pipeline read it.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +61,17 @@ impl DeadLetters {
     /// Writes `entries`, one line each. Resolves once the file holds them all.
     pub async fn write(&self, entries: &[Value]) -> Result<(), SinkError> {
         self.file.write(&lines(entries)).await
+    }
+
+    /// Writes `entries`, retrying with backoff until the file holds them (what is
+    /// dead-lettered is not acknowledged before).
+    pub async fn write_until_held(&self, entries: &[Value]) {
+        let mut backoff = std::time::Duration::from_millis(100);
+        while let Err(e) = self.write(entries).await {
+            tracing::warn!(sink = self.name(), error = %e, retry_in = ?backoff, "the dead-letter file refused entries; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(std::time::Duration::from_secs(10));
+        }
     }
 
     /// For logs.

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
-use super::{Sink, SinkError};
+use bytes::Bytes;
+
+use super::{Output, SendError, SinkError};
 
 /// An appended file. The tokio Mutex keeps one batch's lines together when several workers
 /// write at once (it is held across the write).
@@ -21,7 +23,7 @@ pub struct FileSink {
 impl FileSink {
     /// Opens `path` for appending, creating it and its folder.
     pub async fn open(path: &Path) -> Result<Self, SinkError> {
-        let name = format!("file {}", path.display());
+        let name = format!("file:{}", path.display());
         match open_append(path).await {
             Ok(file) => Ok(Self {
                 name,
@@ -34,12 +36,26 @@ impl FileSink {
 }
 
 #[async_trait::async_trait]
-impl Sink for FileSink {
+impl Output for FileSink {
     fn name(&self) -> &str {
         &self.name
     }
 
-    async fn write(&self, lines: &[u8]) -> Result<(), SinkError> {
+    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        self.write(&super::codec::lines(events))
+            .await
+            .map_err(|e| SendError::Retry(e.source.to_string()))
+    }
+}
+
+impl FileSink {
+    /// For logs: `file:<path>`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Appends `lines` and flushes; all or, on error, to be written again whole.
+    pub async fn write(&self, lines: &[u8]) -> Result<(), SinkError> {
         if lines.is_empty() {
             return Ok(());
         }
@@ -124,7 +140,7 @@ fn trim_torn_line(file: &std::fs::File) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{FileSink, Sink as _};
+    use super::FileSink;
 
     #[tokio::test]
     async fn a_torn_last_line_is_cut_when_the_file_is_reopened() {

@@ -1,19 +1,42 @@
-//! Sinks: where events go. Each takes a whole batch of event lines and returns once it holds
-//! them (for files: written and flushed), so the worker can acknowledge the batch.
+//! Sinks: where events go. A sink is an [`Output`] (the destination: a file, a Kafka topic,
+//! an S3 bucket, an HTTP endpoint) driven by the same machinery for every kind ([`Sink`]):
+//! staging events up to a threshold, retrying with backoff and jitter, dead-lettering what the
+//! destination refuses for good, counting all of it, and completing each batch's [`Receipt`]
+//! only once the destination holds the events, so the buffer acknowledges (Kafka: commits)
+//! nothing a sink could still lose. See `docs/design/sinks.md`.
 //!
 //! # Layout
-//! - this file: the [`Sink`] trait, [`SinkError`], and [`build`], the one place that maps a
-//!   configured sink to its implementation (adding a sink: a new file, plus one line there).
-//! - [`stdout`], [`mod@file`]: the sinks.
+//! - this file: the [`Output`] trait and its [`SendError`], [`Sink`] (what the workers call),
+//!   and [`build`], the one place that maps a configured sink to its output.
+//! - `receipt`: a batch's acknowledgement shared by its sinks.
+//! - `deliver`: sending with retries; what goes to the dead-letter file.
+//! - `staged`: the task that collects events up to a threshold for outputs that want
+//!   large requests (s3, http).
+//! - `codec`: ndjson / json bodies, gzip.
+//! - the outputs: [`stdout`], [`mod@file`], [`kafka`], [`s3`], [`http`].
 //! - [`dlq`]: the dead-letter file: what a rejected record looks like there, and where it goes.
 
+mod codec;
+mod deliver;
 pub mod dlq;
 pub mod file;
+pub mod http;
+pub mod kafka;
+mod receipt;
+pub mod s3;
+mod staged;
 pub mod stdout;
 
 use std::sync::Arc;
 
-/// Why a sink could not take a batch. The worker retries with backoff.
+use bytes::Bytes;
+
+pub use self::deliver::Retry;
+use self::dlq::DeadLetters;
+pub use self::receipt::Receipt;
+pub use self::staged::Threshold;
+
+/// Why a sink could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[error("sink `{sink}`: {source}")]
 pub struct SinkError {
@@ -21,21 +44,145 @@ pub struct SinkError {
     pub source: std::io::Error,
 }
 
-/// A destination for events.
-#[async_trait::async_trait]
-pub trait Sink: Send + Sync {
-    /// For logs: `stdout`, `file <path>`.
-    fn name(&self) -> &str;
-
-    /// Writes `lines` (JSON events, each ending in `\n`), all or, on error, to be retried
-    /// whole. Resolves once the sink holds them.
-    async fn write(&self, lines: &[u8]) -> Result<(), SinkError>;
+impl SinkError {
+    pub fn new(sink: &str, error: impl std::fmt::Display) -> Self {
+        Self {
+            sink: sink.to_owned(),
+            source: std::io::Error::other(error.to_string()),
+        }
+    }
 }
 
-/// The sink a pipeline's `sink:` entry configures.
-pub async fn build(config: &sluice_config::Sink) -> Result<Arc<dyn Sink>, SinkError> {
+/// Why an output did not take (all of) a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// Nothing was taken, for a reason that may pass (the server is down, answered 503, the
+    /// topic is unavailable): the whole request is sent again after a backoff.
+    Retry(String),
+    /// Nothing was taken, and sending again cannot help (a 4xx, a record too large): every event
+    /// goes to the dead-letter file with the reason.
+    Reject(String),
+    /// Some events were taken and others not, each with its own fate (a bulk API's per-item
+    /// answers, a Kafka produce where some records failed). `rejected` go to the dead-letter
+    /// file; `retry` are sent again. Indices are into the events of the request.
+    Partial {
+        rejected: Vec<(usize, String)>,
+        retry: Vec<usize>,
+        /// Why the retried ones failed, for logs.
+        reason: String,
+    },
+}
+
+/// A destination. Implementations only send; staging, retries, dead letters and counting are
+/// the [`Sink`]'s.
+#[async_trait::async_trait]
+pub trait Output: Send + Sync + 'static {
+    /// For logs and the `sink` label of the sink metrics: `stdout`, `file:<path>`,
+    /// `kafka:<topic>`, `s3://<bucket>/<prefix>`, `http:<url>`.
+    fn name(&self) -> &str;
+
+    /// Sends `events` (one serialized JSON object each, without a newline). Resolves once the
+    /// destination holds them durably, or with what it did not take.
+    async fn send(&self, events: &[Bytes]) -> Result<(), SendError>;
+
+    /// Events per request this output can take at most (a Kafka produce has none; staged
+    /// outputs get theirs from `threshold`).
+    fn threshold(&self) -> Option<Threshold> {
+        None
+    }
+
+    /// How failures are retried.
+    fn retry(&self) -> Retry {
+        Retry::default()
+    }
+}
+
+/// A sink as the workers use it.
+pub struct Sink {
+    name: String,
+    route: Route,
+}
+
+enum Route {
+    /// Each batch is sent by the worker that read it, retried until it is taken.
+    Direct(Arc<deliver::Delivery>),
+    /// Batches are collected by the sink's own task up to a threshold.
+    Staged(staged::Stager),
+}
+
+impl Sink {
+    /// A sink over `output`, dead-lettering into `dead_letters`, counting under `pipeline`.
+    pub fn new(pipeline: &str, output: Arc<dyn Output>, dead_letters: Arc<DeadLetters>) -> Self {
+        let name = output.name().to_owned();
+        let threshold = output.threshold();
+        let delivery = Arc::new(deliver::Delivery::new(pipeline, output, dead_letters));
+        let route = match threshold {
+            Some(t) => Route::Staged(staged::Stager::start(delivery, t)),
+            None => Route::Direct(delivery),
+        };
+        Self { name, route }
+    }
+
+    /// For logs.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Hands a batch's events to the sink. Resolves once the sink has taken them in (it waits
+    /// while the sink is behind: that is the pipeline's backpressure); `receipt` is completed
+    /// when the events are durable at the destination or dead-lettered.
+    pub async fn take(&self, events: Vec<Bytes>, receipt: Receipt) {
+        match &self.route {
+            Route::Direct(delivery) => {
+                if !events.is_empty() {
+                    delivery.send(events).await;
+                }
+                receipt.complete();
+            }
+            Route::Staged(stager) => stager.take(events, receipt).await,
+        }
+    }
+
+    /// Sends what is staged and waits until it is delivered; called once the workers stopped.
+    pub async fn close(&self) {
+        if let Route::Staged(stager) = &self.route {
+            stager.close().await;
+        }
+    }
+}
+
+/// The events of a batch's JSON lines, one [`Bytes`] each (slices of one buffer).
+pub fn events(lines: Vec<u8>) -> Vec<Bytes> {
+    let all = Bytes::from(lines);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, b) in all.iter().enumerate() {
+        if *b == b'\n' {
+            if i > start {
+                out.push(all.slice(start..i));
+            }
+            start = i + 1;
+        }
+    }
+    if start < all.len() {
+        out.push(all.slice(start..));
+    }
+    out
+}
+
+/// The output a pipeline's `sink:` entry configures.
+pub async fn build(
+    pipeline: &str,
+    config: &sluice_config::Sink,
+) -> Result<Arc<dyn Output>, SinkError> {
     Ok(match config {
         sluice_config::Sink::Stdout(_) => Arc::new(stdout::StdoutSink::default()),
         sluice_config::Sink::File(f) => Arc::new(file::FileSink::open(&f.path).await?),
+        sluice_config::Sink::Kafka(k) => Arc::new(kafka::KafkaSink::connect(pipeline, k).await?),
+        sluice_config::Sink::S3(s) => Arc::new(s3::S3Sink::connect(s).await?),
+        sluice_config::Sink::Http(h) => Arc::new(http::HttpSink::new(h)?),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,9 @@
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
-use super::{Sink, SinkError};
+use bytes::Bytes;
+
+use super::{Output, SendError};
 
 /// Standard output. The tokio Mutex keeps one batch's lines together when several workers
 /// write at once (it is held across the write).
@@ -20,24 +22,19 @@ impl Default for StdoutSink {
 }
 
 #[async_trait::async_trait]
-impl Sink for StdoutSink {
+impl Output for StdoutSink {
     fn name(&self) -> &str {
         "stdout"
     }
 
-    async fn write(&self, lines: &[u8]) -> Result<(), SinkError> {
-        if lines.is_empty() {
-            return Ok(());
-        }
+    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        let lines = super::codec::lines(events);
         let mut out = self.out.lock().await;
         let result = async {
-            out.write_all(lines).await?;
+            out.write_all(&lines).await?;
             out.flush().await
         }
         .await;
-        result.map_err(|source| SinkError {
-            sink: "stdout".to_owned(),
-            source,
-        })
+        result.map_err(|e| SendError::Retry(e.to_string()))
     }
 }

@@ -15,7 +15,6 @@ mod process;
 pub use process::Stage;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use sluice_buffer::BufferReader;
 use sluice_plugin::{Decoder, Limits, Plugin, RawRecord};
@@ -23,15 +22,15 @@ use tokio::sync::watch;
 
 use self::metrics::PluginMetrics;
 use crate::counters::Counters;
-use crate::sink::Sink;
 use crate::sink::dlq::{self, DeadLetters};
+use crate::sink::{Receipt, Sink};
 use crate::watchdog::Slot;
 
 /// Where a pipeline's workers deliver: every sink gets every event, the dead-letter file
 /// every record that gave none; the counters count both.
 pub struct Delivery {
     pub pipeline: String,
-    pub sinks: Vec<Arc<dyn Sink>>,
+    pub sinks: Vec<Arc<Sink>>,
     pub dead_letters: Arc<DeadLetters>,
     pub counters: Arc<Counters>,
 }
@@ -143,19 +142,23 @@ pub async fn run(
         }
         let n_dead = dead.len() as u64;
         if !dead.is_empty() {
-            deliver(outputs.dead_letters.name(), || {
-                outputs.dead_letters.write(&dead)
-            })
-            .await;
+            outputs.dead_letters.write_until_held(&dead).await;
         }
         let n_events = event_count as u64;
-        for sink in &outputs.sinks {
-            deliver(sink.name(), || sink.write(&events)).await;
-        }
-        batch.ack.acknowledge();
-        outputs.counters.events.add(n_events);
         outputs.counters.dead_lettered.add(n_dead);
-        outputs.counters.acknowledged.add(1);
+        // The batch is acknowledged once every sink holds its events: at once for sinks that
+        // send as they take, later for sinks that stage (s3, http with a threshold).
+        let ack = batch.ack;
+        let counters = outputs.counters.clone();
+        let receipts = Receipt::split(outputs.sinks.len(), move || {
+            ack.acknowledge();
+            counters.events.add(n_events);
+            counters.acknowledged.add(1);
+        });
+        let events = crate::sink::events(events);
+        for (sink, receipt) in outputs.sinks.iter().zip(receipts) {
+            sink.take(events.clone(), receipt).await;
+        }
     }
 }
 
@@ -190,25 +193,6 @@ fn plugin_record(r: sluice_buffer::Record) -> RawRecord {
         key: r.key,
         received_at_ms: r.received_at_ms,
         origin: r.origin,
-    }
-}
-
-/// Writes until it succeeds: the batch is not acknowledged before every sink has it.
-async fn deliver<F, Fut>(sink: &str, mut write: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), crate::sink::SinkError>>,
-{
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        match write().await {
-            Ok(()) => return,
-            Err(e) => {
-                tracing::warn!(sink, error = %e, retry_in = ?backoff, "sink refused a batch; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(10));
-            }
-        }
     }
 }
 

@@ -49,13 +49,17 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         .unwrap();
     let (_publish, updates) = tokio::sync::watch::channel(plugin);
 
-    let a: Arc<dyn Sink> = Arc::new(FileSink::open(&dir.path().join("a.jsonl")).await.unwrap());
-    let b: Arc<dyn Sink> = Arc::new(FileSink::open(&dir.path().join("b.jsonl")).await.unwrap());
     let dlq_path = dir.path().join("dlq.jsonl");
+    let dead_letters = Arc::new(DeadLetters::open(&dlq_path).await.unwrap());
+    let mut sinks = Vec::new();
+    for name in ["a.jsonl", "b.jsonl"] {
+        let file = Arc::new(FileSink::open(&dir.path().join(name)).await.unwrap());
+        sinks.push(Arc::new(Sink::new("p", file, dead_letters.clone())));
+    }
     let delivery = Arc::new(Delivery {
         pipeline: "p".to_owned(),
-        sinks: vec![a, b],
-        dead_letters: Arc::new(DeadLetters::open(&dlq_path).await.unwrap()),
+        sinks,
+        dead_letters,
         counters: Arc::new(Counters::new("p", "bounded_blocking")),
     });
 

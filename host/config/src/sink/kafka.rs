@@ -1,0 +1,181 @@
+//! The `kafka` sink, in Data Prepper's shape:
+//! ```yaml
+//! sink:
+//!   - kafka:
+//!       bootstrap_servers: [127.0.0.1:9092]
+//!       topic:
+//!         name: enriched-logs
+//!       serde_format: json
+//!       partition_key: ${/host}
+//! ```
+//! Authentication, TLS and `producer_properties` take the kafka buffer's keys and rules.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Errors;
+use crate::kafka::resolved::{Sasl, Tls};
+use crate::kafka::{
+    InTransit, KafkaAuthentication, KafkaClient, check_authentication, check_servers,
+    owned_property,
+};
+use crate::location::join;
+use crate::units::{self, ByteSize};
+
+/// The `kafka` sink.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSink {
+    /// The brokers to bootstrap from, `host:port` each. Required.
+    pub bootstrap_servers: Vec<String>,
+    /// The topic events go to. Required.
+    pub topic: SinkTopic,
+    /// How an event becomes a record: `json` (the event as JSON, the default) or `plaintext`
+    /// (the event's `message` text; an event without a text `message` is written as JSON).
+    #[serde(default)]
+    pub serde_format: SerdeFormat,
+    /// The record key, so that events with the same key land in the same partition: text with
+    /// `${/field}` references to event fields (JSON pointers), e.g. `${/host}`. A missing field
+    /// makes an empty reference. Default: no key (records are spread over the partitions).
+    #[serde(default)]
+    pub partition_key: Option<String>,
+    /// SASL credentials for the brokers, as the kafka buffer's. Default: none.
+    #[serde(default)]
+    pub authentication: Option<KafkaAuthentication>,
+    /// TLS to the brokers, as the kafka buffer's `encryption_in_transit`. Data Prepper's
+    /// `encryption: {type: ssl}` is accepted as `encryption`. Default: none (plaintext).
+    #[serde(default, alias = "encryption")]
+    pub encryption_in_transit: Option<InTransit>,
+    /// Extra librdkafka producer settings, passed through as written (e.g. `linger.ms: 5`,
+    /// `compression.type: lz4`). Keys sluice sets itself are refused.
+    #[serde(default, deserialize_with = "units::properties")]
+    pub producer_properties: BTreeMap<String, String>,
+    /// How long a record may wait for Kafka's acknowledgement before it is sent again
+    /// (`message.timeout.ms`). Default `30s`.
+    #[serde(
+        default = "default_produce_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub produce_timeout: Duration,
+    /// The largest record; larger events go to the dead-letter file. Default `1mb`.
+    #[serde(default = "default_max_request_size")]
+    pub max_request_size: ByteSize,
+}
+
+/// `topic` of the kafka sink.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkTopic {
+    /// The topic's name. Required.
+    pub name: String,
+    /// Create the topic at startup if it does not exist. Default false.
+    #[serde(default)]
+    pub create_topic: bool,
+    /// Partitions of a topic created by `create_topic`. Default 1.
+    #[serde(default = "one")]
+    pub number_of_partitions: i32,
+    /// Replication factor of a topic created by `create_topic`. Default 1.
+    #[serde(default = "one")]
+    pub replication_factor: i32,
+}
+
+/// `serde_format` of the kafka sink.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SerdeFormat {
+    #[default]
+    Json,
+    Plaintext,
+}
+
+const fn one() -> i32 {
+    1
+}
+
+const fn default_produce_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+const fn default_max_request_size() -> ByteSize {
+    ByteSize::mib(1)
+}
+
+/// The sink's connection, resolved (passwords read).
+#[derive(Debug, Clone)]
+pub struct KafkaSinkSettings {
+    pub sasl: Option<Sasl>,
+    pub tls: Option<Tls>,
+}
+
+impl KafkaSink {
+    /// SASL and TLS as they run; resolves secrets, so call once, at startup.
+    pub fn resolve(&self) -> Result<KafkaSinkSettings, String> {
+        Ok(KafkaSinkSettings {
+            sasl: crate::kafka::resolved::resolve_sasl(self.authentication.as_ref())?,
+            tls: crate::kafka::resolved::resolve_tls(self.encryption_in_transit.as_ref()),
+        })
+    }
+
+    /// The CA file, for messages.
+    pub fn ca(&self) -> Option<&PathBuf> {
+        self.encryption_in_transit
+            .as_ref()
+            .and_then(|t| t.certificate.as_ref())
+    }
+}
+
+pub(crate) fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
+    check_servers(&k.bootstrap_servers, path, errors);
+    check_authentication(k.authentication.as_ref(), path, errors);
+    if k.topic.name.trim().is_empty() {
+        errors.at(
+            &join(path, "topic.name"),
+            format!("`{path}.topic.name` must not be empty"),
+        );
+    }
+    for (field, value) in [
+        ("number_of_partitions", k.topic.number_of_partitions),
+        ("replication_factor", k.topic.replication_factor),
+    ] {
+        if value < 1 {
+            errors.at(
+                &join(path, &format!("topic.{field}")),
+                format!("`{path}.topic.{field}` must be at least 1"),
+            );
+        }
+    }
+    if let Some(key) = &k.partition_key
+        && let Err(reason) = crate::sink::template::Template::parse(key)
+    {
+        errors.at(
+            &join(path, "partition_key"),
+            format!("`{path}.partition_key`: {reason}"),
+        );
+    }
+    if k.produce_timeout.is_zero() {
+        errors.at(
+            &join(path, "produce_timeout"),
+            format!("`{path}.produce_timeout` must be more than zero"),
+        );
+    }
+    if k.max_request_size.bytes() < 1024 {
+        errors.at(
+            &join(path, "max_request_size"),
+            format!("`{path}.max_request_size` must be at least `1kb`"),
+        );
+    }
+    for key in k.producer_properties.keys() {
+        if let Some(instead) = owned_property(KafkaClient::Producer, key) {
+            errors.at(
+                &join(path, "producer_properties"),
+                format!(
+                    "`{key}` in `{path}.producer_properties` is set by sluice and cannot be \
+                     overridden: {instead}; remove it"
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The `sink`s of a pipeline: their shape, with Data Prepper's keys, and their rules.
+//!
+//! # Layout
+//! - this file: [`Sink`], the local sinks (`stdout`, `file`), and what the remote sinks share:
+//!   [`Codec`], [`Compression`], [`Threshold`].
+//! - [`kafka`], [`s3`], [`http`]: one module per remote sink.
+
+pub mod http;
+pub mod kafka;
+pub mod s3;
+pub mod template;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Errors;
+use crate::location::join;
+use crate::units::{self, ByteSize};
+
+/// A sink: one key naming the plugin.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Sink {
+    /// Writes each event as one JSON line to standard output.
+    Stdout(StdoutSink),
+    /// Appends each event as one JSON line to a file, flushed after every batch.
+    File(FileSink),
+    /// Produces each event as one record to a Kafka topic.
+    Kafka(kafka::KafkaSink),
+    /// Uploads events as objects to S3 or an S3-compatible store.
+    S3(s3::S3Sink),
+    /// Sends events in requests to an HTTP endpoint.
+    Http(http::HttpSink),
+}
+
+impl Sink {
+    /// The plugin name, for paths in messages.
+    pub fn plugin_name(&self) -> &'static str {
+        match self {
+            Sink::Stdout(_) => "stdout",
+            Sink::File(_) => "file",
+            Sink::Kafka(_) => "kafka",
+            Sink::S3(_) => "s3",
+            Sink::Http(_) => "http",
+        }
+    }
+}
+
+/// Checks a sink's own rules; `path` is `<pipeline>.sink[i]`.
+pub(crate) fn check_sink(sink: &Sink, path: &str, errors: &mut Errors) {
+    let path = join(path, sink.plugin_name());
+    match sink {
+        Sink::Stdout(_) | Sink::File(_) => {}
+        Sink::Kafka(k) => kafka::check(k, &path, errors),
+        Sink::S3(s) => s3::check(s, &path, errors),
+        Sink::Http(h) => http::check(h, &path, errors),
+    }
+}
+
+/// The `stdout` sink. It takes no options.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdoutSink {}
+
+/// The `file` sink.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSink {
+    /// The file to append to; created (with its folder) if missing. Required.
+    pub path: PathBuf,
+}
+
+/// `codec`: how events are written into one request or object. One key: `ndjson` (the
+/// default) or `json`.
+/// ```yaml
+/// codec:
+///   ndjson:
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodecConfig {
+    /// One event per line (newline-delimited JSON). Takes no options.
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub ndjson: Option<serde_yaml::Value>,
+    /// One JSON document holding the events in an array: `{"events": [...]}`.
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub json: Option<serde_yaml::Value>,
+}
+
+/// The codec a [`CodecConfig`] names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Codec {
+    Ndjson,
+    /// The array is under `key_name` (default `events`).
+    Json {
+        key_name: String,
+    },
+}
+
+impl CodecConfig {
+    /// The codec (validation checks that exactly one is given, with valid options).
+    pub fn codec(&self) -> Codec {
+        match &self.json {
+            Some(options) => Codec::Json {
+                key_name: options
+                    .get("key_name")
+                    .and_then(serde_yaml::Value::as_str)
+                    .unwrap_or("events")
+                    .to_owned(),
+            },
+            None => Codec::Ndjson,
+        }
+    }
+
+    fn check(&self, path: &str, errors: &mut Errors) {
+        let path = join(path, "codec");
+        if self.ndjson.is_some() == self.json.is_some() {
+            errors.at(
+                &path,
+                format!(
+                    "`{path}` takes one of `ndjson` and `json`, e.g. `codec: {{ndjson: {{}}}}`"
+                ),
+            );
+        }
+        if let Some(options) = &self.ndjson
+            && !is_empty(options)
+        {
+            errors.at(
+                &join(&path, "ndjson"),
+                format!("`{path}.ndjson` takes no options"),
+            );
+        }
+        if let Some(options) = &self.json
+            && !is_empty(options)
+        {
+            let ok = options.as_mapping().is_some_and(|m| {
+                m.iter().all(|(k, v)| {
+                    k.as_str() == Some("key_name") && v.as_str().is_some_and(|s| !s.is_empty())
+                })
+            });
+            if !ok {
+                errors.at(
+                    &join(&path, "json"),
+                    format!("`{path}.json` takes only `key_name` (text, default `events`)"),
+                );
+            }
+        }
+    }
+}
+
+fn is_empty(v: &serde_yaml::Value) -> bool {
+    v.is_null() || v.as_mapping().is_some_and(serde_yaml::Mapping::is_empty)
+}
+
+/// `compression` of what a sink sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+}
+
+/// `threshold`: when collected events are sent. Whichever is reached first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Threshold {
+    /// Send once this many events are collected; a request or object holds at most this many.
+    /// `0`: no count limit.
+    pub event_count: usize,
+    /// Send once the collected events take this much (before compression); a request or object
+    /// is at most this large unless one event alone is larger.
+    pub maximum_size: ByteSize,
+    /// Send once the oldest collected event has waited this long.
+    #[serde(deserialize_with = "units::duration")]
+    pub event_collect_timeout: Duration,
+}
+
+impl Threshold {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        let path = join(path, "threshold");
+        if self.maximum_size.bytes() == 0 {
+            errors.at(
+                &join(&path, "maximum_size"),
+                format!("`{path}.maximum_size` must be more than zero, e.g. `50mb`"),
+            );
+        }
+        if self.event_collect_timeout.is_zero() {
+            errors.at(
+                &join(&path, "event_collect_timeout"),
+                format!("`{path}.event_collect_timeout` must be more than zero, e.g. `15s`"),
+            );
+        }
+    }
+}
+
+/// Checks `url`-like endpoint text at `path`.
+pub(crate) fn check_url(url: &str, path: &str, key: &str, errors: &mut Errors) {
+    let ok = (url.starts_with("http://") || url.starts_with("https://"))
+        && url.split("://").nth(1).is_some_and(|rest| !rest.is_empty());
+    if !ok {
+        errors.at(
+            &join(path, key),
+            format!("`{path}.{key}` is `{url}`; write an http:// or https:// URL"),
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! The `s3` sink, in Data Prepper's shape:
+//! ```yaml
+//! sink:
+//!   - s3:
+//!       aws:
+//!         region: us-east-1
+//!       bucket: my-logs
+//!       object_key:
+//!         path_prefix: logs/%{yyyy}/%{MM}/%{dd}/
+//!       threshold:
+//!         event_count: 10000
+//!         maximum_size: 50mb
+//!         event_collect_timeout: 15s
+//!       codec:
+//!         ndjson:
+//!       compression: gzip
+//! ```
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{CodecConfig, Compression, Threshold};
+use crate::error::Errors;
+use crate::location::join;
+use crate::units::{self, ByteSize};
+
+/// The `s3` sink.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Sink {
+    /// Where and as whom to connect. Required (`region` at least).
+    pub aws: S3Aws,
+    /// The bucket objects go to. It must exist. Required.
+    pub bucket: String,
+    /// How object names are made. Default: no prefix.
+    #[serde(default)]
+    pub object_key: ObjectKey,
+    /// When collected events become an object. Required.
+    pub threshold: Threshold,
+    /// How events are written in an object. Default `ndjson`.
+    #[serde(default)]
+    pub codec: Option<CodecConfig>,
+    /// `none` or `gzip` (the object gets `.gz` and `Content-Encoding: gzip`). Default `none`.
+    #[serde(default)]
+    pub compression: Compression,
+    /// Retries of a failed upload before its events go to the dead-letter file. Default: retry
+    /// until the store takes them, holding the buffer's commit (nothing is skipped while the
+    /// store is down).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// Objects of at least this size are uploaded in parts of this size (multipart upload; S3
+    /// requires at least `5mb`). Default `8mb`.
+    #[serde(default = "default_part_size")]
+    pub multipart_part_size: ByteSize,
+    /// How long one request to the store may take. Default `60s`.
+    #[serde(
+        default = "default_request_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub request_timeout: Duration,
+}
+
+/// `aws` of the s3 sink. Credentials come from the standard AWS chain (environment variables
+/// `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, profile, instance role).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Aws {
+    /// The bucket's region. Required.
+    pub region: String,
+    /// An S3-compatible store instead of AWS (e.g. `http://127.0.0.1:8333`); path-style
+    /// addressing is used with it. Default: AWS.
+    #[serde(default, alias = "endpoint_override")]
+    pub endpoint: Option<String>,
+}
+
+/// `object_key` of the s3 sink.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectKey {
+    /// The start of every object name, with date patterns of the upload time (UTC):
+    /// `%{yyyy}`, `%{MM}`, `%{dd}`, `%{HH}`, `%{mm}`, `%{ss}`. E.g. `logs/%{yyyy}/%{MM}/%{dd}/`.
+    /// The name goes on as `events-<time>-<unique>.<extension>`. Default: none.
+    #[serde(default)]
+    pub path_prefix: String,
+}
+
+fn default_part_size() -> ByteSize {
+    ByteSize::mib(8)
+}
+
+const fn default_request_timeout() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// The date patterns `path_prefix` may hold.
+pub const DATE_PATTERNS: [&str; 6] = ["yyyy", "MM", "dd", "HH", "mm", "ss"];
+
+pub(crate) fn check(s: &S3Sink, path: &str, errors: &mut Errors) {
+    if s.bucket.trim().is_empty() {
+        errors.at(
+            &join(path, "bucket"),
+            format!("`{path}.bucket` must not be empty"),
+        );
+    }
+    if s.aws.region.trim().is_empty() {
+        errors.at(
+            &join(path, "aws.region"),
+            format!("`{path}.aws.region` must not be empty, e.g. `us-east-1`"),
+        );
+    }
+    if let Some(endpoint) = &s.aws.endpoint {
+        super::check_url(endpoint, &join(path, "aws"), "endpoint", errors);
+    }
+    let prefix = &s.object_key.path_prefix;
+    let mut rest = prefix.as_str();
+    while let Some(start) = rest.find("%{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            errors.at(
+                &join(path, "object_key.path_prefix"),
+                format!("`{path}.object_key.path_prefix` has `%{{` without its `}}`"),
+            );
+            break;
+        };
+        let pattern = &after[..end];
+        if !DATE_PATTERNS.contains(&pattern) {
+            errors.at(
+                &join(path, "object_key.path_prefix"),
+                format!(
+                    "`{path}.object_key.path_prefix` has `%{{{pattern}}}`; the date patterns are {}",
+                    DATE_PATTERNS.map(|p| format!("`%{{{p}}}`")).join(", ")
+                ),
+            );
+        }
+        rest = &after[end + 1..];
+    }
+    if prefix.starts_with('/') {
+        errors.at(
+            &join(path, "object_key.path_prefix"),
+            format!(
+                "`{path}.object_key.path_prefix` starts with `/`; object keys do not, remove it"
+            ),
+        );
+    }
+    s.threshold.check(path, errors);
+    if let Some(codec) = &s.codec {
+        codec.check(path, errors);
+    }
+    if s.multipart_part_size.bytes() < 5 * 1024 * 1024 {
+        errors.at(
+            &join(path, "multipart_part_size"),
+            format!("`{path}.multipart_part_size` must be at least `5mb` (S3's smallest part)"),
+        );
+    }
+    if s.request_timeout.is_zero() {
+        errors.at(
+            &join(path, "request_timeout"),
+            format!("`{path}.request_timeout` must be more than zero"),
+        );
+    }
+}

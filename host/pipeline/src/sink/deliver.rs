@@ -1,0 +1,176 @@
+//! Sending a request until the output takes it: retryable failures wait an exponential
+//! backoff with jitter and send again (only the events still to send); events the output
+//! refuses for good go to the dead-letter file with the reason. Every outcome is counted.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+
+use super::dlq::{self, DeadLetters, Rejected};
+use super::{Output, SendError};
+
+/// How an output's failures are retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// The first wait; each retry doubles it, up to `max_backoff`.
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Retries before the events go to the dead-letter file; `None`: retry until they are
+    /// taken, holding the batch's acknowledgement (the buffer keeps the data meanwhile).
+    pub max_retries: Option<u32>,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(10),
+            max_retries: None,
+        }
+    }
+}
+
+impl Retry {
+    /// The wait before retry number `attempt` (0-based): `initial × 2^attempt`, capped,
+    /// then a random point in its upper half, so that sinks (and hosts) that failed together
+    /// do not retry together.
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
+        let base = self
+            .initial_backoff
+            .saturating_mul(1 << attempt.min(20))
+            .min(self.max_backoff);
+        base / 2 + base.mul_f64(fastrand::f64() / 2.0)
+    }
+}
+
+/// The counters of one sink, labelled `{pipeline, sink}`.
+pub(crate) struct SinkMetrics {
+    /// Events the destination holds.
+    pub(crate) written: metrics::Counter,
+    /// Requests that failed and were sent again.
+    pub(crate) retries: metrics::Counter,
+    /// Events the sink gave up on (refused for good, or out of retries): dead-lettered.
+    pub(crate) failed: metrics::Counter,
+    /// Requests the destination took.
+    pub(crate) requests: metrics::Counter,
+}
+
+impl SinkMetrics {
+    fn new(pipeline: &str, sink: &str) -> Self {
+        let c = |name: &'static str| metrics::counter!(name, "pipeline" => pipeline.to_owned(), "sink" => sink.to_owned());
+        Self {
+            written: c("sluice_sink_eventsWritten"),
+            retries: c("sluice_sink_retries"),
+            failed: c("sluice_sink_eventsFailed"),
+            requests: c("sluice_sink_requestsSucceeded"),
+        }
+    }
+}
+
+/// One output with what it needs to deliver: its retry policy, the pipeline's dead-letter
+/// file, its counters.
+pub(crate) struct Delivery {
+    pipeline: String,
+    pub(crate) output: Arc<dyn Output>,
+    retry: Retry,
+    dead_letters: Arc<DeadLetters>,
+    pub(crate) metrics: SinkMetrics,
+}
+
+impl Delivery {
+    pub(crate) fn new(
+        pipeline: &str,
+        output: Arc<dyn Output>,
+        dead_letters: Arc<DeadLetters>,
+    ) -> Self {
+        Self {
+            pipeline: pipeline.to_owned(),
+            metrics: SinkMetrics::new(pipeline, output.name()),
+            retry: output.retry(),
+            output,
+            dead_letters,
+        }
+    }
+
+    /// Sends `events` until every one is taken or dead-lettered.
+    pub(crate) async fn send(&self, events: Vec<Bytes>) {
+        let sink = self.output.name();
+        let mut todo = events;
+        let mut attempt = 0u32;
+        loop {
+            let reason = match self.output.send(&todo).await {
+                Ok(()) => {
+                    self.metrics.requests.increment(1);
+                    self.metrics.written.increment(todo.len() as u64);
+                    return;
+                }
+                Err(SendError::Reject(reason)) => {
+                    tracing::warn!(pipeline = %self.pipeline, sink, events = todo.len(), %reason, "the sink refused events; dead-lettering them");
+                    let rejected: Vec<_> = todo.iter().map(|e| (e, reason.as_str())).collect();
+                    self.dead_letter(&rejected).await;
+                    return;
+                }
+                Err(SendError::Partial {
+                    rejected,
+                    retry,
+                    reason,
+                }) => {
+                    let taken = todo.len() - rejected.len() - retry.len();
+                    self.metrics.written.increment(taken as u64);
+                    if !rejected.is_empty() {
+                        tracing::warn!(pipeline = %self.pipeline, sink, events = rejected.len(), reason = %rejected[0].1, "the sink refused events; dead-lettering them");
+                        let dead: Vec<_> = rejected
+                            .iter()
+                            .filter_map(|(i, why)| todo.get(*i).map(|e| (e, why.as_str())))
+                            .collect();
+                        self.dead_letter(&dead).await;
+                    }
+                    if retry.is_empty() {
+                        self.metrics.requests.increment(1);
+                        return;
+                    }
+                    todo = retry.iter().filter_map(|i| todo.get(*i).cloned()).collect();
+                    reason
+                }
+                Err(SendError::Retry(reason)) => reason,
+            };
+            if self.retry.max_retries.is_some_and(|max| attempt >= max) {
+                let reason = format!("gave up after {} attempts: {reason}", attempt + 1);
+                tracing::error!(pipeline = %self.pipeline, sink, events = todo.len(), %reason, "dead-lettering events the sink did not take");
+                let dead: Vec<_> = todo.iter().map(|e| (e, reason.as_str())).collect();
+                self.dead_letter(&dead).await;
+                return;
+            }
+            let wait = self.retry.backoff(attempt);
+            tracing::warn!(pipeline = %self.pipeline, sink, events = todo.len(), %reason, retry_in = ?wait, attempt = attempt + 1, "the sink failed to take events; retrying");
+            self.metrics.retries.increment(1);
+            attempt = attempt.saturating_add(1);
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Writes `events` to the dead-letter file, each with its reason; retries the file until
+    /// it holds them (they are not acknowledged before).
+    async fn dead_letter(&self, events: &[(&Bytes, &str)]) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let origin = format!("sink:{}", self.output.name());
+        let entries: Vec<_> = events
+            .iter()
+            .map(|(event, reason)| {
+                let rejected = Rejected {
+                    origin: &origin,
+                    payload: event,
+                    key: None,
+                    content_type: Some("application/json"),
+                    received_at_ms: now,
+                };
+                dlq::entry(&self.pipeline, rejected, reason)
+            })
+            .collect();
+        self.dead_letters.write_until_held(&entries).await;
+        self.metrics.failed.increment(entries.len() as u64);
+    }
+}

@@ -1,0 +1,120 @@
+//! The `kafka` sink: each event one record of the topic (`json`: the event; `plaintext`: its
+//! `message` text), keyed by `partition_key`. A record is taken once Kafka acknowledged it
+//! (acks=all, idempotent producer); records Kafka refuses for good (too large, invalid) go to
+//! the dead-letter file, the rest of a failed send is sent again.
+
+use bytes::Bytes;
+use sluice_config::sink::kafka::{KafkaSink as Config, SerdeFormat};
+use sluice_config::sink::template::Template;
+use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer, Sasl, Tls};
+
+use super::{Output, SendError, SinkError};
+
+pub struct KafkaSink {
+    name: String,
+    producer: KafkaSinkProducer,
+    format: SerdeFormat,
+    key: Option<Template>,
+}
+
+impl KafkaSink {
+    /// Connects to the brokers (failing if none answers within `produce_timeout`).
+    pub async fn connect(pipeline: &str, config: &Config) -> Result<Self, SinkError> {
+        let name = format!("kafka:{}", config.topic.name);
+        let settings = config.resolve().map_err(|e| SinkError::new(&name, e))?;
+        let key = config
+            .partition_key
+            .as_deref()
+            .map(Template::parse)
+            .transpose()
+            .map_err(|e| SinkError::new(&name, e))?;
+        let producer = KafkaSinkProducer::connect(KafkaSinkConfig {
+            bootstrap_servers: config.bootstrap_servers.clone(),
+            topic: config.topic.name.clone(),
+            sasl: settings.sasl.map(|s| {
+                let (username, password) = s.credentials();
+                Sasl {
+                    mechanism: s.mechanism().to_owned(),
+                    username: username.to_owned(),
+                    password: password.to_owned(),
+                }
+            }),
+            tls: settings.tls.map(|t| Tls {
+                ca: t.ca,
+                insecure: t.insecure,
+            }),
+            producer_properties: config.producer_properties.clone(),
+            produce_timeout: config.produce_timeout,
+            max_request_size: usize::try_from(config.max_request_size.bytes())
+                .unwrap_or(usize::MAX),
+            create_topic: config.topic.create_topic.then_some(CreateTopic {
+                partitions: config.topic.number_of_partitions,
+                replication_factor: config.topic.replication_factor,
+            }),
+            pipeline: pipeline.to_owned(),
+        })
+        .await
+        .map_err(|e| SinkError::new(&name, e))?;
+        Ok(Self {
+            name,
+            producer,
+            format: config.serde_format,
+            key,
+        })
+    }
+
+    /// The record (key, payload) of one event.
+    fn record(&self, event: &Bytes) -> (Option<Vec<u8>>, Bytes) {
+        let parsed = (self.key.is_some() || self.format == SerdeFormat::Plaintext)
+            .then(|| serde_json::from_slice::<serde_json::Value>(event).ok())
+            .flatten();
+        let key = match (&self.key, &parsed) {
+            (Some(t), Some(v)) => Some(t.render(v).into_bytes()),
+            _ => None,
+        };
+        let payload = match (self.format, &parsed) {
+            (SerdeFormat::Plaintext, Some(v)) => match v.get("message") {
+                Some(serde_json::Value::String(text)) => Bytes::from(text.clone().into_bytes()),
+                _ => event.clone(),
+            },
+            _ => event.clone(),
+        };
+        (key, payload)
+    }
+}
+
+#[async_trait::async_trait]
+impl Output for KafkaSink {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        let made: Vec<_> = events.iter().map(|e| self.record(e)).collect();
+        let records: Vec<(Option<&[u8]>, &[u8])> =
+            made.iter().map(|(k, p)| (k.as_deref(), &p[..])).collect();
+        let failed = self.producer.send(&records).await;
+        if failed.is_empty() {
+            return Ok(());
+        }
+        let mut rejected = Vec::new();
+        let mut retry = Vec::new();
+        let mut reason = String::new();
+        for f in failed {
+            if f.retryable {
+                reason = f.reason;
+                retry.push(f.index);
+            } else {
+                rejected.push((f.index, f.reason));
+            }
+        }
+        if rejected.is_empty() && retry.len() == events.len() {
+            return Err(SendError::Retry(reason));
+        }
+        Err(SendError::Partial {
+            rejected,
+            retry,
+            reason,
+        })
+    }
+}

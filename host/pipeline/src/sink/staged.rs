@@ -1,0 +1,254 @@
+//! Staging for outputs that want large requests (an S3 object, an HTTP bulk body): one task
+//! per sink collects the events of many batches and sends them once a threshold is reached
+//! (`event_count`, `maximum_size`) or the oldest staged event has waited
+//! `event_collect_timeout`. A batch's receipt is completed when the request holding its last
+//! event is delivered.
+//!
+//! Memory stays bounded: while the task sends (and retries), it takes no more batches, so the
+//! workers wait in [`Stager::take`] and stop reading the buffer (the Kafka buffer keeps
+//! accepting writes and holds them). At most one threshold's worth of events is staged, plus
+//! the batch being added.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::Receipt;
+use super::deliver::Delivery;
+
+/// When staged events are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threshold {
+    /// Send once this many events are staged (a request holds at most this many).
+    pub event_count: Option<usize>,
+    /// Send once the staged events take this many bytes (a request holds at most this many,
+    /// unless one event alone is larger).
+    pub maximum_size: Option<u64>,
+    /// Send once the oldest staged event has waited this long.
+    pub event_collect_timeout: Option<Duration>,
+}
+
+/// The handle the workers use; the task owns the staged events.
+pub(crate) struct Stager {
+    tx: std::sync::Mutex<Option<mpsc::Sender<(Vec<Bytes>, Receipt)>>>,
+    task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    name: String,
+}
+
+impl Stager {
+    pub(crate) fn start(delivery: Arc<Delivery>, threshold: Threshold) -> Self {
+        let (tx, rx) = mpsc::channel(1);
+        let name = delivery.output.name().to_owned();
+        let task = tokio::spawn(run(delivery, threshold, rx));
+        Self {
+            tx: std::sync::Mutex::new(Some(tx)),
+            task: tokio::sync::Mutex::new(Some(task)),
+            name,
+        }
+    }
+
+    /// Stages a batch; waits while the task is sending.
+    pub(crate) async fn take(&self, events: Vec<Bytes>, receipt: Receipt) {
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(tx) = tx else {
+            // Closed: the receipt is dropped, so the batch is not acknowledged and is read
+            // again after a restart.
+            tracing::error!(sink = %self.name, "a batch reached a closed sink; it is not acknowledged");
+            return;
+        };
+        if tx.send((events, receipt)).await.is_err() {
+            tracing::error!(sink = %self.name, "the sink's task ended; the batch is not acknowledged");
+        }
+    }
+
+    /// Sends what is staged, waits for it, and ends the task.
+    pub(crate) async fn close(&self) {
+        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(task) = self.task.lock().await.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// The staged events, and the receipts of the batches they came from.
+#[derive(Default)]
+struct Staged {
+    events: VecDeque<Bytes>,
+    bytes: u64,
+    /// The number of events ever sent: the position of `events[0]`.
+    sent: u64,
+    /// Each batch's receipt, with the position after its last event.
+    receipts: VecDeque<(u64, Receipt)>,
+    /// When the oldest staged event arrived.
+    since: Option<Instant>,
+}
+
+impl Staged {
+    fn add(&mut self, events: Vec<Bytes>, receipt: Receipt) {
+        if self.events.is_empty() && !events.is_empty() {
+            self.since = Some(Instant::now());
+        }
+        for e in events {
+            self.bytes += e.len() as u64 + 1;
+            self.events.push_back(e);
+        }
+        let end = self.sent + self.events.len() as u64;
+        self.receipts.push_back((end, receipt));
+    }
+
+    /// Whether a threshold's worth is staged.
+    fn full(&self, t: &Threshold) -> bool {
+        t.event_count.is_some_and(|n| self.events.len() >= n)
+            || t.maximum_size.is_some_and(|m| self.bytes >= m)
+    }
+
+    /// Takes the next request's events: as many as the thresholds allow, at least one.
+    fn next_request(&mut self, t: &Threshold) -> Vec<Bytes> {
+        let max_events = t.event_count.unwrap_or(usize::MAX).max(1);
+        let max_bytes = t.maximum_size.unwrap_or(u64::MAX);
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        while let Some(e) = self.events.front() {
+            let size = e.len() as u64 + 1;
+            if out.len() >= max_events || (!out.is_empty() && bytes + size > max_bytes) {
+                break;
+            }
+            bytes += size;
+            out.push(self.events.pop_front().expect("front exists"));
+        }
+        self.bytes -= bytes;
+        self.since = if self.events.is_empty() {
+            None
+        } else {
+            Some(Instant::now())
+        };
+        out
+    }
+
+    /// `n` more events were delivered: completes the receipts of batches now wholly delivered.
+    fn delivered(&mut self, n: usize) {
+        self.sent += n as u64;
+        while self
+            .receipts
+            .front()
+            .is_some_and(|(end, _)| *end <= self.sent)
+        {
+            let (_, receipt) = self.receipts.pop_front().expect("front exists");
+            receipt.complete();
+        }
+    }
+}
+
+async fn run(
+    delivery: Arc<Delivery>,
+    threshold: Threshold,
+    mut rx: mpsc::Receiver<(Vec<Bytes>, Receipt)>,
+) {
+    let mut staged = Staged::default();
+    loop {
+        let deadline = staged
+            .since
+            .zip(threshold.event_collect_timeout)
+            .map(|(since, wait)| since + wait);
+        let next = tokio::select! {
+            next = rx.recv() => next,
+            () = sleep_until(deadline) => {
+                flush(&delivery, &threshold, &mut staged, true).await;
+                continue;
+            }
+        };
+        match next {
+            Some((events, receipt)) => {
+                staged.add(events, receipt);
+                flush(&delivery, &threshold, &mut staged, false).await;
+            }
+            None => {
+                flush(&delivery, &threshold, &mut staged, true).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Sends requests while a threshold's worth is staged, or (`all`) until nothing is.
+async fn flush(delivery: &Delivery, threshold: &Threshold, staged: &mut Staged, all: bool) {
+    while staged.full(threshold) || (all && !staged.events.is_empty()) {
+        let events = staged.next_request(threshold);
+        let n = events.len();
+        delivery.send(events).await;
+        staged.delivered(n);
+    }
+    // Batches without events (all dead-lettered) are done once everything before them is.
+    staged.delivered(0);
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn requests_hold_at_most_the_threshold_and_receipts_wait_for_their_last_event() {
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let t = Threshold {
+            event_count: Some(2),
+            maximum_size: None,
+            event_collect_timeout: None,
+        };
+        let mut s = Staged::default();
+        let d = done.clone();
+        let mut r = Receipt::split(1, move || {
+            d.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        s.add(vec![ev("a"), ev("b"), ev("c")], r.remove(0));
+        assert!(s.full(&t));
+        let first = s.next_request(&t);
+        assert_eq!(first, vec![ev("a"), ev("b")]);
+        s.delivered(first.len());
+        assert_eq!(
+            done.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "`c` is not sent yet"
+        );
+        assert!(!s.full(&t));
+        let rest = s.next_request(&t);
+        assert_eq!(rest, vec![ev("c")]);
+        s.delivered(1);
+        assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_request_stays_under_maximum_size_unless_one_event_is_larger() {
+        let t = Threshold {
+            event_count: None,
+            maximum_size: Some(10),
+            event_collect_timeout: None,
+        };
+        let mut s = Staged::default();
+        s.add(
+            vec![ev("1234"), ev("1234"), ev("123456789012")],
+            Receipt::split(1, || {}).remove(0),
+        );
+        assert_eq!(
+            s.next_request(&t).len(),
+            2,
+            "5 + 5 bytes fit, the third does not"
+        );
+        assert_eq!(s.next_request(&t).len(), 1, "a lone large event still goes");
+        s.delivered(3);
+    }
+}
