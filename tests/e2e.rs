@@ -22,3 +22,5 @@ mod plugin_host;
 mod plugin_cli;
 // OTLP from real OpenTelemetry clients through the Kafka buffer and the otlp component.
 mod otlp;
+// Sinks that leave the machine (kafka, s3, http) against real servers, with their faults.
+mod sinks;

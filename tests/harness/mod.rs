@@ -16,6 +16,7 @@ pub mod kafka;
 pub mod kms;
 pub mod metrics;
 pub mod process;
+pub mod s3;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +27,7 @@ pub use kafka::{Broker, committed_and_end, create_topic, kafka_bootstrap, stored
 pub use kms::{kms_client, kms_endpoint, kms_key};
 pub use metrics::prometheus_value;
 pub use process::Sluice;
+pub use s3::S3Store;
 
 /// The repository root.
 pub fn root() -> PathBuf {

@@ -1,0 +1,233 @@
+//! The http sink against an endpoint the test runs: bodies in the codec with the custom
+//! headers and Basic credentials; 503 for a while holds the commit and nothing is lost or
+//! doubled; a 4xx dead-letters that request with the status and the rest flows on.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use sluice_tests::Sluice;
+
+use super::{
+    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
+    wait_until,
+};
+
+/// What the endpoint answers and what it got.
+#[derive(Default)]
+struct State {
+    /// Answer this status to every request while set.
+    fail_with: Option<u16>,
+    /// Answer 400 to a body containing this.
+    reject: Option<String>,
+    /// Every request taken (2xx): its headers (names lowercased) and body.
+    taken: Vec<(Vec<(String, String)>, Vec<u8>)>,
+    /// Requests answered with an error.
+    refused: usize,
+}
+
+/// A small HTTP/1.1 endpoint on a free port, one thread per connection.
+struct Endpoint {
+    port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl Endpoint {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let s = state.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || serve(conn, &s));
+            }
+        });
+        Self { port, state }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/ingest", self.port)
+    }
+}
+
+/// Serves requests on one connection until the client closes it.
+fn serve(mut conn: std::net::TcpStream, state: &Mutex<State>) {
+    let mut buf = Vec::new();
+    loop {
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 65536];
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        let headers: Vec<(String, String)> = head
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
+            .collect();
+        let length: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + length {
+            let mut chunk = [0u8; 65536];
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body = buf[head_end..head_end + length].to_vec();
+        buf.drain(..head_end + length);
+        let status = {
+            let mut s = state.lock().unwrap();
+            let status = match (&s.fail_with, &s.reject) {
+                (Some(code), _) => *code,
+                (None, Some(bad)) if String::from_utf8_lossy(&body).contains(bad.as_str()) => 400,
+                _ => 200,
+            };
+            if status == 200 {
+                s.taken.push((headers, body));
+            } else {
+                s.refused += 1;
+            }
+            status
+        };
+        let answer = format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\n\r\nno");
+        if conn.write_all(answer.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn http_sink(endpoint: &Endpoint, extra: &str) -> String {
+    format!("    - http:\n        url: {}\n{extra}", endpoint.url())
+}
+
+#[test]
+fn bodies_carry_the_codec_headers_and_credentials_and_503_for_a_while_loses_nothing() {
+    let endpoint = Endpoint::start();
+    endpoint.state.lock().unwrap().fail_with = Some(503);
+    let (buffer, group) = names("hs");
+    let sinks = http_sink(
+        &endpoint,
+        "        codec:\n          json:\n        custom_header:\n          X-Tenant: [acme]\n        authentication:\n          http_basic:\n            username: sluice\n            password: ${env:SINK_PASSWORD}\n        threshold:\n          event_count: 100\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n",
+    );
+    let sluice = Sluice::start_with_env(
+        &pipeline(&buffer, &group, &sinks),
+        &[("SINK_PASSWORD", "s3cret")],
+    );
+    let ids = post_events(&sluice, "h", 300, 50);
+    wait_until(
+        "the sink to retry",
+        Duration::from_secs(30),
+        &sluice,
+        || sink_metric(&sluice, "sluice_sink_retries") >= 2.0,
+    );
+    assert!(
+        !committed_to_end(&buffer, &group),
+        "nothing is committed while the endpoint answers 503"
+    );
+    endpoint.state.lock().unwrap().fail_with = None;
+    wait_until(
+        "every batch acknowledged",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+
+    let state = endpoint.state.lock().unwrap();
+    let expected_auth = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("sluice:s3cret")
+    );
+    let mut seen = Vec::new();
+    for (headers, body) in &state.taken {
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(header("x-tenant"), Some("acme"));
+        assert_eq!(header("authorization"), Some(expected_auth.as_str()));
+        assert_eq!(header("content-type"), Some("application/json"));
+        let doc: serde_json::Value = serde_json::from_slice(body).unwrap();
+        let events = doc["events"].as_array().unwrap();
+        assert!(events.len() <= 100, "threshold.event_count caps a request");
+        seen.extend(events.iter().map(|e| e["id"].as_str().unwrap().to_owned()));
+    }
+    // A 503 means not taken: nothing comes twice.
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    assert!(state.refused >= 2);
+}
+
+#[test]
+fn a_4xx_dead_letters_that_request_with_the_status_and_later_events_flow_on() {
+    let endpoint = Endpoint::start();
+    endpoint.state.lock().unwrap().reject = Some("poison".to_owned());
+    let (buffer, group) = names("h4");
+    let sinks = http_sink(
+        &endpoint,
+        "        threshold:\n          event_count: 1\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n",
+    );
+    let sluice = Sluice::start(&pipeline(&buffer, &group, &sinks));
+    let mut ids = post_events(&sluice, "ok", 20, 10);
+    post_events(&sluice, "poison", 1, 1);
+    ids.extend(post_events(&sluice, "after", 20, 10));
+    wait_until(
+        "every batch acknowledged",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    let seen: Vec<String> = endpoint
+        .state
+        .lock()
+        .unwrap()
+        .taken
+        .iter()
+        .flat_map(|(_, body)| {
+            String::from_utf8_lossy(body)
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    let dead = sluice_tests::json_lines(&sluice.path("dlq.jsonl"));
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(
+        dead[0]["reason"].as_str().unwrap().contains("400"),
+        "{}",
+        dead[0]
+    );
+    assert!(
+        dead[0]["origin"]
+            .as_str()
+            .unwrap()
+            .starts_with("sink:http:"),
+        "{}",
+        dead[0]
+    );
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(dead[0]["payload"].as_str().unwrap())
+        .unwrap();
+    assert!(String::from_utf8_lossy(&payload).contains("poison-0"));
+    assert_eq!(sink_metric(&sluice, "sluice_sink_eventsFailed"), 1.0);
+}

@@ -1,0 +1,131 @@
+//! The kafka, s3 and http sinks in the real binary, behind the kafka buffer, against real
+//! servers: the broker, SeaweedFS (signature-checking S3) and an HTTP endpoint the test runs.
+//! Every accepted event arrives once; while a sink's server is down the buffer's commit is
+//! held and the source keeps accepting; the sink recovers without a restart.
+
+mod http;
+mod kafka;
+mod s3;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sluice_tests::{Sluice, committed_and_end, kafka_bootstrap, unique};
+
+/// A pipeline: http source → kafka buffer (its own topic and group) → `sinks` (YAML list
+/// items, indented for `sink:`), dead letters in `{dir}/dlq.jsonl`.
+fn pipeline(topic: &str, group: &str, sinks: &str) -> String {
+    format!(
+        r#"
+sink-pipeline:
+  workers: 2
+  source:
+    http:
+      port: {{port}}
+      request_timeout: 5s
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      produce_timeout: 5s
+      drain_timeout: 20s
+      topics:
+        - name: {topic}
+          group_id: {group}
+          create_topic: true
+          commit_interval: 300ms
+          session_timeout: 6s
+          max_poll_records: 100
+  sink:
+{sinks}
+  dlq_path: {{dir}}/dlq.jsonl
+"#,
+        bootstrap = kafka_bootstrap(),
+    )
+}
+
+/// A JSON array of `n` events with ids `prefix-first..`, and the ids.
+fn events(prefix: &str, first: usize, n: usize) -> (Vec<u8>, Vec<String>) {
+    let ids: Vec<String> = (first..first + n)
+        .map(|i| format!("{prefix}-{i}"))
+        .collect();
+    let body: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| json!({"id": id, "host": format!("h{}", i % 3), "message": format!("line {id}")}))
+        .collect();
+    (serde_json::to_vec(&body).unwrap(), ids)
+}
+
+/// Posts `n` events in requests of `per` and returns their ids; every post must be accepted.
+fn post_events(sluice: &Sluice, prefix: &str, n: usize, per: usize) -> Vec<String> {
+    let mut all = Vec::new();
+    for first in (0..n).step_by(per) {
+        let (body, ids) = events(prefix, first, per.min(n - first));
+        assert_eq!(sluice.post("/log/ingest", &body), 200, "{}", sluice.log());
+        all.extend(ids);
+    }
+    all
+}
+
+/// Counts of each id among `values`.
+fn counts<'a>(ids: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for id in ids {
+        *out.entry(id.to_owned()).or_insert(0) += 1;
+    }
+    out
+}
+
+/// Asserts every id of `want` is in `got` and that at most `max_duplicates` are there twice.
+fn assert_all_once(got: &BTreeMap<String, usize>, want: &[String], max_duplicates: usize) {
+    let missing: Vec<_> = want.iter().filter(|id| !got.contains_key(*id)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} events missing, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    let duplicates: usize = got.values().map(|c| c - 1).sum();
+    assert!(
+        duplicates <= max_duplicates,
+        "{duplicates} duplicates (at most {max_duplicates} allowed)"
+    );
+    assert_eq!(got.len(), want.len(), "no events that were not sent");
+}
+
+/// Polls `check` until it holds or `within` passed.
+fn wait_until(what: &str, within: Duration, sluice: &Sluice, mut check: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(
+            started.elapsed() < within,
+            "timed out waiting for {what}:\n{}",
+            sluice.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Whether the buffer group has committed everything written to its topic.
+fn committed_to_end(topic: &str, group: &str) -> bool {
+    committed_and_end(&kafka_bootstrap(), topic, group)
+        .iter()
+        .all(|(_, committed, end)| committed == end)
+}
+
+/// A sink metric of the pipeline, summed over its sinks.
+fn sink_metric(sluice: &Sluice, name: &str) -> f64 {
+    let (_, text) = sluice.get_metrics_server("/metrics");
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains("pipeline=\"sink-pipeline\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn names(prefix: &str) -> (String, String) {
+    (
+        unique(&format!("{prefix}-buf")),
+        unique(&format!("{prefix}-g")),
+    )
+}

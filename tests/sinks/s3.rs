@@ -1,0 +1,247 @@
+//! The s3 sink against SeaweedFS, which checks signatures: objects named by the date patterns,
+//! gzip ndjson read back with every event once, large objects in parts, a wrong secret
+//! stopping the start, the store killed and restarted mid-run.
+
+use std::io::Read as _;
+use std::time::Duration;
+
+use sluice_tests::{S3Store, Sluice, unique};
+
+use super::{
+    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
+    wait_until,
+};
+
+fn s3_sink(store: &S3Store, bucket: &str, extra: &str) -> String {
+    format!(
+        "    - s3:\n        aws:\n          region: us-east-1\n          endpoint: {endpoint}\n        bucket: {bucket}\n        object_key:\n          path_prefix: logs/%{{yyyy}}/%{{MM}}/%{{dd}}/\n{extra}",
+        endpoint = store.endpoint(),
+    )
+}
+
+/// The ids of the events in every object of `bucket` (gunzipped when the key says `.gz`),
+/// and the objects' keys and ETags.
+fn stored_ids(store: &S3Store, bucket: &str) -> (Vec<String>, Vec<(String, String)>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let objects = runtime.block_on(store.objects(bucket));
+    let mut ids = Vec::new();
+    let mut keys = Vec::new();
+    for (key, etag, body) in objects {
+        let text = if key.ends_with(".gz") {
+            let mut t = String::new();
+            flate2::read::GzDecoder::new(&body[..])
+                .read_to_string(&mut t)
+                .unwrap();
+            t
+        } else {
+            String::from_utf8(body).unwrap()
+        };
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            ids.push(v["id"].as_str().unwrap().to_owned());
+        }
+        keys.push((key, etag));
+    }
+    (ids, keys)
+}
+
+fn with_bucket(store: &S3Store) -> String {
+    let bucket = unique("bucket").to_lowercase().replace('_', "-");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(store.create_bucket(&bucket));
+    bucket
+}
+
+#[test]
+fn objects_hold_every_event_once_gzip_ndjson_under_the_dated_prefix() {
+    let store = S3Store::start();
+    let bucket = with_bucket(&store);
+    let (buffer, group) = names("s3");
+    let sinks = s3_sink(
+        &store,
+        &bucket,
+        "        threshold:\n          event_count: 250\n          maximum_size: 1mb\n          event_collect_timeout: 2s\n        codec:\n          ndjson:\n        compression: gzip\n",
+    );
+    let sluice = Sluice::start_with_env(&pipeline(&buffer, &group, &sinks), &store.env());
+    let ids = post_events(&sluice, "s", 1000, 100);
+    wait_until(
+        "every batch acknowledged",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    let (seen, keys) = stored_ids(&store, &bucket);
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    let today = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let dated = format!(
+        "logs/{}/{}/{}/events-",
+        &today[0..4],
+        &today[5..7],
+        &today[8..10]
+    );
+    for (key, _) in &keys {
+        assert!(
+            key.starts_with(&dated) && key.ends_with(".ndjson.gz"),
+            "{key} is not under {dated}"
+        );
+    }
+    assert!(
+        keys.len() >= 4,
+        "event_count 250 makes at least 4 objects of 1000 events, got {}",
+        keys.len()
+    );
+}
+
+#[test]
+fn a_large_object_goes_up_in_parts() {
+    let store = S3Store::start();
+    let bucket = with_bucket(&store);
+    let (buffer, group) = names("s3m");
+    let sinks = s3_sink(
+        &store,
+        &bucket,
+        "        threshold:\n          event_count: 0\n          maximum_size: 64mb\n          event_collect_timeout: 3s\n        codec:\n          json:\n        multipart_part_size: 5mb\n",
+    );
+    let sluice = Sluice::start_with_env(&pipeline(&buffer, &group, &sinks), &store.env());
+    // ~12 MB of events: one object of three parts.
+    let mut ids = Vec::new();
+    for batch in 0..12 {
+        let (body, batch_ids) = {
+            let ids: Vec<String> = (0..1000).map(|i| format!("m-{batch}-{i}")).collect();
+            let events: Vec<_> = ids
+                .iter()
+                .map(|id| serde_json::json!({"id": id, "pad": "x".repeat(1000)}))
+                .collect();
+            (serde_json::to_vec(&events).unwrap(), ids)
+        };
+        assert_eq!(sluice.post("/log/ingest", &body), 200, "{}", sluice.log());
+        ids.extend(batch_ids);
+    }
+    wait_until(
+        "every batch acknowledged",
+        Duration::from_secs(90),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let objects = runtime.block_on(store.objects(&bucket));
+    let mut seen = Vec::new();
+    let mut multipart = 0;
+    for (key, etag, body) in &objects {
+        assert!(key.ends_with(".json"), "{key}");
+        let doc: serde_json::Value = serde_json::from_slice(body).unwrap();
+        for e in doc["events"]
+            .as_array()
+            .expect("the json codec's `events` array")
+        {
+            seen.push(e["id"].as_str().unwrap().to_owned());
+        }
+        // S3's ETag of a multipart object is `"<md5 of the part md5s>-<parts>"`.
+        if etag.contains('-') && body.len() > 5 * 1024 * 1024 {
+            multipart += 1;
+        }
+    }
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    assert!(
+        multipart >= 1,
+        "no object went up in parts: {:?}",
+        objects
+            .iter()
+            .map(|o| (&o.0, &o.1, o.2.len()))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_wrong_secret_key_stops_the_start_with_the_stores_reason() {
+    let store = S3Store::start();
+    let bucket = with_bucket(&store);
+    let (buffer, group) = names("s3w");
+    let sinks = s3_sink(
+        &store,
+        &bucket,
+        "        threshold:\n          event_count: 10\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        pipeline(&buffer, &group, &sinks)
+            .replace("{port}", &sluice_tests::free_port().to_string())
+            .replace("{dir}", &dir.path().display().to_string()),
+    )
+    .unwrap();
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .arg("run")
+        .arg(dir.path().join("p.yaml"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--plugins")
+        .arg(sluice_tests::run_plugin_dir())
+        .env("AWS_ACCESS_KEY_ID", sluice_tests::s3::S3_ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "sluice must not start:\n{stderr}");
+    assert!(
+        stderr.contains("SignatureDoesNotMatch") || stderr.contains("403"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("s3://{bucket}/")),
+        "the message names the sink:\n{stderr}"
+    );
+}
+
+#[test]
+fn the_store_killed_mid_run_holds_the_commit_and_the_sink_recovers_without_a_restart() {
+    let mut store = S3Store::start();
+    let bucket = with_bucket(&store);
+    let (buffer, group) = names("s3k");
+    let sinks = s3_sink(
+        &store,
+        &bucket,
+        "        threshold:\n          event_count: 100\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n        request_timeout: 5s\n",
+    );
+    let sluice = Sluice::start_with_env(&pipeline(&buffer, &group, &sinks), &store.env());
+    let mut ids = post_events(&sluice, "before", 300, 100);
+    wait_until(
+        "the first objects",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+
+    store.kill();
+    ids.extend(post_events(&sluice, "during", 300, 100));
+    wait_until(
+        "the sink to retry",
+        Duration::from_secs(60),
+        &sluice,
+        || sink_metric(&sluice, "sluice_sink_retries") >= 1.0,
+    );
+    assert!(
+        !committed_to_end(&buffer, &group),
+        "the buffer must not commit what the store does not hold"
+    );
+
+    store.resume();
+    wait_until(
+        "the buffer to commit everything after the store is back",
+        Duration::from_secs(120),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    let (seen, _) = stored_ids(&store, &bucket);
+    // An upload that timed out may have completed on the store: one object (100 events) per failure at most; allow two.
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 200);
+}
