@@ -125,7 +125,11 @@ async fn refused_events_are_dead_lettered_and_only_the_rest_sent_again() {
     sink.take(events(&["a", "b", "c"]), r).await;
     assert_eq!(acked.load(Ordering::SeqCst), 1);
     let sent = output.sent.lock().unwrap().clone();
-    assert_eq!(sent[1], vec!["{\"n\":\"c\"}"], "only the retryable one again");
+    assert_eq!(
+        sent[1],
+        vec!["{\"n\":\"c\"}"],
+        "only the retryable one again"
+    );
     assert_eq!(
         dead(&dlq),
         vec![("{\"n\":\"b\"}".to_owned(), "record too large".to_owned())]
@@ -171,7 +175,11 @@ async fn a_staged_sink_acknowledges_a_batch_once_the_request_holding_it_is_sent(
     sink.take(events(&["c", "d"]), r2).await;
     // Let the sink's task send (well before the collect timeout).
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(first.load(Ordering::SeqCst), 1, "a, b, c went in one request");
+    assert_eq!(
+        first.load(Ordering::SeqCst),
+        1,
+        "a, b, c went in one request"
+    );
     assert_eq!(second.load(Ordering::SeqCst), 0, "d is still staged");
     sink.take(events(&["e"]), r3).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
