@@ -15,6 +15,9 @@ use super::{
     wait_until,
 };
 
+/// A request as the endpoint saw it: headers (names lowercased) and body.
+type Request = (Vec<(String, String)>, Vec<u8>);
+
 /// What the endpoint answers and what it got.
 #[derive(Default)]
 struct State {
@@ -23,7 +26,7 @@ struct State {
     /// Answer 400 to a body containing this.
     reject: Option<String>,
     /// Every request taken (2xx): its headers (names lowercased) and body.
-    taken: Vec<(Vec<(String, String)>, Vec<u8>)>,
+    taken: Vec<Request>,
     /// Requests answered with an error.
     refused: usize,
 }
@@ -121,7 +124,7 @@ fn bodies_carry_the_codec_headers_and_credentials_and_503_for_a_while_loses_noth
     let (buffer, group) = names("hs");
     let sinks = http_sink(
         &endpoint,
-        "        codec:\n          json:\n        custom_header:\n          X-Tenant: [acme]\n        authentication:\n          http_basic:\n            username: sluice\n            password: ${env:SINK_PASSWORD}\n        threshold:\n          event_count: 100\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n",
+        "        codec:\n          json:\n        custom_headers:\n          X-Tenant: [acme]\n        authentication:\n          http_basic:\n            username: sluice\n            password: ${env:SINK_PASSWORD}\n        threshold:\n          max_events: 100\n          max_request_size: 1mb\n          flush_timeout: 1s\n        http_retry_interval: 1s\n",
     );
     let sluice = Sluice::start_with_env(
         &pipeline(&buffer, &group, &sinks),
@@ -164,7 +167,7 @@ fn bodies_carry_the_codec_headers_and_credentials_and_503_for_a_while_loses_noth
         assert_eq!(header("content-type"), Some("application/json"));
         let doc: serde_json::Value = serde_json::from_slice(body).unwrap();
         let events = doc["events"].as_array().unwrap();
-        assert!(events.len() <= 100, "threshold.event_count caps a request");
+        assert!(events.len() <= 100, "threshold.max_events caps a request");
         seen.extend(events.iter().map(|e| e["id"].as_str().unwrap().to_owned()));
     }
     // A 503 means not taken: nothing comes twice.
@@ -179,7 +182,7 @@ fn a_4xx_dead_letters_that_request_with_the_status_and_later_events_flow_on() {
     let (buffer, group) = names("h4");
     let sinks = http_sink(
         &endpoint,
-        "        threshold:\n          event_count: 1\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n",
+        "        threshold:\n          max_events: 1\n          flush_timeout: 1s\n",
     );
     let sluice = Sluice::start(&pipeline(&buffer, &group, &sinks));
     let mut ids = post_events(&sluice, "ok", 20, 10);

@@ -39,6 +39,11 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     d.deserialize_any(V)
 }
 
+/// Deserializes an optional [`Duration`] as [`duration`] does.
+pub fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}
+
 /// Deserializes librdkafka properties: a map of text keys to scalars (`linger.ms: 5`,
 /// `compression.type: lz4`, `enable.ssl.certificate.verification: false`), kept as text.
 pub fn properties<'de, D: Deserializer<'de>>(

@@ -6,18 +6,22 @@
 //!       http_method: POST
 //!       codec:
 //!         ndjson:
-//!       custom_header:
+//!       custom_headers:
 //!         X-Tenant: [acme]
 //!       authentication:
 //!         http_basic:
 //!           username: sluice
 //!           password: ${env:COLLECTOR_PASSWORD}
 //!       threshold:
-//!         event_count: 500
-//!         maximum_size: 5mb
-//!         event_collect_timeout: 5s
+//!         max_events: 100
+//!         max_request_size: 10mb
+//!         flush_timeout: 10s
 //!       max_retries: 5
 //! ```
+//! Keys from Data Prepper's http sink (2.16): `url`, `codec`, `custom_headers`, `threshold`
+//! (`max_events`, `max_request_size`, `flush_timeout`), `max_retries`, `http_retry_interval`,
+//! `connection_timeout`, `request_timeout`, `insecure_skip_verify` (`insecure`); from its
+//! earlier README, which the issue asks for: `http_method` and `authentication.http_basic`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,7 +29,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{CodecConfig, Compression, Threshold};
+use super::{CodecConfig, Compression};
 use crate::error::Errors;
 use crate::kafka::Credentials;
 use crate::location::join;
@@ -47,32 +51,94 @@ pub struct HttpSink {
     #[serde(default)]
     pub compression: Compression,
     /// Headers sent with every request: a name and its values, e.g. `X-Tenant: [acme]`.
-    #[serde(default)]
-    pub custom_header: BTreeMap<String, Vec<String>>,
+    /// (`custom_header` is accepted too.)
+    #[serde(default, alias = "custom_header")]
+    pub custom_headers: BTreeMap<String, Vec<String>>,
     /// `http_basic: {username, password}` (the password may be `${env:NAME}` or
     /// `${file:PATH}`; never logged). Default: none.
     #[serde(default)]
     pub authentication: Option<SinkAuthentication>,
-    /// When collected events become a request. Default: 500 events, `5mb`, `5s`.
-    #[serde(default = "default_threshold")]
-    pub threshold: Threshold,
+    /// When collected events become a request. Default: 100 events, `50mb`, `10s`.
+    #[serde(default)]
+    pub threshold: HttpThreshold,
     /// Retries of a failed request (a connection error, 408, 429 or 5xx) before its events go
     /// to the dead-letter file. Default: retry until the endpoint takes them, holding the
-    /// buffer's commit. Any other answer outside 2xx dead-letters the events at once.
+    /// buffer's commit, so an outage of any length loses and skips nothing (Data Prepper's
+    /// default, 3, gives up after about two minutes). Any other answer outside 2xx
+    /// dead-letters the request's events at once, with the status.
     #[serde(default)]
     pub max_retries: Option<u32>,
-    /// How long one request may take. Default `30s`.
+    /// The longest wait between retries; they start at 100ms and double up to this, with
+    /// jitter. Default `30s` (Data Prepper waits this long before every retry).
+    #[serde(
+        default = "default_retry_interval",
+        deserialize_with = "units::duration"
+    )]
+    pub http_retry_interval: Duration,
+    /// How long one request may take, answer included. Default `60s`.
     #[serde(
         default = "default_request_timeout",
         deserialize_with = "units::duration"
     )]
     pub request_timeout: Duration,
+    /// How long connecting may take. Default `60s`.
+    #[serde(
+        default = "default_request_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub connection_timeout: Duration,
     /// A PEM file of the CA that signs the endpoint's certificate, besides the system's.
     #[serde(default)]
     pub ssl_certificate_file: Option<PathBuf>,
-    /// Skip verifying the endpoint's certificate (tests only). Default false.
-    #[serde(default)]
+    /// Skip verifying the endpoint's certificate (tests only). Default false. (`insecure` is
+    /// accepted too.)
+    #[serde(default, alias = "insecure")]
     pub insecure_skip_verify: bool,
+}
+
+/// `threshold` of the http sink: when collected events become a request. Whichever is reached
+/// first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpThreshold {
+    /// The most events in one request. Default 100.
+    #[serde(default = "default_max_events")]
+    pub max_events: usize,
+    /// The largest body (before compression), unless one event alone is larger. Default `50mb`.
+    #[serde(default = "default_max_request_size")]
+    pub max_request_size: ByteSize,
+    /// Send once the oldest collected event has waited this long. Default `10s`.
+    #[serde(
+        default = "default_flush_timeout",
+        deserialize_with = "units::duration"
+    )]
+    pub flush_timeout: Duration,
+}
+
+impl Default for HttpThreshold {
+    fn default() -> Self {
+        Self {
+            max_events: default_max_events(),
+            max_request_size: default_max_request_size(),
+            flush_timeout: default_flush_timeout(),
+        }
+    }
+}
+
+const fn default_max_events() -> usize {
+    100
+}
+
+fn default_max_request_size() -> ByteSize {
+    ByteSize::mib(50)
+}
+
+const fn default_flush_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+const fn default_retry_interval() -> Duration {
+    Duration::from_secs(30)
 }
 
 /// `authentication` of the http sink.
@@ -93,33 +159,48 @@ pub enum HttpMethod {
     PUT,
 }
 
-fn default_threshold() -> Threshold {
-    Threshold {
-        event_count: 500,
-        maximum_size: ByteSize::mib(5),
-        event_collect_timeout: Duration::from_secs(5),
-    }
-}
-
 const fn default_request_timeout() -> Duration {
-    Duration::from_secs(30)
+    Duration::from_secs(60)
 }
 
 pub(crate) fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
     super::check_url(&h.url, path, "url", errors);
-    h.threshold.check(path, errors);
+    let t = &h.threshold;
+    for (key, bad) in [
+        ("max_events", t.max_events == 0),
+        ("max_request_size", t.max_request_size.bytes() == 0),
+        ("flush_timeout", t.flush_timeout.is_zero()),
+    ] {
+        if bad {
+            errors.at(
+                &join(path, &format!("threshold.{key}")),
+                format!("`{path}.threshold.{key}` must be more than zero"),
+            );
+        }
+    }
+    for (key, value) in [
+        ("http_retry_interval", h.http_retry_interval),
+        ("connection_timeout", h.connection_timeout),
+    ] {
+        if value.is_zero() {
+            errors.at(
+                &join(path, key),
+                format!("`{path}.{key}` must be more than zero"),
+            );
+        }
+    }
     if let Some(codec) = &h.codec {
         codec.check(path, errors);
     }
-    for name in h.custom_header.keys() {
+    for name in h.custom_headers.keys() {
         let valid = !name.is_empty()
             && name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !valid {
             errors.at(
-                &join(path, "custom_header"),
-                format!("`{path}.custom_header` has `{name}`, which is not an HTTP header name"),
+                &join(path, "custom_headers"),
+                format!("`{path}.custom_headers` has `{name}`, which is not an HTTP header name"),
             );
         }
     }

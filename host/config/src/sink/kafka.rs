@@ -33,8 +33,9 @@ pub struct KafkaSink {
     pub bootstrap_servers: Vec<String>,
     /// The topic events go to. Required.
     pub topic: SinkTopic,
-    /// How an event becomes a record: `json` (the event as JSON, the default) or `plaintext`
-    /// (the event's `message` text; an event without a text `message` is written as JSON).
+    /// How an event becomes a record: `plaintext` (the default), `json` or `bytes`. As in
+    /// Data Prepper, each writes the event as its JSON text (they differ only in the Java
+    /// serializer Data Prepper uses); `avro` is not supported.
     #[serde(default)]
     pub serde_format: SerdeFormat,
     /// The record key, so that events with the same key land in the same partition: text with
@@ -63,6 +64,10 @@ pub struct KafkaSink {
     /// The largest record; larger events go to the dead-letter file. Default `1mb`.
     #[serde(default = "default_max_request_size")]
     pub max_request_size: ByteSize,
+    /// Data Prepper's wait for its send thread at shutdown; accepted so its files load, no
+    /// effect (sluice's shutdown waits for every acknowledgement, within `drain_timeout`).
+    #[serde(default, deserialize_with = "units::optional_duration")]
+    pub thread_wait_time: Option<Duration>,
 }
 
 /// `topic` of the kafka sink.
@@ -80,6 +85,10 @@ pub struct SinkTopic {
     /// Replication factor of a topic created by `create_topic`. Default 1.
     #[serde(default = "one")]
     pub replication_factor: i32,
+    /// Data Prepper's value serializer; accepted (`plaintext`, `json`, `bytes`) so its files
+    /// load. The record is the event's JSON text either way.
+    #[serde(default)]
+    pub serde_format: Option<SerdeFormat>,
 }
 
 /// `serde_format` of the kafka sink.
@@ -87,8 +96,9 @@ pub struct SinkTopic {
 #[serde(rename_all = "snake_case")]
 pub enum SerdeFormat {
     #[default]
-    Json,
     Plaintext,
+    Json,
+    Bytes,
 }
 
 const fn one() -> i32 {

@@ -163,19 +163,26 @@ pub enum Compression {
     Gzip,
 }
 
-/// `threshold`: when collected events are sent. Whichever is reached first.
+/// `threshold` of the s3 sink: when collected events become an object. Whichever is reached
+/// first.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Threshold {
-    /// Send once this many events are collected; a request or object holds at most this many.
+    /// Send once this many events are collected; an object holds at most this many. Default
     /// `0`: no count limit.
+    #[serde(default)]
     pub event_count: usize,
-    /// Send once the collected events take this much (before compression); a request or object
-    /// is at most this large unless one event alone is larger.
+    /// Send once the collected events take this much (before compression); an object is at
+    /// most this large unless one event alone is larger. Default `50mb`.
+    #[serde(default = "default_maximum_size")]
     pub maximum_size: ByteSize,
-    /// Send once the oldest collected event has waited this long.
+    /// Send once the oldest collected event has waited this long (1s to 1h). Required.
     #[serde(deserialize_with = "units::duration")]
     pub event_collect_timeout: Duration,
+}
+
+fn default_maximum_size() -> ByteSize {
+    ByteSize::mib(50)
 }
 
 impl Threshold {
@@ -187,10 +194,12 @@ impl Threshold {
                 format!("`{path}.maximum_size` must be more than zero, e.g. `50mb`"),
             );
         }
-        if self.event_collect_timeout.is_zero() {
+        if self.event_collect_timeout < Duration::from_secs(1)
+            || self.event_collect_timeout > Duration::from_secs(3600)
+        {
             errors.at(
                 &join(&path, "event_collect_timeout"),
-                format!("`{path}.event_collect_timeout` must be more than zero, e.g. `15s`"),
+                format!("`{path}.event_collect_timeout` must be from `1s` to `1h`, e.g. `15s`"),
             );
         }
     }

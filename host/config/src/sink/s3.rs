@@ -38,15 +38,17 @@ pub struct S3Sink {
     pub object_key: ObjectKey,
     /// When collected events become an object. Required.
     pub threshold: Threshold,
-    /// How events are written in an object. Default `ndjson`.
+    /// How events are written in an object: `ndjson` or `json`. Default `ndjson` (Data Prepper
+    /// requires the key).
     #[serde(default)]
     pub codec: Option<CodecConfig>,
     /// `none` or `gzip` (the object gets `.gz` and `Content-Encoding: gzip`). Default `none`.
     #[serde(default)]
     pub compression: Compression,
     /// Retries of a failed upload before its events go to the dead-letter file. Default: retry
-    /// until the store takes them, holding the buffer's commit (nothing is skipped while the
-    /// store is down).
+    /// until the store takes them, holding the buffer's commit, so an outage of any length
+    /// loses and skips nothing. (Data Prepper's default, 5, drops the object's events after
+    /// its retries.)
     #[serde(default)]
     pub max_retries: Option<u32>,
     /// Objects of at least this size are uploaded in parts of this size (multipart upload; S3
@@ -59,6 +61,21 @@ pub struct S3Sink {
         deserialize_with = "units::duration"
     )]
     pub request_timeout: Duration,
+    /// Where an object is collected before it goes up: `in_memory` (the default; at most
+    /// `threshold.maximum_size` per sink) or `multipart` (the same here: objects of at least
+    /// `multipart_part_size` always go up in parts). `local_file` is not supported.
+    #[serde(default)]
+    pub buffer_type: BufferType,
+}
+
+/// `buffer_type` of the s3 sink.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferType {
+    #[default]
+    InMemory,
+    Multipart,
+    LocalFile,
 }
 
 /// `aws` of the s3 sink. Credentials come from the standard AWS chain (environment variables
@@ -69,9 +86,19 @@ pub struct S3Aws {
     /// The bucket's region. Required.
     pub region: String,
     /// An S3-compatible store instead of AWS (e.g. `http://127.0.0.1:8333`); path-style
-    /// addressing is used with it. Default: AWS.
-    #[serde(default, alias = "endpoint_override")]
+    /// addressing is used with it. Default: AWS. (Not a Data Prepper key.)
+    #[serde(default)]
     pub endpoint: Option<String>,
+    /// Data Prepper's role to assume. Not supported yet: the sink uses the standard credential
+    /// chain, which assumes a role from a profile's `role_arn` or `AWS_ROLE_ARN` (web identity).
+    #[serde(default)]
+    pub sts_role_arn: Option<String>,
+    /// Goes with `sts_role_arn`; not supported yet.
+    #[serde(default)]
+    pub sts_external_id: Option<String>,
+    /// Goes with `sts_role_arn`; not supported yet.
+    #[serde(default)]
+    pub sts_header_overrides: Option<serde_yaml::Value>,
 }
 
 /// `object_key` of the s3 sink.
@@ -141,6 +168,28 @@ pub(crate) fn check(s: &S3Sink, path: &str, errors: &mut Errors) {
             format!(
                 "`{path}.object_key.path_prefix` starts with `/`; object keys do not, remove it"
             ),
+        );
+    }
+    for (key, given) in [
+        ("sts_role_arn", s.aws.sts_role_arn.is_some()),
+        ("sts_external_id", s.aws.sts_external_id.is_some()),
+        ("sts_header_overrides", s.aws.sts_header_overrides.is_some()),
+    ] {
+        if given {
+            errors.at(
+                &join(path, &format!("aws.{key}")),
+                format!(
+                    "`{path}.aws.{key}`: assuming a role here is not supported yet; remove it and \
+                     give the role through the standard AWS chain (a profile with `role_arn`, or \
+                     `AWS_ROLE_ARN` with a web identity token)"
+                ),
+            );
+        }
+    }
+    if s.buffer_type == BufferType::LocalFile {
+        errors.at(
+            &join(path, "buffer_type"),
+            format!("`{path}.buffer_type: local_file` is not supported; use `in_memory` (objects are at most `threshold.maximum_size`)"),
         );
     }
     s.threshold.check(path, errors);

@@ -20,6 +20,7 @@ pub struct HttpSink {
     basic: Option<(String, String)>,
     threshold: Threshold,
     max_retries: Option<u32>,
+    max_backoff: std::time::Duration,
 }
 
 impl HttpSink {
@@ -28,7 +29,7 @@ impl HttpSink {
         let fail = |e: String| SinkError::new(&name, e);
         let mut builder = reqwest::Client::builder()
             .timeout(config.request_timeout)
-            .connect_timeout(std::time::Duration::from_secs(10))
+            .connect_timeout(config.connection_timeout)
             .tls_danger_accept_invalid_certs(config.insecure_skip_verify);
         if let Some(ca) = &config.ssl_certificate_file {
             let pem = std::fs::read(ca)
@@ -39,7 +40,7 @@ impl HttpSink {
         }
         let client = builder.build().map_err(|e| fail(e.to_string()))?;
         let mut headers = reqwest::header::HeaderMap::new();
-        for (key, values) in &config.custom_header {
+        for (key, values) in &config.custom_headers {
             let key = reqwest::header::HeaderName::from_bytes(key.as_bytes())
                 .map_err(|e| fail(format!("custom_header `{key}`: {e}")))?;
             for value in values {
@@ -76,11 +77,12 @@ impl HttpSink {
             headers,
             basic,
             threshold: Threshold {
-                event_count: (t.event_count > 0).then_some(t.event_count),
-                maximum_size: Some(t.maximum_size.bytes()),
-                event_collect_timeout: Some(t.event_collect_timeout),
+                event_count: Some(t.max_events),
+                maximum_size: Some(t.max_request_size.bytes()),
+                event_collect_timeout: Some(t.flush_timeout),
             },
             max_retries: config.max_retries,
+            max_backoff: config.http_retry_interval,
         })
     }
 }
@@ -133,6 +135,7 @@ impl Output for HttpSink {
     fn retry(&self) -> Retry {
         Retry {
             max_retries: self.max_retries,
+            max_backoff: self.max_backoff,
             ..Retry::default()
         }
     }

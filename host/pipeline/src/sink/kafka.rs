@@ -1,10 +1,10 @@
-//! The `kafka` sink: each event one record of the topic (`json`: the event; `plaintext`: its
-//! `message` text), keyed by `partition_key`. A record is taken once Kafka acknowledged it
+//! The `kafka` sink: each event one record of the topic, its JSON text (whatever the
+//! `serde_format`, as in Data Prepper), keyed by `partition_key`. A record is taken once Kafka acknowledged it
 //! (acks=all, idempotent producer); records Kafka refuses for good (too large, invalid) go to
 //! the dead-letter file, the rest of a failed send is sent again.
 
 use bytes::Bytes;
-use sluice_config::sink::kafka::{KafkaSink as Config, SerdeFormat};
+use sluice_config::sink::kafka::KafkaSink as Config;
 use sluice_config::sink::template::Template;
 use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer, Sasl, Tls};
 
@@ -13,7 +13,6 @@ use super::{Output, SendError, SinkError};
 pub struct KafkaSink {
     name: String,
     producer: KafkaSinkProducer,
-    format: SerdeFormat,
     key: Option<Template>,
 }
 
@@ -58,28 +57,15 @@ impl KafkaSink {
         Ok(Self {
             name,
             producer,
-            format: config.serde_format,
             key,
         })
     }
 
-    /// The record (key, payload) of one event.
-    fn record(&self, event: &Bytes) -> (Option<Vec<u8>>, Bytes) {
-        let parsed = (self.key.is_some() || self.format == SerdeFormat::Plaintext)
-            .then(|| serde_json::from_slice::<serde_json::Value>(event).ok())
-            .flatten();
-        let key = match (&self.key, &parsed) {
-            (Some(t), Some(v)) => Some(t.render(v).into_bytes()),
-            _ => None,
-        };
-        let payload = match (self.format, &parsed) {
-            (SerdeFormat::Plaintext, Some(v)) => match v.get("message") {
-                Some(serde_json::Value::String(text)) => Bytes::from(text.clone().into_bytes()),
-                _ => event.clone(),
-            },
-            _ => event.clone(),
-        };
-        (key, payload)
+    /// The record key of one event, if `partition_key` is set.
+    fn key(&self, event: &Bytes) -> Option<Vec<u8>> {
+        let template = self.key.as_ref()?;
+        let value = serde_json::from_slice::<serde_json::Value>(event).ok()?;
+        Some(template.render(&value).into_bytes())
     }
 }
 
@@ -90,9 +76,12 @@ impl Output for KafkaSink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        let made: Vec<_> = events.iter().map(|e| self.record(e)).collect();
-        let records: Vec<(Option<&[u8]>, &[u8])> =
-            made.iter().map(|(k, p)| (k.as_deref(), &p[..])).collect();
+        let keys: Vec<_> = events.iter().map(|e| self.key(e)).collect();
+        let records: Vec<(Option<&[u8]>, &[u8])> = keys
+            .iter()
+            .zip(events)
+            .map(|(k, e)| (k.as_deref(), &e[..]))
+            .collect();
         let failed = self.producer.send(&records).await;
         if failed.is_empty() {
             return Ok(());

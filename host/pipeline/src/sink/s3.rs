@@ -72,7 +72,7 @@ impl S3Sink {
 }
 
 /// A new object's key: `prefix` with its date patterns filled from `now` (UTC), then
-/// `events-<time>-<unique>.<extension>`.
+/// `events-<time>-<epoch nanos>-<UUID>.<extension>`.
 fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
     let stamp = humantime::format_rfc3339_seconds(now).to_string(); // 2026-12-04T13:48:40Z
     let part = |range: std::ops::Range<usize>| stamp.get(range).unwrap_or("00").to_owned();
@@ -87,11 +87,21 @@ fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
     ] {
         prefix = prefix.replace(pattern, &value);
     }
-    let time = stamp.trim_end_matches('Z').replace(':', "-");
-    format!(
-        "{prefix}events-{time}Z-{:016x}.{extension}",
-        fastrand::u64(..)
-    )
+    // Data Prepper's name: `events-<time>-<epoch nanos>-<UUID>.<extension>`.
+    let time = stamp.replace(':', "-");
+    let nanos = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let r = fastrand::u128(..);
+    let uuid = format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        (r >> 96) as u32,
+        (r >> 80) as u16,
+        (r >> 68) as u16 & 0xfff,
+        ((r >> 52) as u16 & 0x3fff) | 0x8000,
+        r as u64 & 0xffff_ffff_ffff
+    );
+    format!("{prefix}events-{time}-{nanos}-{uuid}.{extension}")
 }
 
 #[async_trait::async_trait]
@@ -153,6 +163,12 @@ mod tests {
             "{a}"
         );
         assert!(a.ends_with(".ndjson.gz"), "{a}");
+        let nanos = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let rest = a.rsplit('/').next().unwrap();
+        let parts: Vec<&str> = rest.trim_end_matches(".ndjson.gz").split('-').collect();
+        // events, 2026, 12, 04T13, 48, 40Z, nanos, then the five groups of a UUID.
+        assert_eq!(parts.len(), 12, "{a}");
+        assert_eq!(parts[6], nanos.to_string(), "{a}");
         assert_ne!(a, b, "two objects in the same second get different names");
     }
 }

@@ -32,9 +32,12 @@ pub struct Threshold {
     pub event_collect_timeout: Option<Duration>,
 }
 
+/// A batch's events on their way to the sink's task.
+type Staging = mpsc::Sender<(Vec<Bytes>, Receipt)>;
+
 /// The handle the workers use; the task owns the staged events.
 pub(crate) struct Stager {
-    tx: std::sync::Mutex<Option<mpsc::Sender<(Vec<Bytes>, Receipt)>>>,
+    tx: std::sync::Mutex<Option<Staging>>,
     task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     name: String,
 }
