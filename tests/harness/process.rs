@@ -77,6 +77,17 @@ impl Sluice {
         s
     }
 
+    /// [`Sluice::start`] with extra environment variables and `sluice run` arguments.
+    pub fn start_with_env_and_args(
+        pipeline_yaml: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, extra, env);
+        s.wait_ready();
+        s
+    }
+
     /// [`Sluice::start`] with extra `sluice run` arguments.
     pub fn start_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
         let mut s = Self::spawn(pipeline_yaml, extra, &[]);

@@ -8,6 +8,8 @@
 //! - `startup`: `sluice run` to ready with three plugins, cold and cached.
 //! - `abi`: the candidate batch ABIs of contract 0.2, each against native code.
 //! - `policy`: what a buffer policy component adds to each source write.
+//! - `otlp`: OTLP spans end to end against their protobuf through raw librdkafka.
+//! - `sinks`: the s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
 
 use clap::{Parser, Subcommand};
 
@@ -15,6 +17,7 @@ mod abi;
 mod kafka;
 mod measure;
 mod policy;
+mod sinks;
 mod startup;
 mod wasm;
 
@@ -39,6 +42,8 @@ enum Bench {
     Policy(policy::Args),
     /// OTLP spans end to end against their protobuf through raw librdkafka.
     Otlp(kafka::otlp::Args),
+    /// The s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
+    Sinks(sinks::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,5 +54,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Abi(args) => abi::run(&args),
         Bench::Policy(args) => policy::run(&args),
         Bench::Otlp(args) => kafka::otlp::run(&args),
+        Bench::Sinks(args) => sinks::run(&args),
     }
 }

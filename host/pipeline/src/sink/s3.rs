@@ -163,7 +163,10 @@ mod tests {
             "{a}"
         );
         assert!(a.ends_with(".ndjson.gz"), "{a}");
-        let nanos = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let nanos = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
         let rest = a.rsplit('/').next().unwrap();
         let parts: Vec<&str> = rest.trim_end_matches(".ndjson.gz").split('-').collect();
         // events, 2026, 12, 04T13, 48, 40Z, nanos, then the five groups of a UUID.
