@@ -13,13 +13,26 @@ use super::{
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
 /// 60 s passed.
 fn records(bootstrap: &str, topic: &str, want: usize) -> Vec<(Option<String>, String)> {
+    records_with(bootstrap, topic, want, &[])
+}
+
+/// [`records`] with more client settings (SASL, TLS).
+fn records_with(
+    bootstrap: &str,
+    topic: &str,
+    want: usize,
+    settings: &[(&str, &str)],
+) -> Vec<(Option<String>, String)> {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::message::Message;
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+    let mut config = rdkafka::ClientConfig::new();
+    config
         .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique("sink-reader"))
-        .create()
-        .unwrap();
+        .set("group.id", unique("sink-reader"));
+    for (k, v) in settings {
+        config.set(*k, *v);
+    }
+    let consumer: BaseConsumer = config.create().unwrap();
     let metadata = consumer
         .fetch_metadata(Some(topic), Duration::from_secs(10))
         .unwrap();
@@ -154,4 +167,82 @@ fn the_sinks_broker_down_holds_the_commit_and_the_sink_recovers_without_a_restar
     // A failed send may have reached the broker before it died: at most the batches in flight
     // (2 workers × 100 records) come twice.
     assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 200);
+}
+
+#[test]
+fn over_sasl_scram_and_tls_events_reach_the_topic_and_an_oversized_event_is_dead_lettered() {
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = sluice_tests::test_certificates(certs.path());
+    let mut broker = Broker::start();
+    broker.create_scram_user("sink-user", "s3cret");
+    broker.stop();
+    broker.args = vec![
+        "--authentication".to_owned(),
+        "--cert".to_owned(),
+        cert.display().to_string(),
+        "--key".to_owned(),
+        key.display().to_string(),
+    ];
+    broker.resume();
+    let (buffer, group) = names("ksec");
+    let topic = unique("sink-secure");
+    let sinks = kafka_sink(
+        &broker.bootstrap(),
+        &topic,
+        &format!(
+            "        max_request_size: 1kb\n        authentication:\n          sasl:\n            scram_sha_512: {{username: sink-user, password: \"${{env:SINK_KAFKA_PASSWORD}}\"}}\n        encryption:\n          type: ssl\n          certificate: {}\n",
+            ca.display()
+        ),
+    );
+    let sluice = Sluice::start_with_env(
+        &pipeline(&buffer, &group, &sinks),
+        &[("SINK_KAFKA_PASSWORD", "s3cret")],
+    );
+    let ids = post_events(&sluice, "sec", 100, 50);
+    let big = serde_json::json!([{"id": "big-0", "message": "x".repeat(2000)}]);
+    assert_eq!(
+        sluice.post("/log/ingest", &serde_json::to_vec(&big).unwrap()),
+        200
+    );
+    wait_until(
+        "the buffer committed every record",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    let ca_text = ca.display().to_string();
+    let got = records_with(
+        &broker.bootstrap(),
+        &topic,
+        ids.len(),
+        &[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            ("sasl.username", "sink-user"),
+            ("sasl.password", "s3cret"),
+            ("ssl.ca.location", &ca_text),
+        ],
+    );
+    let seen: Vec<String> = got
+        .iter()
+        .map(|(_, p)| {
+            let event: serde_json::Value = serde_json::from_str(p).unwrap();
+            event["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    let dead = sluice_tests::json_lines(&sluice.path("dlq.jsonl"));
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(
+        dead[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_request_size"),
+        "{}",
+        dead[0]
+    );
+    assert!(
+        !sluice.log().contains("s3cret"),
+        "the password is in the log"
+    );
 }
