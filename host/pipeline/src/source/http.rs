@@ -24,7 +24,7 @@ use sluice_config::HttpSource;
 
 use super::intake::{Backoff, Intake, Refusal, retry_after_seconds};
 use super::listener::{self, Guard};
-use super::{Source, SourceContext, SourceError};
+use super::{SourceContext, SourceError};
 use crate::counters::Counters;
 
 /// The http source's `Retry-After`: 1 s, whatever the cause.
@@ -38,49 +38,22 @@ struct HttpState {
     intake: Intake,
 }
 
-/// The http source, listening.
-pub struct HttpServer {
-    listener: tokio::net::TcpListener,
-    router: Router,
-    limits: listener::Limits,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    pipeline: String,
-}
-
-impl HttpServer {
-    /// Binds the port (so a port in use fails the start, before any pipeline runs).
-    pub async fn bind(config: &HttpSource, cx: SourceContext) -> Result<Self, SourceError> {
-        let listener = listener::bind(config.port).await?;
-        let limits = listener::Limits::of(config);
-        let tls = config
-            .tls()
-            .map(|tls| listener::tls_acceptor(&tls, listener::Protocols::Http1))
-            .transpose()
-            .map_err(SourceError::Tls)?;
-        tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, tls = config.ssl, "http source listening");
-        Ok(Self {
-            listener,
-            router: router(&cx.pipeline, config, cx.writer, cx.counters)?,
-            limits,
-            tls,
-            pipeline: cx.pipeline,
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl Source for HttpServer {
-    async fn run(self: Box<Self>, stop: tokio::sync::watch::Receiver<bool>) {
-        listener::serve(
-            self.listener,
-            self.router,
-            self.limits,
-            self.tls,
-            self.pipeline,
-            stop,
-        )
-        .await;
-    }
+/// Binds the http source's port (so a port in use fails the start, before any pipeline runs).
+pub async fn bind(config: &HttpSource, cx: SourceContext) -> Result<listener::Server, SourceError> {
+    let listener = listener::bind(config.port).await?;
+    let tls = config
+        .tls()
+        .map(|tls| listener::tls_acceptor(&tls, listener::Protocols::Http1))
+        .transpose()
+        .map_err(SourceError::Tls)?;
+    tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, tls = config.ssl, "http source listening");
+    Ok(listener::Server {
+        listener,
+        router: router(&cx.pipeline, config, cx.writer, cx.counters)?,
+        limits: listener::Limits::of(config),
+        tls,
+        pipeline: cx.pipeline,
+    })
 }
 
 /// The router for one pipeline's http source.
@@ -107,30 +80,17 @@ pub fn router(
     let limit = usize::try_from(config.max_request_length.bytes()).unwrap_or(usize::MAX);
     let mut router = Router::new().route(&config.path, post(ingest));
     if config.health_check_service {
-        router = if config.unauthenticated_health_check {
-            router.route("/health", get(health_open))
-        } else {
-            router.route("/health", get(health))
-        };
+        let open = config.unauthenticated_health_check;
+        router = router.route(
+            "/health",
+            get(
+                move |State(state): State<Arc<HttpState>>, headers: HeaderMap| async move {
+                    listener::health(&state.guard, open, &headers)
+                },
+            ),
+        );
     }
     Ok(router.layer(DefaultBodyLimit::max(limit)).with_state(state))
-}
-
-/// `health_check_service`: 200 while the source takes requests (with credentials, when the
-/// source asks for them and `unauthenticated_health_check` is false).
-async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    match state.guard.authenticate(&headers) {
-        Ok(()) => health_open().await,
-        Err(refused) => refused,
-    }
-}
-
-async fn health_open() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        "{\"healthy\":true}\n",
-    )
-        .into_response()
 }
 
 async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Response {

@@ -62,12 +62,12 @@ pub async fn build(
     cx: SourceContext,
 ) -> Result<Box<dyn Source>, SourceError> {
     Ok(match config {
-        sluice_config::Source::Http(c) => Box::new(http::HttpServer::bind(c, cx).await?),
+        sluice_config::Source::Http(c) => Box::new(http::bind(c, cx).await?),
         sluice_config::Source::File(c) => Box::new(file::FileLines::new(c, cx)),
         other => {
             let (kind, otlp) = other.otlp().expect("the other sources are OTLP");
             let settings = otlp.settings(kind, &cx.pipeline);
-            Box::new(otlp::OtlpServer::bind(&settings, cx).await?)
+            Box::new(otlp::bind(&settings, cx).await?)
         }
     })
 }

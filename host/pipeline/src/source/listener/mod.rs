@@ -97,6 +97,44 @@ impl Limits {
     }
 }
 
+/// A push source, listening: its port, its router, how it serves connections. The http and
+/// OTLP sources each build one; running it serves until `stop`.
+pub struct Server {
+    pub listener: TcpListener,
+    pub router: Router,
+    pub limits: Limits,
+    pub tls: Option<TlsAcceptor>,
+    pub pipeline: String,
+}
+
+#[async_trait::async_trait]
+impl crate::source::Source for Server {
+    async fn run(self: Box<Self>, stop: watch::Receiver<bool>) {
+        serve(
+            self.listener,
+            self.router,
+            self.limits,
+            self.tls,
+            self.pipeline,
+            stop,
+        )
+        .await;
+    }
+}
+
+/// `GET /health` of a source with `health_check_service`: 200 `{"healthy":true}` while it
+/// runs; with `guard`'s credentials unless `open` (`unauthenticated_health_check`).
+pub fn health(guard: &Guard, open: bool, headers: &HeaderMap) -> Response {
+    if !open && let Err(refused) = guard.authenticate(headers) {
+        return refused;
+    }
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        "{\"healthy\":true}\n",
+    )
+        .into_response()
+}
+
 /// Binds a source's port on all interfaces (so a port in use fails the start, before any
 /// pipeline runs).
 pub async fn bind(port: u16) -> Result<TcpListener, crate::source::SourceError> {

@@ -33,7 +33,7 @@ use sluice_config::otlp::{OtlpSettings, Signal};
 
 use super::intake::{Backoff, Intake};
 use super::listener::{self, Guard, Limits, Protocols};
-use super::{Source, SourceContext, SourceError};
+use super::{SourceContext, SourceError};
 
 /// What every request of one OTLP source shares.
 struct OtlpState {
@@ -72,78 +72,55 @@ impl OtlpState {
     }
 }
 
-/// An OTLP source, listening.
-pub struct OtlpServer {
-    listener: tokio::net::TcpListener,
-    router: Router,
-    limits: Limits,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    pipeline: String,
-}
-
-impl OtlpServer {
-    /// Binds the port (so a port in use fails the start, before any pipeline runs).
-    pub async fn bind(settings: &OtlpSettings, cx: SourceContext) -> Result<Self, SourceError> {
-        let listener = listener::bind(settings.port).await?;
-        let tls = settings
-            .tls
-            .as_ref()
-            .map(|tls| listener::tls_acceptor(tls, Protocols::Http1And2))
-            .transpose()
-            .map_err(SourceError::Tls)?;
-        let state = Arc::new(OtlpState {
-            source: settings.source,
-            intake: Intake::new(
-                &cx.pipeline,
-                cx.writer,
-                cx.counters,
-                // As Data Prepper: the buffer gets 80% of the request's time, so the client
-                // hears why before its own deadline.
-                settings.request_timeout.mul_f64(0.8),
-                settings.max_pending_requests,
-                Backoff::new(settings.retry_info.min_delay, settings.retry_info.max_delay),
-            ),
-            guard: Guard::new(settings.authentication.as_ref(), settings.compression)?,
-            compression: settings.compression,
-            max_length: settings.max_request_length.bytes(),
-        });
-        tracing::info!(
-            pipeline = %cx.pipeline,
-            source = settings.source,
-            port = settings.port,
-            tls = tls.is_some(),
-            grpc = ?settings.grpc,
-            http = ?settings.http,
-            "OTLP source listening"
-        );
-        Ok(Self {
-            listener,
-            router: router(settings, state),
-            limits: Limits {
-                max_connections: settings.max_connection_count,
-                header_read_timeout: settings.header_read_timeout,
-                idle_timeout: settings.idle_timeout,
-                protocols: Protocols::Http1And2,
-            },
-            tls,
-            pipeline: cx.pipeline,
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl Source for OtlpServer {
-    async fn run(self: Box<Self>, stop: tokio::sync::watch::Receiver<bool>) {
-        listener::serve(
-            self.listener,
-            self.router,
-            self.limits,
-            self.tls,
-            self.pipeline,
-            stop,
-        )
-        .await;
-    }
+/// Binds an OTLP source's port (so a port in use fails the start, before any pipeline runs).
+pub async fn bind(
+    settings: &OtlpSettings,
+    cx: SourceContext,
+) -> Result<listener::Server, SourceError> {
+    let listener = listener::bind(settings.port).await?;
+    let tls = settings
+        .tls
+        .as_ref()
+        .map(|tls| listener::tls_acceptor(tls, Protocols::Http1And2))
+        .transpose()
+        .map_err(SourceError::Tls)?;
+    let state = Arc::new(OtlpState {
+        source: settings.source,
+        intake: Intake::new(
+            &cx.pipeline,
+            cx.writer,
+            cx.counters,
+            // As Data Prepper: the buffer gets 80% of the request's time, so the client
+            // hears why before its own deadline.
+            settings.request_timeout.mul_f64(0.8),
+            settings.max_pending_requests,
+            Backoff::new(settings.retry_info.min_delay, settings.retry_info.max_delay),
+        ),
+        guard: Guard::new(settings.authentication.as_ref(), settings.compression)?,
+        compression: settings.compression,
+        max_length: settings.max_request_length.bytes(),
+    });
+    tracing::info!(
+        pipeline = %cx.pipeline,
+        source = settings.source,
+        port = settings.port,
+        tls = tls.is_some(),
+        grpc = ?settings.grpc,
+        http = ?settings.http,
+        "OTLP source listening"
+    );
+    Ok(listener::Server {
+        listener,
+        router: router(settings, state),
+        limits: Limits {
+            max_connections: settings.max_connection_count,
+            header_read_timeout: settings.header_read_timeout,
+            idle_timeout: settings.idle_timeout,
+            protocols: Protocols::Http1And2,
+        },
+        tls,
+        pipeline: cx.pipeline,
+    })
 }
 
 /// gRPC calls are told from OTLP/HTTP by their content type (`application/grpc`,
@@ -200,14 +177,7 @@ fn router(settings: &OtlpSettings, state: Arc<OtlpState>) -> Router<()> {
                 "/health",
                 get(
                     move |State(state): State<Arc<OtlpState>>, headers: HeaderMap| async move {
-                        if !open && let Err(refused) = state.guard.authenticate(&headers) {
-                            return refused;
-                        }
-                        (
-                            [(header::CONTENT_TYPE, "application/json")],
-                            "{\"healthy\":true}\n",
-                        )
-                            .into_response()
+                        listener::health(&state.guard, open, &headers)
                     },
                 ),
             );
