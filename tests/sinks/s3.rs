@@ -245,3 +245,36 @@ fn the_store_killed_mid_run_holds_the_commit_and_the_sink_recovers_without_a_res
     // An upload that timed out may have completed on the store: one object (100 events) per failure at most; allow two.
     assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 200);
 }
+
+#[test]
+fn shutdown_uploads_what_is_staged_then_commits() {
+    let store = S3Store::start();
+    let bucket = with_bucket(&store);
+    let (buffer, group) = names("s3t");
+    // Nothing would reach the store before a minute passes, but for the shutdown.
+    let sinks = s3_sink(
+        &store,
+        &bucket,
+        "        threshold:\n          event_count: 100000\n          event_collect_timeout: 60s\n",
+    );
+    let mut sluice = Sluice::start_with_env(&pipeline(&buffer, &group, &sinks), &store.env());
+    let ids = post_events(&sluice, "t", 300, 100);
+    // The workers read and stage every record (3 request bodies); nothing can be committed.
+    wait_until("the workers to read every record", Duration::from_secs(60), &sluice, || {
+        sluice.metric("kafka_buffer_recordsRead", "sink-pipeline") == Some(3.0)
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !committed_to_end(&buffer, &group),
+        "staged events are not committed"
+    );
+    assert!(stored_ids(&store, &bucket).0.is_empty());
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    let (seen, keys) = stored_ids(&store, &bucket);
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    assert_eq!(keys.len(), 1, "one object: what was staged");
+    assert!(
+        committed_to_end(&buffer, &group),
+        "the last commit follows the upload"
+    );
+}

@@ -151,8 +151,13 @@ pub async fn run(
         while sources.join_next().await.is_some() {}
     })
     .await;
-    for (_, buffer, _) in &pipelines {
+    for (_, buffer, delivery) in &pipelines {
         buffer.close();
+        // Staging sinks send now: the buffer's readers end only once what they read is
+        // acknowledged, and a staged batch is acknowledged only once sent.
+        for sink in &delivery.sinks {
+            sink.drain();
+        }
     }
     let drained = tokio::time::timeout_at(deadline, async {
         while workers.join_next().await.is_some() {}

@@ -143,6 +143,13 @@ impl Sink {
         }
     }
 
+    /// Shutdown has begun: a staging sink sends what it holds now and each batch as it comes.
+    pub fn drain(&self) {
+        if let Route::Staged(stager) = &self.route {
+            stager.drain();
+        }
+    }
+
     /// Sends what is staged and waits until it is delivered; called once the workers stopped.
     pub async fn close(&self) {
         if let Route::Staged(stager) = &self.route {

@@ -39,19 +39,30 @@ type Staging = mpsc::Sender<(Vec<Bytes>, Receipt)>;
 pub(crate) struct Stager {
     tx: std::sync::Mutex<Option<Staging>>,
     task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set at shutdown: send what is staged now, and every batch as it comes.
+    draining: tokio::sync::watch::Sender<bool>,
     name: String,
 }
 
 impl Stager {
     pub(crate) fn start(delivery: Arc<Delivery>, threshold: Threshold) -> Self {
         let (tx, rx) = mpsc::channel(1);
+        let (draining, drain_rx) = tokio::sync::watch::channel(false);
         let name = delivery.output.name().to_owned();
-        let task = tokio::spawn(run(delivery, threshold, rx));
+        let task = tokio::spawn(run(delivery, threshold, rx, drain_rx));
         Self {
             tx: std::sync::Mutex::new(Some(tx)),
             task: tokio::sync::Mutex::new(Some(task)),
+            draining,
             name,
         }
+    }
+
+    /// Shutdown has begun: stop collecting. What is staged is sent now, and each batch still
+    /// coming as soon as it arrives, so the buffer can commit before it closes (its readers
+    /// end only once what they read is acknowledged).
+    pub(crate) fn drain(&self) {
+        self.draining.send_replace(true);
     }
 
     /// Stages a batch; waits while the task is sending.
@@ -150,8 +161,10 @@ async fn run(
     delivery: Arc<Delivery>,
     threshold: Threshold,
     mut rx: mpsc::Receiver<(Vec<Bytes>, Receipt)>,
+    mut drain: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut staged = Staged::default();
+    let mut draining = false;
     loop {
         let deadline = staged
             .since
@@ -163,11 +176,19 @@ async fn run(
                 flush(&delivery, &threshold, &mut staged, true).await;
                 continue;
             }
+            changed = drain.changed(), if !draining => {
+                // A dropped sender (the sink is gone) also ends the collecting.
+                draining = changed.is_err() || *drain.borrow();
+                if draining {
+                    flush(&delivery, &threshold, &mut staged, true).await;
+                }
+                continue;
+            }
         };
         match next {
             Some((events, receipt)) => {
                 staged.add(events, receipt);
-                flush(&delivery, &threshold, &mut staged, false).await;
+                flush(&delivery, &threshold, &mut staged, draining).await;
             }
             None => {
                 flush(&delivery, &threshold, &mut staged, true).await;
