@@ -136,7 +136,10 @@ full-pipeline:
     // Shutdown gives up after the drain timeout and says what it could not drain.
     assert_eq!(s.terminate(), 0);
     let log = s.log();
-    assert!(log.contains("sink refused a batch; retrying"), "{log}");
+    assert!(
+        log.contains("the sink failed to take events; retrying"),
+        "{log}"
+    );
     assert!(log.contains("drain timed out"), "{log}");
 }
 

@@ -260,9 +260,12 @@ fn shutdown_uploads_what_is_staged_then_commits() {
     let mut sluice = Sluice::start_with_env(&pipeline(&buffer, &group, &sinks), &store.env());
     let ids = post_events(&sluice, "t", 300, 100);
     // The workers read and stage every record (3 request bodies); nothing can be committed.
-    wait_until("the workers to read every record", Duration::from_secs(60), &sluice, || {
-        sluice.metric("kafka_buffer_recordsRead", "sink-pipeline") == Some(3.0)
-    });
+    wait_until(
+        "the workers to read every record",
+        Duration::from_secs(60),
+        &sluice,
+        || sluice.metric("kafka_buffer_recordsRead", "sink-pipeline") == Some(3.0),
+    );
     std::thread::sleep(Duration::from_secs(1));
     assert!(
         !committed_to_end(&buffer, &group),
