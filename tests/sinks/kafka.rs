@@ -7,7 +7,7 @@ use sluice_tests::{Broker, Sluice, kafka_bootstrap, unique};
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    wait_until,
+    through_an_outage, wait_until,
 };
 
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
@@ -122,38 +122,19 @@ fn every_event_reaches_the_topic_once_keyed_by_partition_key() {
 fn the_sinks_broker_down_holds_the_commit_and_the_sink_recovers_without_a_restart() {
     let (buffer, group) = names("kf");
     let topic = unique("sink-out");
-    let mut broker = Broker::start();
+    let broker = Broker::start();
     let sinks = kafka_sink(&broker.bootstrap(), &topic, "");
     let sluice = Sluice::start(&pipeline(&buffer, &group, &sinks));
-    let mut ids = post_events(&sluice, "before", 200, 50);
-    wait_until(
-        "the first events in the sink topic",
-        Duration::from_secs(60),
+    let broker = std::cell::RefCell::new(broker);
+    let ids = through_an_outage(
         &sluice,
-        || committed_to_end(&buffer, &group),
+        &buffer,
+        &group,
+        50,
+        || broker.borrow_mut().stop(),
+        || broker.borrow_mut().resume(),
     );
-
-    broker.stop();
-    // The source keeps accepting into the buffer (another broker) while the sink cannot write.
-    ids.extend(post_events(&sluice, "during", 200, 50));
-    wait_until(
-        "the sink to retry",
-        Duration::from_secs(60),
-        &sluice,
-        || sink_metric(&sluice, "sluice_sink_retries") >= 1.0,
-    );
-    assert!(
-        !committed_to_end(&buffer, &group),
-        "the buffer must not commit what the sink does not hold"
-    );
-
-    broker.resume();
-    wait_until(
-        "the buffer to commit everything after the broker is back",
-        Duration::from_secs(120),
-        &sluice,
-        || committed_to_end(&buffer, &group),
-    );
+    let broker = broker.into_inner();
     let got = records(&broker.bootstrap(), &topic, ids.len());
     let seen: Vec<String> = got
         .iter()

@@ -129,3 +129,41 @@ fn names(prefix: &str) -> (String, String) {
         unique(&format!("{prefix}-g")),
     )
 }
+
+/// The fault test every remote sink runs: events flow; `down` takes the sink's server away;
+/// more events are posted and accepted (the Kafka buffer holds them); the sink retries and the
+/// buffer commits nothing past what the sink holds; `up` brings the server back and every
+/// batch is committed, without restarting sluice. Returns the ids posted.
+fn through_an_outage(
+    sluice: &Sluice,
+    buffer: &str,
+    group: &str,
+    per_request: usize,
+    down: impl FnOnce(),
+    up: impl FnOnce(),
+) -> Vec<String> {
+    let mut ids = post_events(sluice, "before", 3 * per_request, per_request);
+    wait_until(
+        "the first events delivered",
+        Duration::from_secs(60),
+        sluice,
+        || committed_to_end(buffer, group),
+    );
+    down();
+    ids.extend(post_events(sluice, "during", 3 * per_request, per_request));
+    wait_until("the sink to retry", Duration::from_secs(60), sluice, || {
+        sink_metric(sluice, "sluice_sink_retries") >= 1.0
+    });
+    assert!(
+        !committed_to_end(buffer, group),
+        "the buffer must not commit what the sink does not hold"
+    );
+    up();
+    wait_until(
+        "the buffer to commit everything once the server is back",
+        Duration::from_secs(120),
+        sluice,
+        || committed_to_end(buffer, group),
+    );
+    ids
+}

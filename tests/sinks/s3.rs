@@ -8,7 +8,7 @@ use std::time::Duration;
 use sluice_tests::{S3Store, Sluice, unique};
 
 use super::{
-    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
+    assert_all_once, committed_to_end, counts, names, pipeline, post_events, through_an_outage,
     wait_until,
 };
 
@@ -204,7 +204,7 @@ fn a_wrong_secret_key_stops_the_start_with_the_stores_reason() {
 
 #[test]
 fn the_store_killed_mid_run_holds_the_commit_and_the_sink_recovers_without_a_restart() {
-    let mut store = S3Store::start();
+    let store = S3Store::start();
     let bucket = with_bucket(&store);
     let (buffer, group) = names("s3k");
     let sinks = s3_sink(
@@ -213,34 +213,16 @@ fn the_store_killed_mid_run_holds_the_commit_and_the_sink_recovers_without_a_res
         "        threshold:\n          event_count: 100\n          maximum_size: 1mb\n          event_collect_timeout: 1s\n        request_timeout: 5s\n",
     );
     let sluice = Sluice::start_with_env(&pipeline(&buffer, &group, &sinks), &store.env());
-    let mut ids = post_events(&sluice, "before", 300, 100);
-    wait_until(
-        "the first objects",
-        Duration::from_secs(60),
+    let store = std::cell::RefCell::new(store);
+    let ids = through_an_outage(
         &sluice,
-        || committed_to_end(&buffer, &group),
+        &buffer,
+        &group,
+        100,
+        || store.borrow_mut().kill(),
+        || store.borrow_mut().resume(),
     );
-
-    store.kill();
-    ids.extend(post_events(&sluice, "during", 300, 100));
-    wait_until(
-        "the sink to retry",
-        Duration::from_secs(60),
-        &sluice,
-        || sink_metric(&sluice, "sluice_sink_retries") >= 1.0,
-    );
-    assert!(
-        !committed_to_end(&buffer, &group),
-        "the buffer must not commit what the store does not hold"
-    );
-
-    store.resume();
-    wait_until(
-        "the buffer to commit everything after the store is back",
-        Duration::from_secs(120),
-        &sluice,
-        || committed_to_end(&buffer, &group),
-    );
+    let store = store.into_inner();
     let (seen, _) = stored_ids(&store, &bucket);
     // An upload that timed out may have completed on the store: one object (100 events) per failure at most; allow two.
     assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 200);

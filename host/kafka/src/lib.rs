@@ -95,15 +95,7 @@ impl KafkaBuffer {
     /// Connects (fails within `produce_timeout` if no broker answers), creates the topic when
     /// asked, and starts the consumers.
     pub async fn connect(config: KafkaBufferConfig) -> Result<Self, KafkaBufferError> {
-        let producer: FutureProducer =
-            config
-                .producer_client_config()
-                .create()
-                .map_err(|error| KafkaBufferError::Client {
-                    role: "producer",
-                    servers: config.servers(),
-                    error,
-                })?;
+        let producer = producer(&config)?;
         check_reachable(&producer, &config).await?;
         if let Some(create) = config.create_topic {
             create_topic(&config, create.partitions, create.replication_factor).await?;
@@ -159,6 +151,22 @@ impl KafkaBuffer {
     pub fn stats(&self) -> Arc<KafkaStats> {
         self.inner.stats.clone()
     }
+}
+
+/// The idempotent producer of `config`.
+#[expect(
+    clippy::result_large_err,
+    reason = "the crate's setup error, made once at startup"
+)]
+pub(crate) fn producer(config: &KafkaBufferConfig) -> Result<FutureProducer, KafkaBufferError> {
+    config
+        .producer_client_config()
+        .create()
+        .map_err(|error| KafkaBufferError::Client {
+            role: "producer",
+            servers: config.servers(),
+            error,
+        })
 }
 
 pub(crate) async fn check_reachable(

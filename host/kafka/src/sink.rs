@@ -78,15 +78,7 @@ impl KafkaSinkProducer {
     /// when asked.
     pub async fn connect(config: KafkaSinkConfig) -> Result<Self, KafkaBufferError> {
         let config = config.client();
-        let producer: FutureProducer =
-            config
-                .producer_client_config()
-                .create()
-                .map_err(|error| KafkaBufferError::Client {
-                    role: "producer",
-                    servers: config.servers(),
-                    error,
-                })?;
+        let producer = crate::producer(&config)?;
         crate::check_reachable(&producer, &config).await?;
         if let Some(create) = config.create_topic {
             crate::create_topic(&config, create.partitions, create.replication_factor).await?;

@@ -89,18 +89,8 @@ fn kafka_config(
             partitions: c.partitions,
             replication_factor: c.replication_factor,
         }),
-        sasl: k.sasl.map(|s| {
-            let (username, password) = s.credentials();
-            Sasl {
-                mechanism: s.mechanism().to_owned(),
-                username: username.to_owned(),
-                password: password.to_owned(),
-            }
-        }),
-        tls: k.tls.map(|t| Tls {
-            ca: t.ca,
-            insecure: t.insecure,
-        }),
+        sasl: k.sasl.map(sasl),
+        tls: k.tls.map(tls),
         producer_properties: k.producer_properties,
         consumer_properties: k.consumer_properties,
         encryption,
@@ -140,4 +130,22 @@ pub fn default_instance_id(pipeline: &str, data_dir: &std::path::Path) -> String
         clean(pipeline),
         hex::encode(&digest[..4])
     )
+}
+
+/// SASL settings as the Kafka client takes them (the buffer's and the kafka sink's).
+pub(crate) fn sasl(s: resolved::Sasl) -> Sasl {
+    let (username, password) = s.credentials();
+    Sasl {
+        mechanism: s.mechanism().to_owned(),
+        username: username.to_owned(),
+        password: password.to_owned(),
+    }
+}
+
+/// TLS settings as the Kafka client takes them.
+pub(crate) fn tls(t: resolved::Tls) -> Tls {
+    Tls {
+        ca: t.ca,
+        insecure: t.insecure,
+    }
 }

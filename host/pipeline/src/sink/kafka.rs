@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use sluice_config::sink::kafka::KafkaSink as Config;
 use sluice_config::sink::template::Template;
-use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer, Sasl, Tls};
+use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer};
 
 use super::{Output, SendError, SinkError};
 
@@ -30,18 +30,8 @@ impl KafkaSink {
         let producer = KafkaSinkProducer::connect(KafkaSinkConfig {
             bootstrap_servers: config.bootstrap_servers.clone(),
             topic: config.topic.name.clone(),
-            sasl: settings.sasl.map(|s| {
-                let (username, password) = s.credentials();
-                Sasl {
-                    mechanism: s.mechanism().to_owned(),
-                    username: username.to_owned(),
-                    password: password.to_owned(),
-                }
-            }),
-            tls: settings.tls.map(|t| Tls {
-                ca: t.ca,
-                insecure: t.insecure,
-            }),
+            sasl: settings.sasl.map(crate::buffer::kafka::sasl),
+            tls: settings.tls.map(crate::buffer::kafka::tls),
             producer_properties: config.producer_properties.clone(),
             produce_timeout: config.produce_timeout,
             max_request_size: usize::try_from(config.max_request_size.bytes())
