@@ -116,7 +116,8 @@ impl Delivery {
                     retry,
                     reason,
                 }) => {
-                    let taken = todo.len() - rejected.len() - retry.len();
+                    // An output's indices are trusted for the events, not for arithmetic.
+                    let taken = todo.len().saturating_sub(rejected.len() + retry.len());
                     self.metrics.written.increment(taken as u64);
                     if !rejected.is_empty() {
                         tracing::warn!(pipeline = %self.pipeline, sink, events = rejected.len(), reason = %rejected[0].1, "the sink refused events; dead-lettering them");
