@@ -348,11 +348,11 @@ pub(crate) fn inspect(
             None => writeln!(out, "    {import}")?,
         }
     }
-    if plugin.is_processor() {
+    if plugin.kind() == sluice_plugin::PluginKind::Processor {
         inspect_processor(&mut out, plugin, compiled, samples, lines, options, limits)?;
         return Ok(out);
     }
-    if plugin.is_buffer_policy() {
+    if plugin.kind() == sluice_plugin::PluginKind::BufferPolicy {
         let started = Instant::now();
         let policy = BufferPolicy::new(plugin, options.to_vec(), limits)?;
         writeln!(

@@ -5,13 +5,14 @@
 //! Data flow: [`Plugin`] → [`Decoder::new`] (instantiate, `configure`) per worker →
 //! [`Decoder::decode`] per batch → one [`Decoded`] per record.
 
+use crate::batch::Runner;
 use crate::engine::Plugin;
 use crate::error::PluginError;
 use crate::events::Events;
-use crate::runner::{CallStats, Runner};
+use crate::instance::{CallStats, option_entries};
 use crate::sandbox::Limits;
 use crate::worlds::deserializer::{self as v1, Deserializer, RawRecord};
-use crate::worlds::deserializer_v2::{self as v2, DeserializerV2, Staged};
+use crate::worlds::deserializer_v2::{self as v2, DeserializerV2};
 
 /// What became of one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,38 +48,25 @@ impl Decoder {
         options: Vec<(String, String)>,
         limits: Limits,
     ) -> Result<Self, PluginError> {
-        let runner = match plugin.world() {
-            v1::WORLD | v1::CONFIGURABLE_WORLD => {
-                if !options.is_empty() && plugin.world() != v1::CONFIGURABLE_WORLD {
-                    let keys = options
-                        .iter()
-                        .map(|(k, _)| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(PluginError::NotConfigurable {
-                        name: plugin.name().to_owned(),
-                        keys,
-                    });
-                }
-                let options = options
-                    .into_iter()
-                    .map(|(key, value)| v1::OptionEntry { key, value })
-                    .collect();
-                Contract::V1(Runner::new(plugin, options, limits)?)
-            }
-            v2::WORLD => {
-                let options = options
-                    .into_iter()
-                    .map(|(key, value)| v2::OptionEntry { key, value })
-                    .collect();
-                Contract::V2(Runner::new(plugin, options, limits)?)
-            }
-            other => {
-                return Err(PluginError::WrongWorld {
-                    origin: plugin.origin().to_owned(),
-                    reason: format!("it is a `{other}` plugin, not a deserializer"),
+        // Which contract: the world's descriptor (a plugin of another kind is refused by the
+        // runner, naming the deserializer worlds).
+        let runner = if std::ptr::eq(plugin.inner.descriptor, &v1::DESCRIPTOR) {
+            if !options.is_empty() && plugin.world() != v1::CONFIGURABLE_WORLD {
+                let keys = options
+                    .iter()
+                    .map(|(k, _)| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(PluginError::NotConfigurable {
+                    name: plugin.name().to_owned(),
+                    keys,
                 });
             }
+            let options = option_entries(options, |key, value| v1::OptionEntry { key, value });
+            Contract::V1(Runner::new(plugin, options, limits)?)
+        } else {
+            let options = option_entries(options, |key, value| v2::OptionEntry { key, value });
+            Contract::V2(Runner::new(plugin, options, limits)?)
         };
         Ok(Self { runner })
     }
@@ -124,7 +112,7 @@ impl Decoder {
                 })
                 .collect(),
             Contract::V2(runner) => runner
-                .run(&Staged::new(batch, content_types).inputs())
+                .run(&v2::stage(batch, content_types).inputs())
                 .into_iter()
                 .map(|result| match result {
                     Ok(v2::Output::Events(events)) => Decoded::Events(events),

@@ -14,6 +14,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::cache::Cache;
 use crate::error::PluginError;
+use crate::worlds::{Descriptor, PluginKind};
 
 /// How often the epoch advances; deadlines are counted in these ticks.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -113,8 +114,8 @@ impl PluginHost {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
-        // The buffer world's host interface: only buffer policies import it.
-        crate::worlds::buffer::add_to_linker(&mut linker)
+        // The worlds' own host interfaces (a buffer policy's `buffer-host`).
+        crate::worlds::add_to_linker(&mut linker)
             .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
         for types in CONTRACT_TYPES {
             // Type definitions only: an empty instance satisfies the import.
@@ -168,7 +169,7 @@ impl PluginHost {
             .filter(|name| {
                 !LINKED_WASI.iter().any(|p| name.starts_with(p))
                     && !CONTRACT_TYPES.contains(&name.as_str())
-                    && name.as_str() != crate::worlds::buffer::HOST_INTERFACE
+                    && !crate::worlds::is_host_import(name)
             })
             .collect();
         if !unknown.is_empty() {
@@ -182,15 +183,17 @@ impl PluginHost {
                 imports,
             });
         }
+        let descriptor = crate::worlds::judged_against(&component);
         let wrong_world = |reason: String| PluginError::WrongWorld {
             origin: origin.to_owned(),
+            expected: format!("`{}`", descriptor.world),
             reason,
         };
         let pre = self
             .linker
             .instantiate_pre(&component)
             .map_err(|e| wrong_world(format!("{e:#}")))?;
-        let world = crate::worlds::identify(&pre, &component).map_err(wrong_world)?;
+        let world = (descriptor.identify)(&pre, &component).map_err(wrong_world)?;
         Ok(Plugin {
             inner: Arc::new(PluginInner {
                 name: name.to_owned(),
@@ -200,6 +203,7 @@ impl PluginHost {
                 imports,
                 engine: self.engine.clone(),
                 pre,
+                descriptor,
                 world,
             }),
         })
@@ -352,7 +356,9 @@ pub(crate) struct PluginInner {
     pub(crate) imports: Vec<String>,
     pub(crate) engine: Engine,
     pub(crate) pre: InstancePre<HostState>,
-    /// The world it implements (see `crate::worlds::identify`).
+    /// The world it implements, from the list in `crate::worlds`.
+    pub(crate) descriptor: &'static Descriptor,
+    /// The world's name (a world may have variants: 0.1.0's `configurable-deserializer`).
     pub(crate) world: &'static str,
 }
 
@@ -382,17 +388,13 @@ impl Plugin {
     pub(crate) fn wrong_world(&self, e: wasmtime::Error) -> PluginError {
         PluginError::WrongWorld {
             origin: self.origin().to_owned(),
+            expected: format!("`{}`", self.world()),
             reason: format!("{e:#}"),
         }
     }
-    /// Whether it is a processor (contract 0.2's `processor-plugin`), not a deserializer.
-    pub fn is_processor(&self) -> bool {
-        self.inner.world == crate::worlds::processor::WORLD
-    }
-
-    /// Whether it implements the buffer policy world.
-    pub fn is_buffer_policy(&self) -> bool {
-        self.inner.world == crate::worlds::buffer::WORLD
+    /// What it is for: a deserializer, a processor or a buffer policy.
+    pub fn kind(&self) -> PluginKind {
+        self.inner.descriptor.kind
     }
     /// The interfaces it imports (WASI, and the contract's own types; granted nothing).
     pub fn imports(&self) -> &[String] {

@@ -21,11 +21,13 @@ pub enum PluginError {
     #[error("plugin `{origin}` is not a valid WebAssembly component: {reason}")]
     Compile { origin: String, reason: String },
 
-    #[error(
-        "plugin `{origin}` does not implement the world `sluice:plugin/deserializer@0.1.0`: \
-         {reason}"
-    )]
-    WrongWorld { origin: String, reason: String },
+    /// `expected` names the world (or worlds) it was judged against, quoted.
+    #[error("plugin `{origin}` does not implement the world {expected}: {reason}")]
+    WrongWorld {
+        origin: String,
+        expected: String,
+        reason: String,
+    },
 
     #[error(
         "plugin `{origin}` imports {imports}, which sluice does not provide (only WASI p2's cli, clocks, filesystem, io, random and sockets are linked, with no capabilities); a JavaScript plugin built with componentize-js needs `-d http fetch-event`"

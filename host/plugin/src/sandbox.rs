@@ -27,7 +27,6 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
 
 use crate::engine::{EPOCH_TICK, HostState, Limiter, Plugin};
-use crate::error::PluginError;
 use crate::guest_log::GuestLog;
 
 /// The sandbox limits of one instance.
@@ -83,43 +82,6 @@ pub(crate) fn store(plugin: &Plugin, limits: Limits) -> Store<HostState> {
     store.epoch_deadline_trap();
     store.set_epoch_deadline(deadline_ticks(limits.timeout));
     store
-}
-
-/// The error for a fresh instance whose exports could not be loaded.
-pub(crate) fn load_failed(plugin: &Plugin, e: &wasmtime::Error, limits: Limits) -> PluginError {
-    PluginError::Instantiate {
-        name: plugin.name().to_owned(),
-        reason: describe_trap(e, limits),
-    }
-}
-
-/// Runs a fresh instance's `configure` (the future `call` makes from the store) under the
-/// per-call deadline, for any world. The plugin refusing its options, trapping, or running
-/// past the deadline become the [`PluginError`] that names the plugin.
-pub(crate) fn configure<'a, F>(
-    plugin: &Plugin,
-    store: &'a mut Store<HostState>,
-    limits: Limits,
-    call: impl FnOnce(&'a mut Store<HostState>) -> F,
-) -> Result<(), PluginError>
-where
-    F: std::future::Future<Output = wasmtime::Result<Result<(), String>>>,
-{
-    let name = || plugin.name().to_owned();
-    store.set_epoch_deadline(deadline_ticks(limits.timeout));
-    let configured =
-        with_deadline(limits.timeout, call(store)).map_err(|_| PluginError::Instantiate {
-            name: name(),
-            reason: deadline_reason(limits.timeout),
-        })?;
-    match configured {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(message)) => Err(PluginError::Configure {
-            name: name(),
-            message,
-        }),
-        Err(e) => Err(load_failed(plugin, &e, limits)),
-    }
 }
 
 /// Runs `future` on this thread until it is done or `timeout` has passed (`Err`), in which

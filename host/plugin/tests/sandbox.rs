@@ -231,3 +231,41 @@ fn without_recycling_one_instance_serves_every_batch() {
     }
     assert_eq!((d.stats().instances, d.stats().recycled), (1, 0));
 }
+
+#[test]
+fn each_front_refuses_a_plugin_of_another_kind_naming_the_worlds_it_expected() {
+    let plugin = plugin("hostile", false);
+    assert_eq!(plugin.kind(), sluice_plugin::PluginKind::Deserializer);
+    let as_policy = sluice_plugin::BufferPolicy::new(plugin.clone(), vec![], Limits::default())
+        .expect_err("a deserializer is not a buffer policy");
+    assert!(matches!(as_policy, PluginError::WrongWorld { .. }));
+    assert_eq!(
+        as_policy.to_string(),
+        "plugin `hostile.wat` does not implement the world `sluice:plugin/buffer-plugin@0.2.0`: \
+         it is a `sluice:plugin/deserializer@0.1.0` plugin, not a buffer policy"
+    );
+    let as_processor = sluice_plugin::Processor::new(plugin, vec![], Limits::default())
+        .err()
+        .expect("a deserializer is not a processor")
+        .to_string();
+    assert!(
+        as_processor.contains("the world `sluice:plugin/processor-plugin@0.2.0`: it is a"),
+        "{as_processor}"
+    );
+}
+
+#[test]
+fn a_component_exporting_no_known_interface_is_judged_against_the_oldest_world() {
+    let host = PluginHost::new(None).unwrap();
+    let empty = "(component)";
+    let err = host
+        .load_bytes("empty", "empty.wat", empty.as_bytes())
+        .expect_err("an empty component implements no world")
+        .to_string();
+    assert!(
+        err.starts_with(
+            "plugin `empty.wat` does not implement the world `sluice:plugin/deserializer@0.1.0`: "
+        ),
+        "{err}"
+    );
+}

@@ -3,21 +3,22 @@
 //! call's [`Context`] the store holds for the duration of one call), and [`BufferPolicy`], the
 //! Wasm implementation of `sluice_buffer::tiered::Policy`.
 //!
-//! Unlike the batch worlds, a policy call is never retried or split: `on-write` is all or none,
-//! so a fault refuses that write (the tiered buffer answers 503) and the instance is dropped; the
-//! next call gets a fresh, configured one. State lives in the host, so nothing is lost with it.
+//! The instance lifecycle is the one every world has (`crate::instance`). Unlike the batch
+//! worlds, a policy call is never retried or split: `on-write` is all or none, so a fault
+//! refuses that write (the tiered buffer answers 503) and the instance is dropped; the next call
+//! gets a fresh, configured one. State lives in the host, so nothing is lost with it.
 
 use std::time::Duration;
 
 use sluice_buffer::tiered::{Context, Incoming, Move, Placement, Policy, PolicyFault, Refusal};
 use wasmtime::Store;
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker};
 
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::sandbox::{
-    self, Limits, deadline_reason, deadline_ticks, describe_trap, load_failed, with_deadline,
-};
+use crate::instance::{self, CallStats, FaultKind, Instances, World, load_failed, option_entries};
+use crate::sandbox::Limits;
+use crate::worlds::{Descriptor, PluginKind};
 
 #[allow(
     unsafe_code,
@@ -37,27 +38,28 @@ use bindings::exports::sluice::plugin::buffer_policy::{self, Guest as PolicyGues
 use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
 use bindings::sluice::plugin::buffer_host;
 
-/// The interface that makes a component a buffer policy.
-pub(crate) const INTERFACE: &str = "sluice:plugin/buffer-policy@0.2.0";
-
-/// The world's name, as `sluice plugins inspect` shows it.
-pub(crate) const WORLD: &str = "sluice:plugin/buffer-plugin@0.2.0";
-
 /// What a policy imports from the host.
-pub(crate) const HOST_INTERFACE: &str = "sluice:plugin/buffer-host@0.2.0";
+const HOST_INTERFACE: &str = "sluice:plugin/buffer-host@0.2.0";
+
+/// The world on the list of `crate::worlds`.
+pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
+    interface: "sluice:plugin/buffer-policy@0.2.0",
+    world: "sluice:plugin/buffer-plugin@0.2.0",
+    kind: PluginKind::BufferPolicy,
+    host_imports: &[HOST_INTERFACE],
+    add_to_linker,
+    identify,
+};
 
 /// Whether `component` implements the world (both exports, with their exact types).
-pub(crate) fn identify(
-    pre: &InstancePre<HostState>,
-    _: &Component,
-) -> Result<&'static str, String> {
+fn identify(pre: &InstancePre<HostState>, _: &Component) -> Result<&'static str, String> {
     buffer_policy::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
     configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    Ok(WORLD)
+    Ok(DESCRIPTOR.world)
 }
 
 /// Links `buffer-host` (every store has it; only policies import it).
-pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     buffer_host::add_to_linker::<HostState, HasSelf<HostState>>(linker, |state| state)
 }
 
@@ -111,45 +113,85 @@ impl buffer_host::Host for HostState {
     }
 }
 
-/// One live, configured instance.
-struct Live {
-    store: Store<HostState>,
+/// The buffer policy world on the generic host.
+struct PolicyWorld;
+
+struct Exports {
+    policy: buffer_policy::GuestIndices,
+    configure: configure::GuestIndices,
+}
+
+/// A live instance's exports, and what its `describe` answered.
+struct Guest {
     policy: PolicyGuest,
-    calls: u64,
+    headers: Vec<String>,
+}
+
+impl World for PolicyWorld {
+    const KIND: PluginKind = PluginKind::BufferPolicy;
+    type Exports = Exports;
+    type Setup = Vec<OptionEntry>;
+    type Guest = Guest;
+
+    fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
+        let pre = &plugin.inner.pre;
+        let wrong_world = |e| plugin.wrong_world(e);
+        Ok(Exports {
+            policy: buffer_policy::GuestIndices::new(pre).map_err(wrong_world)?,
+            configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
+        })
+    }
+
+    fn load(
+        plugin: &Plugin,
+        exports: &Exports,
+        store: &mut Store<HostState>,
+        instance: &Instance,
+        options: &Vec<OptionEntry>,
+        limits: Limits,
+    ) -> Result<Guest, PluginError> {
+        let policy = exports
+            .policy
+            .load(&mut *store, instance)
+            .map_err(|e| load_failed(plugin, &e, limits))?;
+        let configure = exports
+            .configure
+            .load(&mut *store, instance)
+            .map_err(|e| load_failed(plugin, &e, limits))?;
+        instance::configure(plugin, store, limits, |store| {
+            configure.call_configure(store, options)
+        })?;
+        let info =
+            instance::setup_call(plugin, store, limits, |store| policy.call_describe(store))?;
+        Ok(Guest {
+            policy,
+            headers: info.headers,
+        })
+    }
 }
 
 /// A buffer policy component: one instance, replaced after a fault or every
 /// `limits.recycle_after` calls.
 pub struct BufferPolicy {
-    plugin: Plugin,
-    options: Vec<OptionEntry>,
-    limits: Limits,
+    instances: Instances<PolicyWorld>,
     headers: Vec<String>,
-    live: Option<Live>,
 }
 
 impl BufferPolicy {
-    /// Instantiates and configures `plugin` and asks what it needs (`describe`); fails if it
-    /// cannot start or refuses its options.
+    /// Instantiates and configures `plugin` and asks what it needs (`describe`); fails if it is
+    /// not a buffer policy, cannot start or refuses its options.
     pub fn new(
         plugin: Plugin,
         options: Vec<(String, String)>,
         limits: Limits,
     ) -> Result<Self, PluginError> {
-        let options = options
-            .into_iter()
-            .map(|(key, value)| OptionEntry { key, value })
-            .collect();
-        let mut policy = Self {
-            plugin,
-            options,
-            limits,
-            headers: Vec::new(),
-            live: None,
-        };
-        let live = policy.instantiate()?;
-        policy.live = Some(live);
-        Ok(policy)
+        let options = option_entries(options, |key, value| OptionEntry { key, value });
+        let instances: Instances<PolicyWorld> = Instances::new(plugin, options, limits)?;
+        let headers = instances
+            .guest()
+            .map(|guest| guest.headers.clone())
+            .unwrap_or_default();
+        Ok(Self { instances, headers })
     }
 
     /// The request headers it reads (from `describe`).
@@ -159,94 +201,38 @@ impl BufferPolicy {
 
     /// The plugin it runs.
     pub fn plugin(&self) -> &Plugin {
-        &self.plugin
+        self.instances.plugin()
     }
 
     /// The most linear memory its live instance holds, in bytes.
     pub fn memory(&self) -> u64 {
-        self.live
-            .as_ref()
-            .map_or(0, |live| live.store.data().limits.peak as u64)
+        self.instances.live_memory()
     }
 
-    fn instantiate(&mut self) -> Result<Live, PluginError> {
-        let plugin = &self.plugin;
-        let limits = self.limits;
-        let mut store = sandbox::store(plugin, limits);
-        let instance = with_deadline(
-            limits.timeout,
-            plugin.inner.pre.instantiate_async(&mut store),
-        )
-        .map_err(|_| PluginError::Instantiate {
-            name: plugin.name().to_owned(),
-            reason: deadline_reason(limits.timeout),
-        })?
-        .map_err(|e| load_failed(plugin, &e, limits))?;
-        let wrong_world = |e| plugin.wrong_world(e);
-        let policy = buffer_policy::GuestIndices::new(&plugin.inner.pre)
-            .map_err(wrong_world)?
-            .load(&mut store, &instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        let configure = configure::GuestIndices::new(&plugin.inner.pre)
-            .map_err(wrong_world)?
-            .load(&mut store, &instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        let options = &self.options;
-        sandbox::configure(plugin, &mut store, limits, |store| {
-            configure.call_configure(store, options)
-        })?;
-        store.set_epoch_deadline(deadline_ticks(limits.timeout));
-        let info = with_deadline(limits.timeout, policy.call_describe(&mut store))
-            .map_err(|_| PluginError::Instantiate {
-                name: plugin.name().to_owned(),
-                reason: deadline_reason(limits.timeout),
-            })?
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        self.headers = info.headers;
-        Ok(Live {
-            store,
-            policy,
-            calls: 0,
-        })
+    /// Counters since this policy was made.
+    pub fn stats(&self) -> CallStats {
+        self.instances.stats()
     }
 
-    /// One call on the live instance (a fresh one if there is none), with `cx` in the store
-    /// for its imports. A trap, the deadline or the memory cap drops the instance.
+    /// One call with `cx` in the store for its imports. A trap, the deadline or the memory cap
+    /// drops the instance and refuses this call.
     fn call<T>(
         &mut self,
         cx: &mut Context,
         call: impl AsyncFnOnce(&PolicyGuest, &mut Store<HostState>) -> wasmtime::Result<T>,
     ) -> Result<T, PolicyFault> {
-        let mut live = match self.live.take() {
-            Some(live) => live,
-            None => self.instantiate().map_err(|e| PolicyFault(e.to_string()))?,
-        };
-        let timeout = self.limits.timeout;
-        live.store.data_mut().policy = Some(cx.take());
-        live.store.set_epoch_deadline(deadline_ticks(timeout));
-        let result = with_deadline(timeout, call(&live.policy, &mut live.store));
-        if let Some(back) = live.store.data_mut().policy.take() {
-            *cx = back;
-        }
-        match result {
-            Ok(Ok(answer)) => {
-                live.calls += 1;
-                if self.limits.recycle_after == 0 || live.calls < self.limits.recycle_after {
-                    self.live = Some(live);
-                }
-                Ok(answer)
-            }
-            Ok(Err(e)) => Err(PolicyFault(format!(
-                "plugin `{}` trapped: {}",
-                self.plugin.name(),
-                describe_trap(&e, self.limits)
-            ))),
-            Err(_) => Err(PolicyFault(format!(
-                "plugin `{}`: {}",
-                self.plugin.name(),
-                deadline_reason(timeout)
-            ))),
-        }
+        let name = self.plugin().name().to_owned();
+        self.instances
+            .call(Some(cx), async |guest, store| {
+                call(&guest.policy, store).await
+            })
+            .map_err(|fault| {
+                PolicyFault(match fault.kind {
+                    FaultKind::Start => fault.reason,
+                    FaultKind::Trap => format!("plugin `{name}` trapped: {}", fault.reason),
+                    FaultKind::Deadline => format!("plugin `{name}`: {}", fault.reason),
+                })
+            })
     }
 }
 
@@ -313,14 +299,14 @@ impl Policy for BufferPolicy {
     }
 
     fn recycle(&mut self) {
-        self.live = None;
+        self.instances.discard();
     }
 }
 
 impl std::fmt::Debug for BufferPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BufferPolicy")
-            .field("plugin", &self.plugin.name())
+            .field("plugin", &self.plugin().name())
             .field("headers", &self.headers)
             .finish_non_exhaustive()
     }

@@ -8,10 +8,12 @@ use std::future::Future;
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, InstancePre};
 
+use crate::batch::BatchWorld;
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::runner::World;
-use crate::sandbox::{self, Limits, load_failed};
+use crate::instance::{self, World, load_failed};
+use crate::sandbox::Limits;
+use crate::worlds::{Descriptor, PluginKind, no_host_imports};
 
 #[allow(
     unsafe_code,
@@ -37,12 +39,20 @@ const CONFIGURE: &str = "sluice:plugin/configure@0.1.0";
 pub(crate) const WORLD: &str = "sluice:plugin/deserializer@0.1.0";
 pub(crate) const CONFIGURABLE_WORLD: &str = "sluice:plugin/configurable-deserializer@0.1.0";
 
+/// The world on the list of `crate::worlds` (last: the fallback for a component that exports
+/// no interface sluice knows).
+pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
+    interface: "sluice:plugin/raw-byte-handler@0.1.0",
+    world: WORLD,
+    kind: PluginKind::Deserializer,
+    host_imports: &[],
+    add_to_linker: no_host_imports,
+    identify,
+};
+
 /// Whether `component` implements the world, and which variant: `configure` may be absent,
 /// but present and mistyped is an error, like a missing or mistyped `raw-byte-handler`.
-pub(crate) fn identify(
-    pre: &InstancePre<HostState>,
-    component: &Component,
-) -> Result<&'static str, String> {
+fn identify(pre: &InstancePre<HostState>, component: &Component) -> Result<&'static str, String> {
     raw_byte_handler::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
     match configure::GuestIndices::new(pre) {
         Ok(_) => Ok(CONFIGURABLE_WORLD),
@@ -64,16 +74,10 @@ pub(crate) struct Guest {
 }
 
 impl World for Deserializer {
-    const CALL: &'static str = "deserialize-batch";
+    const KIND: PluginKind = PluginKind::Deserializer;
     type Exports = Exports;
     type Setup = Vec<OptionEntry>;
     type Guest = Guest;
-    type Input = RawRecord;
-    type Output = Outcome;
-
-    fn origin(input: &RawRecord) -> &str {
-        &input.origin
-    }
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
         let pre = &plugin.inner.pre;
@@ -103,11 +107,21 @@ impl World for Deserializer {
             let configure = configure
                 .load(&mut *store, instance)
                 .map_err(|e| load_failed(plugin, &e, limits))?;
-            sandbox::configure(plugin, store, limits, |store| {
+            instance::configure(plugin, store, limits, |store| {
                 configure.call_configure(store, options)
             })?;
         }
         Ok(Guest { handler })
+    }
+}
+
+impl BatchWorld for Deserializer {
+    const CALL: &'static str = "deserialize-batch";
+    type Input = RawRecord;
+    type Output = Outcome;
+
+    fn origin(input: &RawRecord) -> &str {
+        &input.origin
     }
 
     fn call<'a>(

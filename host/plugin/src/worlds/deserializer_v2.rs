@@ -6,18 +6,20 @@
 //! The pipeline reaches it through [`crate::Decoder`], which picks this adapter or 0.1.0's by
 //! the plugin's world.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, InstancePre};
 
+use crate::batch::BatchWorld;
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::events::{CallBuffers, Events, Side};
-use crate::runner::World;
-use crate::sandbox::{self, Limits, load_failed};
+use crate::events::{Events, Side};
+use crate::instance::{self, World, load_failed};
+use crate::sandbox::Limits;
 use crate::worlds::deserializer::RawRecord;
+use crate::worlds::spans::{self, Entry, Reply, Writer};
+use crate::worlds::{Descriptor, PluginKind, no_host_imports};
 
 #[allow(
     unsafe_code,
@@ -37,91 +39,82 @@ pub(crate) use bindings::exports::sluice::plugin::configure::{self, OptionEntry}
 use bindings::exports::sluice::plugin::deserializer::{self, EventRef, Outcome, RawRecord as Meta};
 use bindings::sluice::plugin::types::Span;
 
-/// The interface that makes a component a 0.2 deserializer.
-pub(crate) const INTERFACE: &str = "sluice:plugin/deserializer@0.2.0";
-
-/// The world's name, as `sluice plugins inspect` shows it.
-pub(crate) const WORLD: &str = "sluice:plugin/deserializer-plugin@0.2.0";
+/// The world on the list of `crate::worlds`.
+pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
+    interface: "sluice:plugin/deserializer@0.2.0",
+    world: "sluice:plugin/deserializer-plugin@0.2.0",
+    kind: PluginKind::Deserializer,
+    host_imports: &[],
+    add_to_linker: no_host_imports,
+    identify,
+};
 
 /// Whether `component` implements the world (both exports, with their exact types).
-pub(crate) fn identify(
-    pre: &InstancePre<HostState>,
-    _: &Component,
-) -> Result<&'static str, String> {
+fn identify(pre: &InstancePre<HostState>, _: &Component) -> Result<&'static str, String> {
     deserializer::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
     configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    Ok(WORLD)
+    Ok(DESCRIPTOR.world)
 }
 
-/// A batch as the plugin gets it, staged once per [`crate::Decoder::decode`].
-pub(crate) struct Staged {
-    data: Arc<Vec<u8>>,
-    records: Vec<Meta>,
-    content_types: Vec<String>,
-    origins: Vec<String>,
+fn span((offset, len): (u32, u32)) -> Span {
+    Span { offset, len }
 }
 
-impl Staged {
-    /// Copies every payload and key of `batch` into one buffer; `content_types` has one entry
-    /// per record, or none at all.
-    pub(crate) fn new(batch: &[RawRecord], content_types: &[Option<String>]) -> Self {
-        let size = batch
-            .iter()
-            .map(|r| r.payload.len() + r.key.as_ref().map_or(0, Vec::len))
-            .sum();
-        let mut data = Vec::with_capacity(size);
-        let mut types: Vec<String> = Vec::new();
-        let mut push = |bytes: &[u8]| {
-            let span = Span {
-                offset: data.len() as u32,
-                len: bytes.len() as u32,
-            };
-            data.extend_from_slice(bytes);
-            span
-        };
-        let records = batch
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Meta {
-                payload: push(&r.payload),
-                key: r.key.as_deref().map(&mut push),
-                received_at_ms: r.received_at_ms,
-                content_type: content_types.get(i).and_then(Option::as_deref).map(|t| {
-                    let at = types
-                        .iter()
-                        .position(|known| known == t)
-                        .unwrap_or_else(|| {
-                            types.push(t.to_owned());
-                            types.len() - 1
-                        });
-                    at as u16
-                }),
-            })
-            .collect();
-        Self {
-            data: Arc::new(data),
-            records,
-            content_types: types,
-            origins: batch.iter().map(|r| r.origin.clone()).collect(),
+impl Entry for Meta {
+    fn spans(&self) -> impl Iterator<Item = (u32, u32)> {
+        [Some(self.payload), self.key]
+            .into_iter()
+            .flatten()
+            .map(|s| (s.offset, s.len))
+    }
+
+    fn rebased(&self, by: u32) -> Self {
+        let rebase = |s: Span| span((s.offset - by, s.len));
+        Meta {
+            payload: rebase(self.payload),
+            key: self.key.map(rebase),
+            ..*self
         }
     }
-
-    /// The inputs of the runner: one per record, sharing this staging.
-    pub(crate) fn inputs(self) -> Vec<Input> {
-        let staged = Arc::new(self);
-        (0..staged.records.len())
-            .map(|index| Input {
-                staged: staged.clone(),
-                index,
-            })
-            .collect()
-    }
 }
 
+/// A batch as the plugin gets it, staged once per [`crate::Decoder::decode`]: every payload
+/// and key in one buffer, and the batch's distinct content types (records point at them by
+/// index).
+pub(crate) type Staged = spans::Staged<Meta, Vec<String>>;
+
 /// One record of a staged batch.
-pub(crate) struct Input {
-    staged: Arc<Staged>,
-    index: usize,
+pub(crate) type Input = spans::Input<Meta, Vec<String>>;
+
+/// Stages `batch`; `content_types` has one entry per record, or none at all.
+pub(crate) fn stage(batch: &[RawRecord], content_types: &[Option<String>]) -> Staged {
+    let size = batch
+        .iter()
+        .map(|r| r.payload.len() + r.key.as_ref().map_or(0, Vec::len))
+        .sum();
+    let mut writer = Writer::with_capacity(size);
+    let mut types: Vec<String> = Vec::new();
+    let records = batch
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Meta {
+            payload: span(writer.push(&r.payload)),
+            key: r.key.as_deref().map(|k| span(writer.push(k))),
+            received_at_ms: r.received_at_ms,
+            content_type: content_types.get(i).and_then(Option::as_deref).map(|t| {
+                let at = types
+                    .iter()
+                    .position(|known| known == t)
+                    .unwrap_or_else(|| {
+                        types.push(t.to_owned());
+                        types.len() - 1
+                    });
+                at as u16
+            }),
+        })
+        .collect();
+    let origins = batch.iter().map(|r| r.origin.clone()).collect();
+    Staged::new(writer, records, types, origins)
 }
 
 /// What became of one record, as the plugin said.
@@ -143,16 +136,10 @@ pub(crate) struct Guest {
 }
 
 impl World for DeserializerV2 {
-    const CALL: &'static str = "deserialize";
+    const KIND: PluginKind = PluginKind::Deserializer;
     type Exports = Exports;
     type Setup = Vec<OptionEntry>;
     type Guest = Guest;
-    type Input = Input;
-    type Output = Output;
-
-    fn origin(input: &Input) -> &str {
-        &input.staged.origins[input.index]
-    }
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
         let pre = &plugin.inner.pre;
@@ -179,10 +166,20 @@ impl World for DeserializerV2 {
             .configure
             .load(&mut *store, instance)
             .map_err(|e| load_failed(plugin, &e, limits))?;
-        sandbox::configure(plugin, store, limits, |store| {
+        instance::configure(plugin, store, limits, |store| {
             configure.call_configure(store, options)
         })?;
         Ok(Guest { handler })
+    }
+}
+
+impl BatchWorld for DeserializerV2 {
+    const CALL: &'static str = "deserialize";
+    type Input = Input;
+    type Output = Output;
+
+    fn origin(input: &Input) -> &str {
+        input.origin()
     }
 
     async fn call(
@@ -190,52 +187,15 @@ impl World for DeserializerV2 {
         store: &mut Store<HostState>,
         batch: &[Input],
     ) -> wasmtime::Result<Vec<Output>> {
-        let Some(first) = batch.first() else {
+        let Some(call) = spans::view(batch) else {
             return Ok(Vec::new());
-        };
-        let staged = &first.staged;
-        // The runner passes the batch or contiguous parts of it (when isolating a fault).
-        let isolated;
-        let (data, records) = if batch.len() == staged.records.len() {
-            (staged.data.clone(), &staged.records[..])
-        } else {
-            isolated = part(staged, first.index..first.index + batch.len());
-            (isolated.0.clone(), &isolated.1[..])
         };
         let reply = guest
             .handler
-            .call_deserialize(&mut *store, &data, records, &staged.content_types)
+            .call_deserialize(&mut *store, &call.data, &call.entries, &call.staged.shared)
             .await?;
-        outputs(data, reply, batch.len()).map_err(wasmtime::Error::msg)
+        outputs(call.data, reply, batch.len()).map_err(wasmtime::Error::msg)
     }
-}
-
-/// Records `range` of `staged` on their own: their bytes copied out and their spans rebased.
-fn part(staged: &Staged, range: Range<usize>) -> (Arc<Vec<u8>>, Vec<Meta>) {
-    let records = &staged.records[range];
-    let start = records.iter().map(|r| r.payload.offset).min().unwrap_or(0);
-    let end = records
-        .iter()
-        .flat_map(|r| [Some(r.payload), r.key].into_iter().flatten())
-        .map(|s| s.offset + s.len)
-        .max()
-        .unwrap_or(start);
-    let rebase = |s: Span| Span {
-        offset: s.offset - start,
-        len: s.len,
-    };
-    let records = records
-        .iter()
-        .map(|r| Meta {
-            payload: rebase(r.payload),
-            key: r.key.map(rebase),
-            ..*r
-        })
-        .collect();
-    (
-        Arc::new(staged.data[start as usize..end as usize].to_vec()),
-        records,
-    )
 }
 
 /// The reply as one [`Output`] per record, after checking it: one outcome per record, exactly
@@ -246,13 +206,6 @@ fn outputs(
     reply: deserializer::Reply,
     records: usize,
 ) -> Result<Vec<Output>, String> {
-    if reply.outcomes.len() != records {
-        // The runner reports this length mismatch itself; say it here too, with the numbers.
-        return Err(format!(
-            "the plugin returned {} outcomes for {records} records",
-            reply.outcomes.len()
-        ));
-    }
     let claimed: u64 = reply
         .outcomes
         .iter()
@@ -269,17 +222,21 @@ fn outputs(
             EventRef::Output(s) => (Side::Output, s.offset, s.len),
         })
         .collect();
-    let call = CallBuffers::from_reply(input, reply.data, refs, claimed, "outcomes")?;
-    let mut next = 0;
+    let mut events = Reply::check(
+        input,
+        reply.data,
+        refs,
+        reply.outcomes.len(),
+        records,
+        claimed,
+        "outcomes",
+        "records",
+    )?;
     Ok(reply
         .outcomes
         .into_iter()
         .map(|o| match o {
-            Outcome::Events(n) => {
-                let range = next..next + n as usize;
-                next = range.end;
-                Output::Events(Events::spans(call.clone(), range))
-            }
+            Outcome::Events(n) => Output::Events(events.take(n)),
             Outcome::Malformed(reason) => Output::Malformed(reason),
         })
         .collect())
@@ -299,7 +256,7 @@ mod tests {
     }
 
     fn span(offset: u32, len: u32) -> Span {
-        Span { offset, len }
+        super::span((offset, len))
     }
 
     fn texts(output: &Output) -> Result<Vec<String>, String> {
@@ -320,19 +277,20 @@ mod tests {
             None,
             Some("application/json".into()),
         ];
-        let staged = Staged::new(&batch, &types);
+        let staged = stage(&batch, &types);
         assert_eq!(&staged.data[..], b"{}[1]x");
-        assert_eq!(staged.records[1].payload, span(2, 3));
-        assert_eq!(staged.content_types, vec!["application/json".to_owned()]);
-        let indexes: Vec<_> = staged.records.iter().map(|r| r.content_type).collect();
+        assert_eq!(staged.entries[1].payload, span(2, 3));
+        assert_eq!(staged.shared, vec!["application/json".to_owned()]);
+        let indexes: Vec<_> = staged.entries.iter().map(|r| r.content_type).collect();
         assert_eq!(indexes, vec![Some(0), None, Some(0)]);
     }
 
     #[test]
     fn a_part_of_the_batch_is_rebased_onto_its_own_bytes() {
         let batch = [record("aa", "a"), record("bbb", "b"), record("c", "c")];
-        let staged = Staged::new(&batch, &[]);
-        let (data, records) = part(&staged, 1..3);
+        let inputs = stage(&batch, &[]).inputs();
+        let call = spans::view(&inputs[1..3]).unwrap();
+        let (data, records) = (call.data, call.entries);
         assert_eq!(&data[..], b"bbbc");
         assert_eq!(records[0].payload, span(0, 3));
         assert_eq!(records[1].payload, span(3, 1));

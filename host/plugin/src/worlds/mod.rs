@@ -1,36 +1,119 @@
-//! The WIT worlds sluice hosts, one adapter each on the generic host (the `World` trait of
-//! the crate's `runner`): the world's `bindgen!`, how to find its exports, its setup, its
-//! batch call, and the typed front the pipeline uses.
+//! The WIT worlds sluice hosts: one file each, and [`WORLDS`], the one list of them.
 //!
-//! Adding a world (a processor, a buffer policy) is a new file here that implements `World`,
-//! plus one line in `identify` so a loaded component is recognised as implementing it. The
-//! engine, sandbox, cache, catalog and call policy do not change.
+//! A world's file holds its `bindgen!`, its [`Descriptor`] (which export makes a component one
+//! of it, its name, its kind, the host interfaces it imports), how a fresh instance is set up
+//! (the `World` trait of the crate's `instance` module) and, for the batch worlds, its batch
+//! call (`BatchWorld` in `batch`), plus the typed front the pipeline uses.
+//!
+//! [`WORLDS`] serves recognising a component at load ([`identify`]), the linker (each world's
+//! host imports) and the import allow-list. Adding a world is a new file here plus one line
+//! in [`WORLDS`]; the engine, sandbox, cache, catalog, instance lifecycle and batch policy do
+//! not change.
+//!
+//! - [`deserializer`]: contract 0.1.0's `deserializer` (and `configurable-deserializer`).
+//! - [`deserializer_v2`]: 0.2's `deserializer-plugin`.
+//! - [`processor`]: 0.2's `processor-plugin`.
+//! - [`buffer`]: 0.2's `buffer-plugin` (a buffer policy), with its `buffer-host` imports.
+//! - `spans`: what the 0.2 batch worlds share: a batch staged in one buffer, parts of it for
+//!   isolating a fault, and a reply's spans checked.
 
 pub mod buffer;
 pub mod deserializer;
 pub mod deserializer_v2;
 pub mod processor;
+pub(crate) mod spans;
 
-use wasmtime::component::{Component, InstancePre};
+use wasmtime::component::{Component, InstancePre, Linker};
 
 use crate::engine::HostState;
 
-/// Which world a component implements: its name (as `sluice plugins inspect` shows it), or why
-/// it implements none.
-pub(crate) fn identify(
-    pre: &InstancePre<HostState>,
-    component: &Component,
-) -> Result<&'static str, String> {
-    // A component that exports a 0.2 interface is judged against 0.2, any other against
-    // 0.1.0, so the error names what the plugin's author aimed at.
-    let exports = |name| component.get_export_index(None, name).is_some();
-    if exports(processor::INTERFACE) {
-        processor::identify(pre, component)
-    } else if exports(buffer::INTERFACE) {
-        buffer::identify(pre, component)
-    } else if exports(deserializer_v2::INTERFACE) {
-        deserializer_v2::identify(pre, component)
-    } else {
-        deserializer::identify(pre, component)
+/// What a plugin is for, whichever contract version its world belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PluginKind {
+    /// Raw bytes in, events out: a source's `deserializer`.
+    Deserializer,
+    /// Events in, verdicts out: a pipeline's `processor` entry.
+    Processor,
+    /// Decides placement, admission and moves over a buffer's tiers.
+    BufferPolicy,
+}
+
+impl PluginKind {
+    /// As messages and `sluice plugins` name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Deserializer => "deserializer",
+            PluginKind::Processor => "processor",
+            PluginKind::BufferPolicy => "buffer policy",
+        }
     }
+
+    /// The worlds of this kind, newest first, as an error names them (`` `a` or `b` ``).
+    pub fn worlds(self) -> String {
+        WORLDS
+            .iter()
+            .filter(|w| w.kind == self)
+            .map(|w| format!("`{}`", w.world))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+impl std::fmt::Display for PluginKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One world sluice hosts.
+pub(crate) struct Descriptor {
+    /// The exported interface that makes a component one of this world (a component is judged
+    /// against the first world whose interface it exports, so an error names what its author
+    /// aimed at).
+    pub(crate) interface: &'static str,
+    /// The world's name, as `sluice plugins inspect` shows it.
+    pub(crate) world: &'static str,
+    pub(crate) kind: PluginKind,
+    /// The host interfaces the world imports (beyond WASI and the contract's types), linked for
+    /// every store and allowed as imports.
+    pub(crate) host_imports: &'static [&'static str],
+    /// Links those host interfaces.
+    pub(crate) add_to_linker: fn(&mut Linker<HostState>) -> wasmtime::Result<()>,
+    /// Whether a component implements the world, with exact types: the world's name (a world
+    /// may have variants, as 0.1.0's optional `configure`), or why not.
+    pub(crate) identify: fn(&InstancePre<HostState>, &Component) -> Result<&'static str, String>,
+}
+
+/// Every world sluice hosts. The last is the fallback a component that exports none of the
+/// interfaces is judged against (the oldest contract, whose authors wrote no 0.2 export).
+pub(crate) static WORLDS: &[&Descriptor] = &[
+    &processor::DESCRIPTOR,
+    &buffer::DESCRIPTOR,
+    &deserializer_v2::DESCRIPTOR,
+    &deserializer::DESCRIPTOR,
+];
+
+/// For worlds that import nothing from the host.
+pub(crate) fn no_host_imports(_: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    Ok(())
+}
+
+/// Links every world's host interfaces.
+pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    WORLDS.iter().try_for_each(|w| (w.add_to_linker)(linker))
+}
+
+/// Whether `import` is a host interface some world imports.
+pub(crate) fn is_host_import(import: &str) -> bool {
+    WORLDS.iter().any(|w| w.host_imports.contains(&import))
+}
+
+/// The world a component is judged against: the first whose interface it exports, else the
+/// last (the fallback).
+pub(crate) fn judged_against(component: &Component) -> &'static Descriptor {
+    WORLDS
+        .iter()
+        .copied()
+        .find(|w| component.get_export_index(None, w.interface).is_some())
+        .unwrap_or(WORLDS[WORLDS.len() - 1])
 }

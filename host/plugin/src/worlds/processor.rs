@@ -11,11 +11,14 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, InstancePre};
 
+use crate::batch::{BatchWorld, Runner};
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::events::{CallBuffers, Events, Side};
-use crate::runner::{CallStats, Runner, World};
-use crate::sandbox::{self, Limits, load_failed};
+use crate::events::{Events, Side};
+use crate::instance::{self, CallStats, World, load_failed, option_entries};
+use crate::sandbox::Limits;
+use crate::worlds::spans::{self, Entry, Reply, Writer};
+use crate::worlds::{Descriptor, PluginKind, no_host_imports};
 
 #[allow(
     unsafe_code,
@@ -31,23 +34,24 @@ mod bindings {
 }
 
 use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
-use bindings::exports::sluice::plugin::processor::{self, Event as Meta, Reply, Verdict};
+use bindings::exports::sluice::plugin::processor::{self, Event as Meta, Reply as Answer, Verdict};
 use bindings::sluice::plugin::types::{EventRef, Span};
 
-/// The interface that makes a component a processor.
-pub(crate) const INTERFACE: &str = "sluice:plugin/processor@0.2.0";
-
-/// The world's name, as `sluice plugins inspect` shows it.
-pub(crate) const WORLD: &str = "sluice:plugin/processor-plugin@0.2.0";
+/// The world on the list of `crate::worlds`.
+pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
+    interface: "sluice:plugin/processor@0.2.0",
+    world: "sluice:plugin/processor-plugin@0.2.0",
+    kind: PluginKind::Processor,
+    host_imports: &[],
+    add_to_linker: no_host_imports,
+    identify,
+};
 
 /// Whether `component` implements the world (both exports, with their exact types).
-pub(crate) fn identify(
-    pre: &InstancePre<HostState>,
-    _: &Component,
-) -> Result<&'static str, String> {
+fn identify(pre: &InstancePre<HostState>, _: &Component) -> Result<&'static str, String> {
     processor::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
     configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    Ok(WORLD)
+    Ok(DESCRIPTOR.world)
 }
 
 /// One event handed to a processor.
@@ -76,18 +80,24 @@ pub enum Processed {
     Trapped(String),
 }
 
-/// A batch as the plugin gets it: every event's text in one buffer.
-struct Staged {
-    data: Arc<Vec<u8>>,
-    events: Vec<Meta>,
-    origins: Vec<String>,
+impl Entry for Meta {
+    fn spans(&self) -> impl Iterator<Item = (u32, u32)> {
+        std::iter::once((self.body.offset, self.body.len))
+    }
+
+    fn rebased(&self, by: u32) -> Self {
+        Meta {
+            body: Span {
+                offset: self.body.offset - by,
+                len: self.body.len,
+            },
+            ..*self
+        }
+    }
 }
 
 /// One event of a staged batch.
-pub(crate) struct Input {
-    staged: Arc<Staged>,
-    index: usize,
-}
+pub(crate) type Input = spans::Input<Meta>;
 
 /// The processor world on the generic host.
 pub(crate) struct ProcessorWorld;
@@ -101,7 +111,7 @@ pub(crate) struct Guest {
     processor: processor::Guest,
 }
 
-/// What the plugin said of one event (before the runner adds traps).
+/// What the plugin said of one event (before the batch policy adds traps).
 pub(crate) enum Output {
     Keep,
     Drop,
@@ -110,16 +120,10 @@ pub(crate) enum Output {
 }
 
 impl World for ProcessorWorld {
-    const CALL: &'static str = "process";
+    const KIND: PluginKind = PluginKind::Processor;
     type Exports = Exports;
     type Setup = Vec<OptionEntry>;
     type Guest = Guest;
-    type Input = Input;
-    type Output = Output;
-
-    fn origin(input: &Input) -> &str {
-        &input.staged.origins[input.index]
-    }
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
         let pre = &plugin.inner.pre;
@@ -146,10 +150,20 @@ impl World for ProcessorWorld {
             .configure
             .load(&mut *store, instance)
             .map_err(|e| load_failed(plugin, &e, limits))?;
-        sandbox::configure(plugin, store, limits, |store| {
+        instance::configure(plugin, store, limits, |store| {
             configure.call_configure(store, options)
         })?;
         Ok(Guest { processor })
+    }
+}
+
+impl BatchWorld for ProcessorWorld {
+    const CALL: &'static str = "process";
+    type Input = Input;
+    type Output = Output;
+
+    fn origin(input: &Input) -> &str {
+        input.origin()
     }
 
     async fn call(
@@ -157,80 +171,37 @@ impl World for ProcessorWorld {
         store: &mut Store<HostState>,
         batch: &[Input],
     ) -> wasmtime::Result<Vec<Output>> {
-        let Some(first) = batch.first() else {
+        let Some(call) = spans::view(batch) else {
             return Ok(Vec::new());
-        };
-        let staged = &first.staged;
-        // The runner passes the batch or contiguous parts of it (when isolating a fault).
-        let isolated;
-        let (data, events) = if batch.len() == staged.events.len() {
-            (staged.data.clone(), &staged.events[..])
-        } else {
-            isolated = part(staged, first.index, batch.len());
-            (isolated.0.clone(), &isolated.1[..])
         };
         let reply = guest
             .processor
-            .call_process(&mut *store, &data, events)
+            .call_process(&mut *store, &call.data, &call.entries)
             .await?;
-        outputs(data, reply, batch.len()).map_err(wasmtime::Error::msg)
+        outputs(call.data, reply, batch.len()).map_err(wasmtime::Error::msg)
     }
 }
 
-fn stage(events: &[Event<'_>]) -> Staged {
-    let mut data = Vec::with_capacity(events.iter().map(|e| e.body.len()).sum());
+fn stage(events: &[Event<'_>]) -> spans::Staged<Meta> {
+    let mut writer = Writer::with_capacity(events.iter().map(|e| e.body.len()).sum());
     let metas = events
         .iter()
         .map(|e| {
-            let body = Span {
-                offset: data.len() as u32,
-                len: e.body.len() as u32,
-            };
-            data.extend_from_slice(e.body);
+            let (offset, len) = writer.push(e.body);
             Meta {
-                body,
+                body: Span { offset, len },
                 received_at_ms: e.received_at_ms,
             }
         })
         .collect();
-    Staged {
-        data: Arc::new(data),
-        events: metas,
-        origins: events.iter().map(|e| e.origin.to_owned()).collect(),
-    }
-}
-
-/// Events `start..start + n` of `staged` on their own: their bytes copied out, spans rebased.
-fn part(staged: &Staged, start: usize, n: usize) -> (Arc<Vec<u8>>, Vec<Meta>) {
-    let events = &staged.events[start..start + n];
-    let from = events.first().map_or(0, |e| e.body.offset);
-    let to = events.last().map_or(from, |e| e.body.offset + e.body.len);
-    let events = events
-        .iter()
-        .map(|e| Meta {
-            body: Span {
-                offset: e.body.offset - from,
-                len: e.body.len,
-            },
-            ..*e
-        })
-        .collect();
-    (
-        Arc::new(staged.data[from as usize..to as usize].to_vec()),
-        events,
-    )
+    let origins = events.iter().map(|e| e.origin.to_owned()).collect();
+    spans::Staged::new(writer, metas, (), origins)
 }
 
 /// The reply as one [`Output`] per event, after checking it: one verdict per event, exactly
 /// as many events as the verdicts claim, every span inside its buffer. Anything else is a
 /// plugin fault, treated as a trap.
-fn outputs(input: Arc<Vec<u8>>, reply: Reply, n: usize) -> Result<Vec<Output>, String> {
-    if reply.verdicts.len() != n {
-        return Err(format!(
-            "the plugin returned {} verdicts for {n} events",
-            reply.verdicts.len()
-        ));
-    }
+fn outputs(input: Arc<Vec<u8>>, reply: Answer, n: usize) -> Result<Vec<Output>, String> {
     let claimed: u64 = reply
         .verdicts
         .iter()
@@ -247,19 +218,23 @@ fn outputs(input: Arc<Vec<u8>>, reply: Reply, n: usize) -> Result<Vec<Output>, S
             EventRef::Output(s) => (Side::Output, s.offset, s.len),
         })
         .collect();
-    let call = CallBuffers::from_reply(input, reply.data, refs, claimed, "verdicts")?;
-    let mut next = 0;
+    let mut events = Reply::check(
+        input,
+        reply.data,
+        refs,
+        reply.verdicts.len(),
+        n,
+        claimed,
+        "verdicts",
+        "events",
+    )?;
     Ok(reply
         .verdicts
         .into_iter()
         .map(|v| match v {
             Verdict::Keep => Output::Keep,
             Verdict::Drop => Output::Drop,
-            Verdict::Replace(k) => {
-                let range = next..next + k as usize;
-                next = range.end;
-                Output::Replace(Events::spans(call.clone(), range))
-            }
+            Verdict::Replace(k) => Output::Replace(events.take(k)),
             Verdict::Failed(reason) => Output::Failed(reason),
         })
         .collect())
@@ -282,16 +257,7 @@ impl Processor {
         options: Vec<(String, String)>,
         limits: Limits,
     ) -> Result<Self, PluginError> {
-        if plugin.world() != WORLD {
-            return Err(PluginError::WrongWorld {
-                origin: plugin.origin().to_owned(),
-                reason: format!("it is a `{}` plugin, not a processor", plugin.world()),
-            });
-        }
-        let options = options
-            .into_iter()
-            .map(|(key, value)| OptionEntry { key, value })
-            .collect();
+        let options = option_entries(options, |key, value| OptionEntry { key, value });
         Ok(Self {
             runner: Runner::new(plugin, options, limits)?,
         })
@@ -310,13 +276,7 @@ impl Processor {
     /// Processes `events`: exactly one [`Processed`] per event, in order. Blocks: call it off
     /// the async reactor.
     pub fn process(&mut self, events: &[Event<'_>]) -> Vec<Processed> {
-        let staged = Arc::new(stage(events));
-        let inputs: Vec<Input> = (0..events.len())
-            .map(|index| Input {
-                staged: staged.clone(),
-                index,
-            })
-            .collect();
+        let inputs = stage(events).inputs();
         self.runner
             .run(&inputs)
             .into_iter()
@@ -343,8 +303,8 @@ mod tests {
         }
     }
 
-    fn reply(data: &str, events: Vec<EventRef>, verdicts: Vec<Verdict>) -> Reply {
-        Reply {
+    fn reply(data: &str, events: Vec<EventRef>, verdicts: Vec<Verdict>) -> Answer {
+        Answer {
             data: data.as_bytes().to_vec(),
             events,
             verdicts,
@@ -390,10 +350,13 @@ mod tests {
     #[test]
     fn a_part_is_rebased_and_a_lying_reply_is_a_fault() {
         let staged = stage(&[event("{}"), event(r#"{"x":1}"#), event("{}")]);
-        let (data, metas) = part(&staged, 1, 2);
+        let data_all = staged.data.clone();
+        let inputs = staged.inputs();
+        let call = spans::view(&inputs[1..3]).unwrap();
+        let (data, metas) = (call.data, call.entries);
         assert_eq!(&data[..], br#"{"x":1}{}"#);
         assert_eq!((metas[1].body.offset, metas[1].body.len), (7, 2));
-        let fault = |r| outputs(staged.data.clone(), r, 1).err().unwrap();
+        let fault = |r| outputs(data_all.clone(), r, 1).err().unwrap();
         assert_eq!(
             fault(reply("", vec![], vec![])),
             "the plugin returned 0 verdicts for 1 events"
