@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use sluice_buffer::tiered::{Context, Incoming, Move, Placement, Policy, PolicyFault, Refusal};
 use wasmtime::Store;
-use wasmtime::component::{Component, HasSelf, Instance, InstancePre, Linker};
+use wasmtime::component::{HasSelf, Instance, Linker};
 
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
-use crate::instance::{self, CallStats, FaultKind, Instances, World, load_failed, option_entries};
+use crate::instance::{self, CallStats, FaultKind, Instances, World, option_entries};
 use crate::sandbox::Limits;
 use crate::worlds::{Descriptor, PluginKind};
 
@@ -50,13 +50,6 @@ pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
     add_to_linker,
     identify,
 };
-
-/// Whether `component` implements the world (both exports, with their exact types).
-fn identify(pre: &InstancePre<HostState>, _: &Component) -> Result<&'static str, String> {
-    buffer_policy::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    Ok(DESCRIPTOR.world)
-}
 
 /// Links `buffer-host` (every store has it; only policies import it).
 fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
@@ -116,10 +109,7 @@ impl buffer_host::Host for HostState {
 /// The buffer policy world on the generic host.
 struct PolicyWorld;
 
-struct Exports {
-    policy: buffer_policy::GuestIndices,
-    configure: configure::GuestIndices,
-}
+configured_world!(buffer_policy);
 
 /// A live instance's exports, and what its `describe` answered.
 struct Guest {
@@ -134,12 +124,7 @@ impl World for PolicyWorld {
     type Guest = Guest;
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
-        let pre = &plugin.inner.pre;
-        let wrong_world = |e| plugin.wrong_world(e);
-        Ok(Exports {
-            policy: buffer_policy::GuestIndices::new(pre).map_err(wrong_world)?,
-            configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
-        })
+        Exports::new(plugin)
     }
 
     fn load(
@@ -150,17 +135,7 @@ impl World for PolicyWorld {
         options: &Vec<OptionEntry>,
         limits: Limits,
     ) -> Result<Guest, PluginError> {
-        let policy = exports
-            .policy
-            .load(&mut *store, instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        let configure = exports
-            .configure
-            .load(&mut *store, instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        instance::configure(plugin, store, limits, |store| {
-            configure.call_configure(store, options)
-        })?;
+        let policy = exports.load(plugin, store, instance, options, limits)?;
         let info =
             instance::setup_call(plugin, store, limits, |store| policy.call_describe(store))?;
         Ok(Guest {

@@ -9,13 +9,13 @@
 use std::sync::Arc;
 
 use wasmtime::Store;
-use wasmtime::component::{Component, Instance, InstancePre};
+use wasmtime::component::Instance;
 
 use crate::batch::BatchWorld;
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
 use crate::events::{Events, Side};
-use crate::instance::{self, World, load_failed};
+use crate::instance::World;
 use crate::sandbox::Limits;
 use crate::worlds::deserializer::RawRecord;
 use crate::worlds::spans::{self, Entry, Reply, Writer};
@@ -48,13 +48,6 @@ pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
     add_to_linker: no_host_imports,
     identify,
 };
-
-/// Whether `component` implements the world (both exports, with their exact types).
-fn identify(pre: &InstancePre<HostState>, _: &Component) -> Result<&'static str, String> {
-    deserializer::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    Ok(DESCRIPTOR.world)
-}
 
 fn span((offset, len): (u32, u32)) -> Span {
     Span { offset, len }
@@ -126,10 +119,7 @@ pub(crate) enum Output {
 /// The 0.2 deserializer world on the generic host.
 pub(crate) struct DeserializerV2;
 
-pub(crate) struct Exports {
-    handler: deserializer::GuestIndices,
-    configure: configure::GuestIndices,
-}
+configured_world!(deserializer);
 
 pub(crate) struct Guest {
     handler: deserializer::Guest,
@@ -142,12 +132,7 @@ impl World for DeserializerV2 {
     type Guest = Guest;
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
-        let pre = &plugin.inner.pre;
-        let wrong_world = |e| plugin.wrong_world(e);
-        Ok(Exports {
-            handler: deserializer::GuestIndices::new(pre).map_err(wrong_world)?,
-            configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
-        })
+        Exports::new(plugin)
     }
 
     fn load(
@@ -158,18 +143,9 @@ impl World for DeserializerV2 {
         options: &Vec<OptionEntry>,
         limits: Limits,
     ) -> Result<Guest, PluginError> {
-        let handler = exports
-            .handler
-            .load(&mut *store, instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        let configure = exports
-            .configure
-            .load(&mut *store, instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        instance::configure(plugin, store, limits, |store| {
-            configure.call_configure(store, options)
-        })?;
-        Ok(Guest { handler })
+        Ok(Guest {
+            handler: exports.load(plugin, store, instance, options, limits)?,
+        })
     }
 }
 

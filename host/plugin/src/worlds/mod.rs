@@ -17,6 +17,60 @@
 //! - `spans`: what the 0.2 batch worlds share: a batch staged in one buffer, parts of it for
 //!   isolating a fault, and a reply's spans checked.
 
+/// What every 0.2 world's file has the same way, for the interface module `$main` of its
+/// bindings (each `bindgen!` makes its own types, so this is a macro, not a generic): its
+/// `identify` (the interface and `configure`, with exact types), its `Exports` (their indices,
+/// looked up once), and loading a fresh instance (both exports, then `configure` with the
+/// options under the deadline). Expects `configure` and `$main` in scope.
+macro_rules! configured_world {
+    ($main:ident) => {
+        /// Whether `component` implements the world (both exports, with their exact types).
+        fn identify(
+            pre: &wasmtime::component::InstancePre<crate::engine::HostState>,
+            _: &wasmtime::component::Component,
+        ) -> Result<&'static str, String> {
+            $main::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
+            configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
+            Ok(DESCRIPTOR.world)
+        }
+
+        /// The world's export indices in one plugin.
+        pub(crate) struct Exports {
+            main: $main::GuestIndices,
+            configure: configure::GuestIndices,
+        }
+
+        impl Exports {
+            fn new(plugin: &crate::engine::Plugin) -> Result<Self, crate::error::PluginError> {
+                let pre = &plugin.inner.pre;
+                Ok(Self {
+                    main: $main::GuestIndices::new(pre).map_err(|e| plugin.wrong_world(e))?,
+                    configure: configure::GuestIndices::new(pre)
+                        .map_err(|e| plugin.wrong_world(e))?,
+                })
+            }
+
+            /// Loads a fresh instance's `$main` export and runs its `configure`.
+            fn load(
+                &self,
+                plugin: &crate::engine::Plugin,
+                store: &mut wasmtime::Store<crate::engine::HostState>,
+                instance: &wasmtime::component::Instance,
+                options: &[configure::OptionEntry],
+                limits: crate::sandbox::Limits,
+            ) -> Result<$main::Guest, crate::error::PluginError> {
+                let failed = |e| crate::instance::load_failed(plugin, &e, limits);
+                let main = self.main.load(&mut *store, instance).map_err(failed)?;
+                let configure = self.configure.load(&mut *store, instance).map_err(failed)?;
+                crate::instance::configure(plugin, store, limits, |store| {
+                    configure.call_configure(store, options)
+                })?;
+                Ok(main)
+            }
+        }
+    };
+}
+
 pub mod buffer;
 pub mod deserializer;
 pub mod deserializer_v2;

@@ -9,13 +9,13 @@
 use std::sync::Arc;
 
 use wasmtime::Store;
-use wasmtime::component::{Component, Instance, InstancePre};
+use wasmtime::component::Instance;
 
 use crate::batch::{BatchWorld, Runner};
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
 use crate::events::{Events, Side};
-use crate::instance::{self, CallStats, World, load_failed, option_entries};
+use crate::instance::{CallStats, World, option_entries};
 use crate::sandbox::Limits;
 use crate::worlds::spans::{self, Entry, Reply, Writer};
 use crate::worlds::{Descriptor, PluginKind, no_host_imports};
@@ -46,13 +46,6 @@ pub(crate) static DESCRIPTOR: Descriptor = Descriptor {
     add_to_linker: no_host_imports,
     identify,
 };
-
-/// Whether `component` implements the world (both exports, with their exact types).
-fn identify(pre: &InstancePre<HostState>, _: &Component) -> Result<&'static str, String> {
-    processor::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    configure::GuestIndices::new(pre).map_err(|e| format!("{e:#}"))?;
-    Ok(DESCRIPTOR.world)
-}
 
 /// One event handed to a processor.
 #[derive(Debug, Clone, Copy)]
@@ -102,10 +95,7 @@ pub(crate) type Input = spans::Input<Meta>;
 /// The processor world on the generic host.
 pub(crate) struct ProcessorWorld;
 
-pub(crate) struct Exports {
-    processor: processor::GuestIndices,
-    configure: configure::GuestIndices,
-}
+configured_world!(processor);
 
 pub(crate) struct Guest {
     processor: processor::Guest,
@@ -126,12 +116,7 @@ impl World for ProcessorWorld {
     type Guest = Guest;
 
     fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
-        let pre = &plugin.inner.pre;
-        let wrong_world = |e| plugin.wrong_world(e);
-        Ok(Exports {
-            processor: processor::GuestIndices::new(pre).map_err(wrong_world)?,
-            configure: configure::GuestIndices::new(pre).map_err(wrong_world)?,
-        })
+        Exports::new(plugin)
     }
 
     fn load(
@@ -142,18 +127,9 @@ impl World for ProcessorWorld {
         options: &Vec<OptionEntry>,
         limits: Limits,
     ) -> Result<Guest, PluginError> {
-        let processor = exports
-            .processor
-            .load(&mut *store, instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        let configure = exports
-            .configure
-            .load(&mut *store, instance)
-            .map_err(|e| load_failed(plugin, &e, limits))?;
-        instance::configure(plugin, store, limits, |store| {
-            configure.call_configure(store, options)
-        })?;
-        Ok(Guest { processor })
+        Ok(Guest {
+            processor: exports.load(plugin, store, instance, options, limits)?,
+        })
     }
 }
 
