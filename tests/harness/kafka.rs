@@ -1,11 +1,13 @@
 //! Kafka for the tests: the broker `scripts/test` started, unique names, topics, a broker of
-//! a test's own (for stop and restart), and what Kafka holds.
+//! a test's own (for stop and restart), and what Kafka holds: committed offsets, and records
+//! read with the one [`TopicReader`] (the buffer's topic and the kafka sink's alike).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::free_port;
+use super::process::{Signal, close};
 
 /// The test broker's address, from `SLUICE_KAFKA_BOOTSTRAP` (set by `scripts/test`, which starts
 /// it). Panics when unset: broker tests fail loudly rather than skip.
@@ -152,8 +154,7 @@ impl Broker {
     /// Kills the broker process (SIGKILL); its storage stays.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            close(&mut child, Signal::Kill);
         }
     }
 }
@@ -162,6 +163,22 @@ impl Drop for Broker {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The partitions of `topic`, as the broker's metadata lists them.
+fn partitions<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &rdkafka::consumer::BaseConsumer<C>,
+    topic: &str,
+) -> Vec<i32> {
+    use rdkafka::consumer::Consumer;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| p.id())
+        .collect()
 }
 
 /// What the group `group` has committed on `topic`, and the end offsets, per partition.
@@ -175,12 +192,7 @@ pub fn committed_and_end(bootstrap: &str, topic: &str, group: &str) -> Vec<(i32,
         .create()
         .unwrap();
     let timeout = Duration::from_secs(10);
-    let metadata = consumer.fetch_metadata(Some(topic), timeout).unwrap();
-    let partitions: Vec<i32> = metadata.topics()[0]
-        .partitions()
-        .iter()
-        .map(|p| p.id())
-        .collect();
+    let partitions = partitions(&consumer, topic);
     let mut list = TopicPartitionList::new();
     for p in &partitions {
         list.add_partition(topic, *p);
@@ -199,46 +211,78 @@ pub fn committed_and_end(bootstrap: &str, topic: &str, group: &str) -> Vec<(i32,
         .collect()
 }
 
-/// The records of `topic` as Kafka stores them, read from the start by a fresh group until
-/// `want` arrived or 60 s passed: (envelope version header, payload, headers).
+/// The one way the tests read what a topic holds (the buffer's records, a sink's output):
+/// every partition from the beginning, by a client of a fresh group with `settings` added
+/// (SASL, TLS). Assigned, not subscribed: no group to join, so a busy group coordinator
+/// cannot keep the reader waiting past the deadline (seen under CI load).
+pub struct TopicReader {
+    consumer: rdkafka::consumer::BaseConsumer,
+}
+
+impl TopicReader {
+    pub fn new(bootstrap: &str, topic: &str, settings: &[(&str, &str)]) -> Self {
+        use rdkafka::consumer::Consumer;
+        let mut config = rdkafka::ClientConfig::new();
+        config
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", unique("topic-reader"))
+            .set("auto.offset.reset", "earliest");
+        for (k, v) in settings {
+            config.set(*k, *v);
+        }
+        let consumer: rdkafka::consumer::BaseConsumer = config.create().unwrap();
+        let mut list = rdkafka::TopicPartitionList::new();
+        for p in partitions(&consumer, topic) {
+            list.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+                .unwrap();
+        }
+        consumer.assign(&list).unwrap();
+        Self { consumer }
+    }
+
+    /// The next records until `want` arrived or 60 s passed.
+    pub fn take(&self, want: usize) -> Vec<rdkafka::message::OwnedMessage> {
+        let mut out = Vec::new();
+        let started = Instant::now();
+        while out.len() < want && started.elapsed() < Duration::from_secs(60) {
+            if let Some(Ok(m)) = self.consumer.poll(Duration::from_millis(200)) {
+                out.push(m.detach());
+            }
+        }
+        out
+    }
+
+    /// Whatever else the topic already holds (duplicates beyond what [`TopicReader::take`]
+    /// waited for): the records until none came for 500 ms.
+    pub fn rest(&self) -> Vec<rdkafka::message::OwnedMessage> {
+        let mut out = Vec::new();
+        while let Some(Ok(m)) = self.consumer.poll(Duration::from_millis(500)) {
+            out.push(m.detach());
+        }
+        out
+    }
+}
+
+/// The records of `topic` as Kafka stores them, read from the start until `want` arrived or
+/// 60 s passed: (envelope version header, payload, headers).
 pub fn stored_records(
     bootstrap: &str,
     topic: &str,
     want: usize,
 ) -> Vec<(String, Vec<u8>, rdkafka::message::OwnedHeaders)> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::message::{Headers, Message};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique("raw-reader"))
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .unwrap();
-    // Assigned, not subscribed: no group to join, so a busy group coordinator cannot keep the
-    // reader waiting past the deadline (seen under CI load).
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
-    let mut partitions = rdkafka::TopicPartitionList::new();
-    for p in metadata.topics()[0].partitions() {
-        partitions
-            .add_partition_offset(topic, p.id(), rdkafka::Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&partitions).unwrap();
-    let mut out = Vec::new();
-    let started = Instant::now();
-    while out.len() < want && started.elapsed() < Duration::from_secs(60) {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let headers = m.headers().map(|h| h.detach()).unwrap_or_default();
+    TopicReader::new(bootstrap, topic, &[])
+        .take(want)
+        .into_iter()
+        .map(|m| {
+            let headers = m.headers().cloned().unwrap_or_default();
             let version = headers
                 .iter()
                 .find(|h| h.key == "sluice-envelope")
                 .and_then(|h| h.value)
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .unwrap_or_default();
-            out.push((version, m.payload().unwrap_or_default().to_vec(), headers));
-        }
-    }
-    out
+            (version, m.payload().unwrap_or_default().to_vec(), headers)
+        })
+        .collect()
 }

@@ -5,9 +5,10 @@
 //! # Layout
 //! - this file: paths (repository, binary, plugins, plugin cache), free ports, JSON lines.
 //! - [`cli`]: `sluice plugins new|build` with the real component tools.
-//! - [`process`]: [`Sluice`], a running `sluice run` (start, post, metrics, restart, kill).
+//! - [`process`]: [`Sluice`], a running `sluice run` (start, post, metrics, restart, kill), and
+//!   [`close`], the one way a test ends a process it started (SIGTERM or SIGKILL, then reap).
 //! - [`kafka`]: the test broker's address, unique names, topics, a [`Broker`] of a test's own,
-//!   and what Kafka holds (committed offsets, stored records).
+//!   and what Kafka holds (committed offsets; records, read with the one [`TopicReader`]).
 //! - [`kms`]: the test KMS server.
 //! - [`metrics`]: reading a Prometheus sample.
 
@@ -23,10 +24,12 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub use cli::{built_template, sluice_cli, tools_path};
-pub use kafka::{Broker, committed_and_end, create_topic, kafka_bootstrap, stored_records, unique};
+pub use kafka::{
+    Broker, TopicReader, committed_and_end, create_topic, kafka_bootstrap, stored_records, unique,
+};
 pub use kms::{kms_client, kms_endpoint, kms_key};
 pub use metrics::prometheus_value;
-pub use process::Sluice;
+pub use process::{Signal, Sluice, close};
 pub use s3::S3Store;
 
 /// The repository root.

@@ -1,5 +1,6 @@
 //! A running `sluice run` process: started on a pipeline file written to a fresh folder,
-//! killed when dropped.
+//! killed when dropped; and [`close`], the one way the tests end a process they started
+//! (`sluice run`, a broker of a test's own).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,6 +29,45 @@ fn run_command(dir: &Path, metrics_port: u16, extra: &[&str]) -> Command {
         command.arg("--plugins").arg(run_plugin_dir());
     }
     command
+}
+
+/// How [`close`] ends a process.
+#[derive(Clone, Copy, Debug)]
+pub enum Signal {
+    /// SIGTERM: the process drains, commits and exits on its own.
+    Term,
+    /// SIGKILL: no drain, no commit, as in a crash.
+    Kill,
+}
+
+/// Ends a process a test started: sends `signal`, then waits for it to exit, at most 60 s.
+/// Returns its exit code (`-1` when a signal ended it), or `None` when it was still running
+/// after 60 s. A process that has already exited is only reaped.
+pub fn close(child: &mut Child, signal: Signal) -> Option<i32> {
+    match signal {
+        // `Child::kill` ignores a process that has exited already.
+        Signal::Kill => {
+            let _ = child.kill();
+        }
+        Signal::Term => {
+            let status = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status()
+                .unwrap();
+            assert!(status.success(), "kill -TERM {}", child.id());
+        }
+    }
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A running `sluice run`.
@@ -193,39 +233,21 @@ impl Sluice {
 
     /// SIGTERM, then waits for exit; returns the exit code.
     pub fn terminate(&mut self) -> i32 {
-        let status = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "sluice did not exit after SIGTERM:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        close(&mut self.child, Signal::Term)
+            .unwrap_or_else(|| panic!("sluice did not exit after SIGTERM:\n{}", self.log()))
     }
 }
 
 impl Drop for Sluice {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill9();
     }
 }
 
 impl Sluice {
     /// SIGKILL: no drain, no commit, as in a crash.
     pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        close(&mut self.child, Signal::Kill);
     }
 
     /// Starts `sluice run` again on the same pipeline file, data dir, port and log (appended).

@@ -232,32 +232,24 @@ fn tls_with_a_key_that_is_not_one_fails_startup_naming_the_file() {
 
 #[test]
 fn metrics_and_health_can_be_served_over_tls_with_http_basic() {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = sluice_tests::test_certificates(dir.path());
-    let yaml = dir.path().join("p.yaml");
-    std::fs::write(
-        &yaml,
-        pipeline("")
-            .replace("{port}", &sluice_tests::free_port().to_string())
-            .replace("{dir}", &dir.path().display().to_string()),
-    )
-    .unwrap();
-    let port = sluice_tests::free_port();
-    let mut child = Command::new(sluice_tests::sluice_bin())
-        .arg("run")
-        .arg(&yaml)
-        .args(["--metrics-addr", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir.path().join("data"))
-        .arg("--metrics-ssl-certificate-file")
-        .arg(&cert)
-        .arg("--metrics-ssl-key-file")
-        .arg(&key)
-        .args(["--metrics-username", "prometheus", "--metrics-password"])
-        .arg("${env:SLUICE_TEST_METRICS_PASSWORD}")
-        .env("SLUICE_TEST_METRICS_PASSWORD", "scrape-s3cret")
-        .stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap())
-        .spawn()
-        .unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = sluice_tests::test_certificates(certs.path());
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    let mut s = Sluice::start_with_env_and_args(
+        &pipeline(""),
+        &[("SLUICE_TEST_METRICS_PASSWORD", "scrape-s3cret")],
+        &[
+            "--metrics-ssl-certificate-file",
+            &cert,
+            "--metrics-ssl-key-file",
+            &key,
+            "--metrics-username",
+            "prometheus",
+            "--metrics-password",
+            "${env:SLUICE_TEST_METRICS_PASSWORD}",
+        ],
+    );
+    let port = s.metrics_port;
     // (status, body) of a GET with curl, verifying the certificate against the test CA.
     let curl = |path: &str, user: Option<&str>| {
         let mut c = Command::new("curl");
@@ -272,15 +264,9 @@ fn metrics_and_health_can_be_served_over_tls_with_http_basic() {
         let (body, status) = text.rsplit_once('\n').unwrap_or(("", "000"));
         (status.to_owned(), body.to_owned())
     };
-    let started = std::time::Instant::now();
-    while curl("/health", Some("prometheus:scrape-s3cret")).0 != "200" {
-        assert!(
-            started.elapsed() < SECS_30,
-            "not ready over TLS: {}",
-            std::fs::read_to_string(dir.path().join("sluice.log")).unwrap()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    s.wait_for("/health over TLS", SECS_30, || {
+        curl("/health", Some("prometheus:scrape-s3cret")).0 == "200"
+    });
     let (status, body) = curl("/metrics", Some("prometheus:scrape-s3cret"));
     assert_eq!(status, "200");
     assert!(body.contains("sluice_"), "{body}");
@@ -289,8 +275,9 @@ fn metrics_and_health_can_be_served_over_tls_with_http_basic() {
     // Plain HTTP is not served.
     let plain = ureq::get(&format!("http://127.0.0.1:{port}/metrics")).call();
     assert!(plain.is_err(), "{plain:?}");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let log = std::fs::read_to_string(dir.path().join("sluice.log")).unwrap();
-    assert!(!log.contains("scrape-s3cret"), "the password is in the log");
+    s.kill9();
+    assert!(
+        !s.log().contains("scrape-s3cret"),
+        "the password is in the log"
+    );
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sluice_tests::{Broker, Sluice, kafka_bootstrap, unique};
+use sluice_tests::{Broker, Sluice, TopicReader, kafka_bootstrap, unique};
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
@@ -11,7 +11,7 @@ use super::{
 };
 
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
-/// 60 s passed.
+/// 60 s passed, then any more already there (duplicates).
 fn records(bootstrap: &str, topic: &str, want: usize) -> Vec<(Option<String>, String)> {
     records_with(bootstrap, topic, want, &[])
 }
@@ -23,40 +23,25 @@ fn records_with(
     want: usize,
     settings: &[(&str, &str)],
 ) -> Vec<(Option<String>, String)> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::message::Message;
-    let mut config = rdkafka::ClientConfig::new();
-    config
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", unique("sink-reader"));
-    for (k, v) in settings {
-        config.set(*k, *v);
-    }
-    let consumer: BaseConsumer = config.create().unwrap();
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
-    let mut partitions = rdkafka::TopicPartitionList::new();
-    for p in metadata.topics()[0].partitions() {
-        partitions
-            .add_partition_offset(topic, p.id(), rdkafka::Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&partitions).unwrap();
-    let mut out = Vec::new();
-    let started = std::time::Instant::now();
-    while out.len() < want && started.elapsed() < Duration::from_secs(60) {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
-            out.push((text(m.key()), text(m.payload()).unwrap_or_default()));
-        }
-    }
-    // Anything beyond `want` (duplicates) that is already there.
-    while let Some(Ok(m)) = consumer.poll(Duration::from_millis(500)) {
-        let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
-        out.push((text(m.key()), text(m.payload()).unwrap_or_default()));
-    }
-    out
+    let reader = TopicReader::new(bootstrap, topic, settings);
+    let mut got = reader.take(want);
+    got.extend(reader.rest());
+    let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+    got.iter()
+        .map(|m| (text(m.key()), text(m.payload()).unwrap_or_default()))
+        .collect()
+}
+
+/// The `id` of each record's payload, a JSON event.
+fn event_ids(records: &[(Option<String>, String)]) -> Vec<String> {
+    records
+        .iter()
+        .map(|(_, payload)| {
+            let event: serde_json::Value = serde_json::from_str(payload).unwrap();
+            event["id"].as_str().unwrap().to_owned()
+        })
+        .collect()
 }
 
 fn kafka_sink(bootstrap: &str, topic: &str, extra: &str) -> String {
@@ -102,19 +87,12 @@ fn every_event_reaches_the_topic_once_keyed_by_partition_key() {
     assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
 
     let text = records(&bootstrap, &text_topic, ids.len());
-    // As in Data Prepper, `plaintext` writes the event's JSON text too.
-    let lines: Vec<String> = text
-        .iter()
-        .map(|(_, p)| {
-            let event: serde_json::Value = serde_json::from_str(p).unwrap();
-            event["id"].as_str().unwrap().to_owned()
-        })
-        .collect();
     assert!(
         text.iter().all(|(k, _)| k.is_none()),
         "no partition_key, no key"
     );
-    assert_all_once(&counts(lines.iter().map(String::as_str)), &ids, 0);
+    // As in Data Prepper, `plaintext` writes the event's JSON text too.
+    assert_all_once(&counts(event_ids(&text)), &ids, 0);
     assert!(sink_metric(&sluice, "sluice_sink_eventsWritten") >= 1200.0);
 }
 
@@ -136,18 +114,9 @@ fn the_sinks_broker_down_holds_the_commit_and_the_sink_recovers_without_a_restar
     );
     let broker = broker.into_inner();
     let got = records(&broker.bootstrap(), &topic, ids.len());
-    let seen: Vec<String> = got
-        .iter()
-        .map(|(_, p)| {
-            serde_json::from_str::<serde_json::Value>(p).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
     // A failed send may have reached the broker before it died: at most the batches in flight
     // (2 workers × 100 records) come twice.
-    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 200);
+    assert_all_once(&counts(event_ids(&got)), &ids, 200);
 }
 
 #[test]
@@ -204,14 +173,7 @@ fn over_sasl_scram_and_tls_events_reach_the_topic_and_an_oversized_event_is_dead
             ("ssl.ca.location", &ca_text),
         ],
     );
-    let seen: Vec<String> = got
-        .iter()
-        .map(|(_, p)| {
-            let event: serde_json::Value = serde_json::from_str(p).unwrap();
-            event["id"].as_str().unwrap().to_owned()
-        })
-        .collect();
-    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    assert_all_once(&counts(event_ids(&got)), &ids, 0);
     let dead = sluice_tests::json_lines(&sluice.path("dlq.jsonl"));
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert!(

@@ -68,11 +68,11 @@ fn post_events(sluice: &Sluice, prefix: &str, n: usize, per: usize) -> Vec<Strin
     all
 }
 
-/// Counts of each id among `values`.
-fn counts<'a>(ids: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, usize> {
+/// Counts of each id among `ids`.
+fn counts(ids: impl IntoIterator<Item = impl AsRef<str>>) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for id in ids {
-        *out.entry(id.to_owned()).or_insert(0) += 1;
+        *out.entry(id.as_ref().to_owned()).or_insert(0) += 1;
     }
     out
 }

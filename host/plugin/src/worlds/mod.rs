@@ -147,6 +147,15 @@ pub(crate) static WORLDS: &[&Descriptor] = &[
     &deserializer::DESCRIPTOR,
 ];
 
+/// The WIT names (`processor-plugin`) of the worlds of contract `version` (`0.2.0`), for tools
+/// that build components (`sluice plugins build` passes the one a plugin's `wit/` declares).
+pub fn wit_names(version: &str) -> impl Iterator<Item = &'static str> {
+    WORLDS.iter().filter_map(move |w| {
+        let (name, v) = w.world.strip_prefix("sluice:plugin/")?.split_once('@')?;
+        (v == version).then_some(name)
+    })
+}
+
 /// For worlds that import nothing from the host.
 pub(crate) fn no_host_imports(_: &mut Linker<HostState>) -> wasmtime::Result<()> {
     Ok(())
