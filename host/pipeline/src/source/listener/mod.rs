@@ -34,6 +34,7 @@ use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use hyper_util::rt::TokioIo;
+use sluice_config::ListenerSettings;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
@@ -86,25 +87,74 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits of an http source's config.
-    pub fn of(config: &sluice_config::HttpSource) -> Self {
+    /// The limits of a source's listener, speaking `protocols`.
+    pub fn new(settings: &ListenerSettings, protocols: Protocols) -> Self {
         Self {
-            max_connections: config.max_connection_count,
-            header_read_timeout: config.header_read_timeout,
-            idle_timeout: config.idle_timeout,
-            protocols: Protocols::Http1,
+            max_connections: settings.max_connection_count,
+            header_read_timeout: settings.header_read_timeout,
+            idle_timeout: settings.idle_timeout,
+            protocols,
+        }
+    }
+}
+
+/// A push source's port, bound, with its TLS ready: [`Bound::serve`] adds the source's router.
+pub struct Bound {
+    listener: TcpListener,
+    limits: Limits,
+    tls: Option<TlsAcceptor>,
+}
+
+/// Binds a push source's port on all interfaces (so a port in use fails the start, before any
+/// pipeline runs), then reads its TLS files (a file that cannot be used fails the start too).
+pub async fn bind(
+    settings: &ListenerSettings,
+    protocols: Protocols,
+) -> Result<Bound, crate::source::SourceError> {
+    let port = settings.port;
+    let listener = TcpListener::bind(("0.0.0.0", port))
+        .await
+        .map_err(|error| crate::source::SourceError::Listen { port, error })?;
+    let tls = settings
+        .tls
+        .as_ref()
+        .map(|tls| tls_acceptor(tls, protocols))
+        .transpose()
+        .map_err(crate::source::SourceError::Tls)?;
+    Ok(Bound {
+        listener,
+        limits: Limits::new(settings, protocols),
+        tls,
+    })
+}
+
+impl Bound {
+    /// Whether connections are TLS.
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The source, ready to serve `router`; `pipeline` labels its logs and metrics.
+    pub fn serve(self, router: Router, pipeline: String) -> Server {
+        Server {
+            listener: self.listener,
+            router,
+            limits: self.limits,
+            tls: self.tls,
+            pipeline,
         }
     }
 }
 
 /// A push source, listening: its port, its router, how it serves connections. The http and
-/// OTLP sources each build one; running it serves until `stop`.
+/// OTLP sources each build one from their [`ListenerSettings`] ([`bind`], then
+/// [`Bound::serve`]); running it serves until `stop`.
 pub struct Server {
-    pub listener: TcpListener,
-    pub router: Router,
-    pub limits: Limits,
-    pub tls: Option<TlsAcceptor>,
-    pub pipeline: String,
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: Option<TlsAcceptor>,
+    pipeline: String,
 }
 
 #[async_trait::async_trait]
@@ -133,14 +183,6 @@ pub fn health(guard: &Guard, open: bool, headers: &HeaderMap) -> Response {
         "{\"healthy\":true}\n",
     )
         .into_response()
-}
-
-/// Binds a source's port on all interfaces (so a port in use fails the start, before any
-/// pipeline runs).
-pub async fn bind(port: u16) -> Result<TcpListener, crate::source::SourceError> {
-    TcpListener::bind(("0.0.0.0", port))
-        .await
-        .map_err(|error| crate::source::SourceError::Listen { port, error })
 }
 
 /// The answer to a request whose `Content-Length` is over `max` bytes (the `source`'s
