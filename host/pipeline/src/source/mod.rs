@@ -4,13 +4,18 @@
 //! - [`otlp`] (push): OTLP/gRPC and OTLP/HTTP clients export logs, traces and metrics; the
 //!   same promise as `http`.
 //! - [`intake`]: what the push sources share between the request and the buffer;
-//!   [`listener`]: how they serve connections (TLS, HTTP/1.1 and HTTP/2, the connection
-//!   limit, closing those that hold a connection open without sending).
+//!   [`listener`]: how they serve connections from one resolved
+//!   [`ListenerSettings`](sluice_config::ListenerSettings) (TLS, HTTP/1.1 and HTTP/2, the
+//!   connection limit, closing those that hold a connection open without sending).
 //! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
 //!
-//! Each source builds itself from its config; [`build`] is the one place that maps a
-//! configured source to its implementation (adding a source: a new file, plus one line there).
+//! Each source is built from its resolved settings (`sluice_config`'s
+//! [`SourceConfig::Settings`]: `HttpSettings`, `OtlpSettings`, `FileSettings`), never from
+//! the YAML's structs: its file implements `Build` for them, and [`build`], generated from
+//! the one list of sources (`sluice_config::for_each_source!`), resolves a configured source
+//! and builds it. Adding a source: its config and settings in `sluice_config`, one line in
+//! that list, and a file here implementing `Build`.
 
 pub mod file;
 pub mod http;
