@@ -171,8 +171,12 @@ fn data_prepper_otel_sources_parse_with_their_defaults() {
         .collect();
     let (kind, logs, d) = &settings[0];
     assert_eq!(*kind, OtlpKind::One(Signal::Logs));
-    assert_eq!(logs.port, 21892, "Data Prepper's logs port");
-    assert_eq!(logs.request_timeout.as_millis(), 10_000, "integer ms");
+    assert_eq!(logs.listener.port, 21892, "Data Prepper's logs port");
+    assert_eq!(
+        logs.listener.request_timeout.as_millis(),
+        10_000,
+        "integer ms"
+    );
     assert_eq!(
         logs.grpc,
         [(
@@ -187,7 +191,7 @@ fn data_prepper_otel_sources_parse_with_their_defaults() {
         [("output_format".to_owned(), "otel".to_owned())]
     );
     let (_, traces, d) = &settings[1];
-    assert_eq!(traces.port, 21890);
+    assert_eq!(traces.listener.port, 21890);
     assert_eq!(traces.retry_info.max_delay.as_secs(), 2);
     assert_eq!(
         d.option_pairs(),
@@ -195,7 +199,7 @@ fn data_prepper_otel_sources_parse_with_their_defaults() {
         "the single-signal sources' default"
     );
     let (kind, all, d) = &settings[2];
-    assert_eq!((*kind, all.port), (OtlpKind::All, 21893));
+    assert_eq!((*kind, all.listener.port), (OtlpKind::All, 21893));
     assert_eq!(
         all.grpc[0],
         (Signal::Logs, "/otlp-pipeline/v1/logs".to_owned())

@@ -1,8 +1,7 @@
-//! The http source's protection, with Data Prepper's keys: TLS (`ssl`, `ssl_certificate_file`,
-//! `ssl_key_file`), `authentication` (`http_basic` or `unauthenticated`), `compression`
-//! (`none`, `gzip`) and the health check (`health_check_service`,
-//! `unauthenticated_health_check`). The same shape protects `/metrics` when the command line
-//! asks for it.
+//! How a listener is protected, with Data Prepper's shapes: [`Authentication`] (`http_basic`
+//! or `unauthenticated`) and its rules, [`Compression`] (`none`, `gzip`) and [`Tls`] (the
+//! certificate and key files, resolved). The push sources take them as listener keys
+//! ([`crate::listener`]); the same shapes protect `/metrics` when the command line asks for it.
 
 use std::path::PathBuf;
 
@@ -61,34 +60,6 @@ pub enum Compression {
 pub struct Tls {
     pub certificate_file: PathBuf,
     pub key_file: PathBuf,
-}
-
-/// Checks the TLS keys of a listener at `path`: `ssl: true` needs both files, and files without
-/// `ssl: true` are a mistake worth naming.
-pub(crate) fn check_tls(
-    ssl: bool,
-    certificate: Option<&PathBuf>,
-    key: Option<&PathBuf>,
-    path: &str,
-    errors: &mut Errors,
-) {
-    for (key_name, file) in [("ssl_certificate_file", certificate), ("ssl_key_file", key)] {
-        match (ssl, file) {
-            (true, None) => errors.at(
-                &join(path, "ssl"),
-                format!("`{path}.ssl` is true but `{key_name}` is missing: give the PEM file, or set `ssl: false`"),
-            ),
-            (true, Some(file)) if !file.is_file() => errors.at(
-                &join(path, key_name),
-                format!("`{path}.{key_name}`: `{}` is not a readable file", file.display()),
-            ),
-            (false, Some(_)) => errors.at(
-                &join(path, key_name),
-                format!("`{path}.{key_name}` is set but `ssl` is false: set `ssl: true` to serve HTTPS"),
-            ),
-            _ => {}
-        }
-    }
 }
 
 /// Checks `authentication` at `path`: one of its keys, a password that resolves.

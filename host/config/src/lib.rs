@@ -6,9 +6,13 @@
 //! - `explain`: serde's messages reworded to name the key path and suggest the fix.
 //! - `validate`: the rules that span fields and pipelines; it runs each component's own rules.
 //! - [`pipeline`]: [`Config`] and [`Pipeline`], the file's top-level shape.
-//! - [`source`], [`otlp`] (the OTLP sources), [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
-//!   documented), its rules, and ([`kafka`]) the librdkafka properties sluice owns and the
-//!   resolved settings it runs with.
+//! - [`source`] (the one list of source kinds, the `http` and `file` sources), [`otlp`] (the
+//!   OTLP sources), [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
+//!   documented), its rules, and ([`source`], [`otlp`], [`kafka`]) the resolved settings the
+//!   runtime reads (for [`kafka`] also the librdkafka properties sluice owns).
+//! - [`listener`]: the keys the push sources' listener shares (limits, timeouts, TLS,
+//!   `authentication`), their one check, and [`ListenerSettings`]; [`http`]: the shapes that
+//!   protect a listener.
 //! - [`location`]: which line each key is on, for errors found after parsing.
 //! - [`error`]: [`ConfigError`]s that name the key path and line, and suggest the fix.
 //! - [`units`]: durations (`250ms`) and sizes (`10mb`).
@@ -19,6 +23,7 @@ mod explain;
 pub mod http;
 pub mod kafka;
 pub mod limits;
+pub mod listener;
 pub mod location;
 pub mod otlp;
 pub mod parse;
@@ -36,11 +41,15 @@ pub use kafka::{
     KafkaSasl, KafkaTopic, KmsEncryption, Secret, TransitType, resolve_secret,
 };
 pub use limits::PluginLimits;
+pub use listener::ListenerSettings;
 pub use parse::{Context, parse};
 pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
 pub use processor::Processor;
 pub use sink::{
     Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink, Threshold,
 };
-pub use source::{DeserializerConfig, FileSource, HttpSource, Source, SourceKind};
+pub use source::{
+    DeserializerConfig, FileSettings, FileSource, HttpSettings, HttpSource, Source, SourceConfig,
+    SourceKind,
+};
 pub use units::ByteSize;

@@ -1,29 +1,29 @@
 //! The OTLP sources, with Data Prepper's names and keys: `otel_logs_source`,
 //! `otel_trace_source`, `otel_metrics_source` (also under their newer names `otlp_logs`,
 //! `otlp_traces`, `otlp_metrics`), each taking one signal, and `otlp`, taking all three.
-//! One shape, [`OtlpSource`], serves the four; the keys only some of them have are checked
-//! here (`path` and `sslKeyCertChainFile` are the single-signal sources', `logs_path` and
-//! `ssl_certificate_file` the `otlp` source's), and [`OtlpSource::settings`] resolves the
-//! defaults that differ (port, paths, output format).
+//! They are one variant of [`crate::Source`], [`Otlp`]: which of the four ([`OtlpKind`], from
+//! the key it is written under) and one shape of keys, [`OtlpSource`], for the four (the
+//! listener's keys spliced in from [`crate::listener`]). The keys only some of them have are
+//! checked here (`path` and `sslKeyCertChainFile` are the single-signal sources', `logs_path`
+//! and `ssl_certificate_file` the `otlp` source's), and [`OtlpSource::settings`] resolves the
+//! defaults that differ (port, paths, output format) into [`OtlpSettings`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use crate::error::Errors;
-use crate::http::{Authentication, Compression, Tls, check_authentication};
+use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_source};
 use crate::location::join;
 use crate::parse::Context;
-// The listener's defaults are the http source's (Data Prepper's are the same, Armeria's).
 use crate::source::{
-    DeserializerConfig, check_deserializer, default_header_read_timeout, default_idle_timeout,
-    default_max_connection_count, default_max_pending_requests, default_max_request_length,
-    default_request_timeout, default_thread_count, deserializer_name_or_map,
+    CheckSource, DeserializerConfig, SourceConfig, SourceKind, check_deserializer,
+    deserializer_name_or_map,
 };
-use crate::units::{self, ByteSize};
+use crate::units;
 
 /// An OTLP signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -67,6 +67,21 @@ pub enum OtlpKind {
 }
 
 impl OtlpKind {
+    /// The four, in the order messages list them.
+    pub const ALL: [OtlpKind; 4] = [
+        OtlpKind::One(Signal::Logs),
+        OtlpKind::One(Signal::Traces),
+        OtlpKind::One(Signal::Metrics),
+        OtlpKind::All,
+    ];
+
+    /// The source written under `key`: its older or its newer name.
+    pub fn from_key(key: &str) -> Option<OtlpKind> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.plugin_name() == key || kind.newer_name() == key)
+    }
+
     /// The plugin name, as Data Prepper's files most often write it.
     pub fn plugin_name(self) -> &'static str {
         match self {
@@ -150,125 +165,142 @@ const fn default_max_delay() -> Duration {
     Duration::from_secs(2)
 }
 
-/// An OTLP source: OTLP/gRPC on HTTP/2 and, where configured, OTLP/HTTP (protobuf or JSON) on
-/// the same port. Each request's bytes go to the buffer whole; the `otlp` deserializer makes one
-/// event per log record, span or metric data point after the buffer.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OtlpSource {
-    /// The TCP port (all interfaces). Default: Data Prepper's, `21892` for logs, `21890` for
-    /// traces, `21891` for metrics, `21893` for `otlp`.
-    #[serde(default)]
-    pub port: Option<u16>,
-    /// Single-signal sources: the path the gRPC service (and, with `unframed_requests`,
-    /// OTLP/HTTP) is served at instead of the gRPC method's own
-    /// (`/opentelemetry.proto.collector.trace.v1.TraceService/Export`). `${pipelineName}` is
-    /// replaced by the pipeline's name.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// `otel_logs_source` only: a path for OTLP/HTTP (protobuf or JSON bodies), e.g. `/v1/logs`.
-    /// Default: none.
-    #[serde(default)]
-    pub http_path: Option<String>,
-    /// `otlp` only: the path of the logs service. Default: the gRPC method's own.
-    #[serde(default)]
-    pub logs_path: Option<String>,
-    /// `otlp` only: the path of the metrics service. Default: the gRPC method's own.
-    #[serde(default)]
-    pub metrics_path: Option<String>,
-    /// `otlp` only: the path of the traces service. Default: the gRPC method's own.
-    #[serde(default)]
-    pub traces_path: Option<String>,
-    /// Accept OTLP/HTTP (protobuf or JSON, not gRPC-framed) at the gRPC paths too. Default
-    /// false.
-    #[serde(default)]
-    pub unframed_requests: bool,
-    /// Serve TLS (gRPC clients negotiate HTTP/2 by ALPN). Default **true**, as Data Prepper:
-    /// give the certificate and key, or set `ssl: false`.
-    #[serde(default = "yes")]
-    pub ssl: bool,
-    /// The certificate chain, PEM, server certificate first (`sslKeyCertChainFile` in the
-    /// single-signal sources).
-    #[serde(default, alias = "sslKeyCertChainFile")]
-    pub ssl_certificate_file: Option<PathBuf>,
-    /// The certificate's private key, PEM (`sslKeyFile` in the single-signal sources).
-    #[serde(default, alias = "sslKeyFile")]
-    pub ssl_key_file: Option<PathBuf>,
-    /// How clients authenticate: `http_basic: {username, password}` (gRPC clients send the
-    /// `authorization` metadata) or `unauthenticated:`. Default unauthenticated.
-    #[serde(default)]
-    pub authentication: Option<Authentication>,
-    /// `none` or `gzip`: which requests may be compressed (`grpc-encoding: gzip`,
-    /// `Content-Encoding: gzip`). Default `none`.
-    #[serde(default)]
-    pub compression: Compression,
-    /// The largest request, after decompression; larger ones are refused as invalid (gRPC
-    /// `INVALID_ARGUMENT`, HTTP 413). Default `10mb`.
-    #[serde(default = "default_max_request_length")]
-    pub max_request_length: ByteSize,
-    /// How long a request may wait for room in the buffer: the buffer is given 80% of it (as
-    /// Data Prepper), then the client gets a retryable error. Integer milliseconds or a
-    /// duration. Default `10s`.
-    #[serde(
-        default = "default_request_timeout",
-        deserialize_with = "units::duration"
-    )]
-    pub request_timeout: Duration,
-    /// The most connections open at once. Default `500`.
-    #[serde(default = "default_max_connection_count")]
-    pub max_connection_count: usize,
-    /// The most requests being handled at once; more are refused as retryable at once.
-    /// Default `1024`.
-    #[serde(default = "default_max_pending_requests")]
-    pub max_pending_requests: usize,
-    /// How long a client has to send a request's head (and finish the TLS handshake).
-    /// Default `10s`.
-    #[serde(
-        default = "default_header_read_timeout",
-        deserialize_with = "units::duration"
-    )]
-    pub header_read_timeout: Duration,
-    /// How long a connection may stay silent between requests or within a body. Default `75s`.
-    #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
-    pub idle_timeout: Duration,
-    /// Data Prepper's request thread pool size; accepted so its files load unchanged, without
-    /// effect (requests run on sluice's async runtime). Default `200`.
-    #[serde(default = "default_thread_count")]
-    pub thread_count: usize,
-    /// Serve the gRPC health check (`grpc.health.v1.Health/Check`) and `GET /health`. Default
-    /// false.
-    #[serde(default)]
-    pub health_check_service: bool,
-    /// The health check answers without credentials. Default false.
-    #[serde(default)]
-    pub unauthenticated_health_check: bool,
-    /// Data Prepper's gRPC reflection service. sluice does not serve reflection: `true` is
-    /// refused with that reason. Default false.
-    #[serde(default)]
-    pub proto_reflection_service: bool,
-    /// How clients are told to back off when refused.
-    #[serde(default)]
-    pub retry_info: RetryInfo,
-    /// `opensearch` or `otel`: the shape of the events. Default `opensearch` for the
-    /// single-signal sources, `otel` for `otlp`.
-    #[serde(default)]
-    pub output_format: Option<OutputFormat>,
-    /// `otlp` only: the logs' `output_format`, if not the source's.
-    #[serde(default)]
-    pub logs_output_format: Option<OutputFormat>,
-    /// `otlp` only: the metrics' `output_format`, if not the source's.
-    #[serde(default)]
-    pub metrics_output_format: Option<OutputFormat>,
-    /// `otlp` only: the traces' `output_format`, if not the source's.
-    #[serde(default)]
-    pub traces_output_format: Option<OutputFormat>,
-    /// The deserializer that turns each request into events after the buffer. Default
-    /// `otlp` (bundled), given the output formats as options.
-    #[serde(
-        default = "default_otlp_deserializer",
-        deserialize_with = "deserializer_name_or_map"
-    )]
-    pub deserializer: DeserializerConfig,
+listener_source! {
+    /// An OTLP source: OTLP/gRPC on HTTP/2 and, where configured, OTLP/HTTP (protobuf or JSON) on
+    /// the same port. Each request's bytes go to the buffer whole; the `otlp` deserializer makes
+    /// one event per log record, span or metric data point after the buffer.
+    #[derive(Debug, Clone, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct OtlpSource {
+        /// The TCP port (all interfaces). Default: Data Prepper's, `21892` for logs, `21890` for
+        /// traces, `21891` for metrics, `21893` for `otlp`.
+        #[serde(default)]
+        pub port: Option<u16>,
+        /// Single-signal sources: the path the gRPC service (and, with `unframed_requests`,
+        /// OTLP/HTTP) is served at instead of the gRPC method's own
+        /// (`/opentelemetry.proto.collector.trace.v1.TraceService/Export`). `${pipelineName}` is
+        /// replaced by the pipeline's name.
+        #[serde(default)]
+        pub path: Option<String>,
+        /// `otel_logs_source` only: a path for OTLP/HTTP (protobuf or JSON bodies), e.g.
+        /// `/v1/logs`. Default: none.
+        #[serde(default)]
+        pub http_path: Option<String>,
+        /// `otlp` only: the path of the logs service. Default: the gRPC method's own.
+        #[serde(default)]
+        pub logs_path: Option<String>,
+        /// `otlp` only: the path of the metrics service. Default: the gRPC method's own.
+        #[serde(default)]
+        pub metrics_path: Option<String>,
+        /// `otlp` only: the path of the traces service. Default: the gRPC method's own.
+        #[serde(default)]
+        pub traces_path: Option<String>,
+        /// Accept OTLP/HTTP (protobuf or JSON, not gRPC-framed) at the gRPC paths too. Default
+        /// false.
+        #[serde(default)]
+        pub unframed_requests: bool,
+        /// Default **true**, as Data Prepper: give the certificate and key, or set `ssl: false`.
+        ..ssl(default = "crate::listener::default_ssl_on"),
+        /// `sslKeyCertChainFile` in the single-signal sources.
+        ..ssl_certificate_file(alias = "sslKeyCertChainFile"),
+        /// `sslKeyFile` in the single-signal sources.
+        ..ssl_key_file(alias = "sslKeyFile"),
+        ..authentication,
+        ..compression,
+        ..max_request_length,
+        /// The buffer is given 80% of it (as Data Prepper), so the client hears why before its
+        /// own deadline.
+        ..request_timeout,
+        ..max_connection_count,
+        ..max_pending_requests,
+        ..header_read_timeout,
+        ..idle_timeout,
+        ..thread_count,
+        ..health_check_service,
+        ..unauthenticated_health_check,
+        /// Data Prepper's gRPC reflection service. sluice does not serve reflection: `true` is
+        /// refused with that reason. Default false.
+        #[serde(default)]
+        pub proto_reflection_service: bool,
+        /// How clients are told to back off when refused.
+        #[serde(default)]
+        pub retry_info: RetryInfo,
+        /// `opensearch` or `otel`: the shape of the events. Default `opensearch` for the
+        /// single-signal sources, `otel` for `otlp`.
+        #[serde(default)]
+        pub output_format: Option<OutputFormat>,
+        /// `otlp` only: the logs' `output_format`, if not the source's.
+        #[serde(default)]
+        pub logs_output_format: Option<OutputFormat>,
+        /// `otlp` only: the metrics' `output_format`, if not the source's.
+        #[serde(default)]
+        pub metrics_output_format: Option<OutputFormat>,
+        /// `otlp` only: the traces' `output_format`, if not the source's.
+        #[serde(default)]
+        pub traces_output_format: Option<OutputFormat>,
+        /// The deserializer that turns each request into events after the buffer. Default
+        /// `otlp` (bundled), given the output formats as options.
+        #[serde(
+            default = "default_otlp_deserializer",
+            deserialize_with = "deserializer_name_or_map"
+        )]
+        pub deserializer: DeserializerConfig,
+    }
+}
+
+/// One of the four OTLP sources, as configured: which one, and its keys.
+#[derive(Debug, Clone)]
+pub struct Otlp {
+    /// Which of the four: the key it is written under says.
+    pub kind: OtlpKind,
+    /// The key it is written under (`otel_logs_source` or `otlp_logs`, ...), for key paths.
+    pub key: &'static str,
+    /// Its keys.
+    pub config: OtlpSource,
+}
+
+impl SourceConfig for Otlp {
+    const KEYS: &'static [&'static str] = &[
+        "otel_logs_source",
+        "otlp_logs",
+        "otel_trace_source",
+        "otlp_traces",
+        "otel_metrics_source",
+        "otlp_metrics",
+        "otlp",
+    ];
+    const KIND: SourceKind = SourceKind::Push;
+    type Settings = OtlpSettings;
+    fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error> {
+        let kind = OtlpKind::from_key(key)
+            .ok_or_else(|| serde::de::Error::unknown_variant(key, Self::KEYS))?;
+        Ok(Otlp {
+            kind,
+            key,
+            config: OtlpSource::deserialize(d)?,
+        })
+    }
+    fn key(&self) -> &'static str {
+        self.key
+    }
+    fn plugin_name(&self) -> &'static str {
+        self.kind.plugin_name()
+    }
+    fn port(&self) -> Option<u16> {
+        Some(self.config.port(self.kind))
+    }
+    fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
+        Cow::Owned(self.config.deserializer(self.kind))
+    }
+    fn settings(&self, pipeline: &str) -> OtlpSettings {
+        self.config.settings(self.kind, pipeline)
+    }
+}
+
+impl CheckSource for Otlp {
+    fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>) {
+        check_otlp(&self.config, self.kind, path, errors, context);
+    }
 }
 
 /// What an OTLP source serves, its defaults resolved.
@@ -276,24 +308,16 @@ pub struct OtlpSource {
 pub struct OtlpSettings {
     /// The plugin name, for logs and messages.
     pub source: &'static str,
-    pub port: u16,
     /// Each signal's gRPC path (also unframed OTLP/HTTP's, with `unframed_requests`).
     pub grpc: Vec<(Signal, String)>,
     /// OTLP/HTTP paths (`http_path`).
     pub http: Vec<(Signal, String)>,
+    /// Accept OTLP/HTTP at the gRPC paths too.
     pub unframed_requests: bool,
-    pub tls: Option<Tls>,
-    pub authentication: Option<Authentication>,
-    pub compression: Compression,
-    pub max_request_length: ByteSize,
-    pub request_timeout: Duration,
-    pub max_connection_count: usize,
-    pub max_pending_requests: usize,
-    pub header_read_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub health_check_service: bool,
-    pub unauthenticated_health_check: bool,
+    /// How refused clients are told to back off.
     pub retry_info: RetryInfo,
+    /// The port and how it is served.
+    pub listener: ListenerSettings,
 }
 
 impl OtlpSource {
@@ -324,39 +348,17 @@ impl OtlpSource {
         };
         OtlpSettings {
             source: kind.plugin_name(),
-            port: self.port.unwrap_or(kind.default_port()),
             grpc,
             http,
             unframed_requests: self.unframed_requests,
-            tls: self.tls(),
-            authentication: self.authentication.clone(),
-            compression: self.compression,
-            max_request_length: self.max_request_length,
-            request_timeout: self.request_timeout,
-            max_connection_count: self.max_connection_count,
-            max_pending_requests: self.max_pending_requests,
-            header_read_timeout: self.header_read_timeout,
-            idle_timeout: self.idle_timeout,
-            health_check_service: self.health_check_service,
-            unauthenticated_health_check: self.unauthenticated_health_check,
             retry_info: self.retry_info,
+            listener: self.listener().settings(self.port(kind)),
         }
     }
 
     /// The port, its default resolved.
     pub fn port(&self, kind: OtlpKind) -> u16 {
         self.port.unwrap_or(kind.default_port())
-    }
-
-    /// The listener's TLS, if `ssl` is on.
-    pub fn tls(&self) -> Option<Tls> {
-        match (self.ssl, &self.ssl_certificate_file, &self.ssl_key_file) {
-            (true, Some(certificate_file), Some(key_file)) => Some(Tls {
-                certificate_file: certificate_file.clone(),
-                key_file: key_file.clone(),
-            }),
-            _ => None,
-        }
     }
 
     /// The deserializer, given the output formats as options (`output_format`, and
@@ -384,10 +386,6 @@ impl OtlpSource {
     }
 }
 
-fn yes() -> bool {
-    true
-}
-
 fn default_otlp_deserializer() -> DeserializerConfig {
     DeserializerConfig {
         name: "otlp".to_owned(),
@@ -396,8 +394,9 @@ fn default_otlp_deserializer() -> DeserializerConfig {
     }
 }
 
-/// An OTLP source's rules; `path` is its key path (`<pipeline>.source.otlp`).
-pub(crate) fn check_otlp(
+/// An OTLP source's rules: the listener's, and those of the keys only OTLP sources have;
+/// `path` is its key path (`<pipeline>.source.otlp`).
+fn check_otlp(
     otlp: &OtlpSource,
     kind: OtlpKind,
     path: &str,
@@ -468,36 +467,17 @@ pub(crate) fn check_otlp(
     }
     // The single-signal sources name the TLS files in camelCase, `otlp` in snake_case; both
     // spellings are accepted everywhere, the messages use the source's own.
-    let (cert_key, key_key) = match kind {
+    let (certificate, key) = match kind {
         OtlpKind::One(_) => ("sslKeyCertChainFile", "sslKeyFile"),
         OtlpKind::All => ("ssl_certificate_file", "ssl_key_file"),
     };
-    for (key, file) in [
-        (cert_key, &otlp.ssl_certificate_file),
-        (key_key, &otlp.ssl_key_file),
-    ] {
-        match (otlp.ssl, file) {
-            (true, None) => errors.at(
-                &join(path, "ssl"),
-                format!(
-                    "`{path}.ssl` is true (the default, as in Data Prepper) but `{key}` is \
-                     missing: give the PEM file, or set `ssl: false`"
-                ),
-            ),
-            (true, Some(file)) if !file.is_file() => errors.at(
-                &join(path, key),
-                format!(
-                    "`{path}.{key}`: `{}` is not a readable file",
-                    file.display()
-                ),
-            ),
-            (false, Some(_)) => errors.at(
-                &join(path, key),
-                format!("`{path}.{key}` is set but `ssl` is false: set `ssl: true` to serve TLS"),
-            ),
-            _ => {}
-        }
-    }
+    let tls = TlsWording {
+        certificate,
+        key,
+        on_by_default: true,
+        serves: "TLS",
+    };
+    check_listener(&otlp.listener(), tls, path, errors);
     if otlp.proto_reflection_service {
         errors.at(
             &join(path, "proto_reflection_service"),
@@ -507,38 +487,17 @@ pub(crate) fn check_otlp(
             ),
         );
     }
-    for (key, zero) in [
-        ("max_pending_requests", otlp.max_pending_requests == 0),
-        ("max_connection_count", otlp.max_connection_count == 0),
-    ] {
-        if zero {
-            errors.at(
-                &join(path, key),
-                format!("`{path}.{key}` must be at least 1"),
-            );
-        }
-    }
-    for (key, value) in [
-        ("request_timeout", otlp.request_timeout),
-        ("header_read_timeout", otlp.header_read_timeout),
-        ("idle_timeout", otlp.idle_timeout),
-        ("retry_info.min_delay", otlp.retry_info.min_delay),
-    ] {
-        if value.is_zero() {
-            errors.at(
-                &join(path, key),
-                format!("`{path}.{key}` must be more than zero"),
-            );
-        }
+    if otlp.retry_info.min_delay.is_zero() {
+        errors.at(
+            &join(path, "retry_info.min_delay"),
+            format!("`{path}.retry_info.min_delay` must be more than zero"),
+        );
     }
     if otlp.retry_info.max_delay < otlp.retry_info.min_delay {
         errors.at(
             &join(path, "retry_info.max_delay"),
             format!("`{path}.retry_info.max_delay` must not be less than `min_delay`"),
         );
-    }
-    if let Some(auth) = &otlp.authentication {
-        check_authentication(auth, path, errors);
     }
     check_deserializer(
         &otlp.deserializer,

@@ -1,41 +1,83 @@
-//! The `source` of a pipeline: its shape (`http`, `file`, and the `deserializer` each names)
-//! and its rules.
+//! The `source` of a pipeline: the one list of source kinds ([`for_each_source!`](crate::for_each_source)), which
+//! generates [`Source`], its deserialization from the one-key map, its names, its rules'
+//! dispatch and (in the pipeline crate) its runtime builder; the `http` and `file` sources'
+//! shapes, rules and resolved settings (the OTLP sources' are in [`crate::otlp`], the
+//! listener's keys the push sources share in [`crate::listener`]); and the `deserializer`
+//! each source names.
+//!
+//! Adding a source: its config type implements [`SourceConfig`] (and the crate's
+//! `CheckSource`), one line in [`for_each_source!`](crate::for_each_source), and the pipeline crate's builder for its
+//! settings; nothing compiles until each is there.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, VariantAccess, Visitor,
+};
 
 use crate::error::{Errors, closest};
 use crate::explain::list;
-use crate::http::{Authentication, Compression, Tls, check_authentication, check_tls};
+use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_source};
 use crate::location::join;
-use crate::otlp::{OtlpKind, OtlpSource, Signal};
+use crate::otlp::{OtlpKind, OtlpSource};
 use crate::parse::Context;
 use crate::units::{self, ByteSize};
 
-/// A source: one key naming the plugin.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Source {
-    /// Accepts HTTP POST requests; each request body is one record.
-    Http(Box<HttpSource>),
-    /// Reads a file, one record per line (a pull source).
-    File(FileSource),
-    /// OTLP logs over gRPC (and OTLP/HTTP); Data Prepper's newer name `otlp_logs` too.
-    #[serde(alias = "otlp_logs")]
-    OtelLogsSource(Box<OtlpSource>),
-    /// OTLP traces over gRPC (and OTLP/HTTP); Data Prepper's newer name `otlp_traces` too.
-    #[serde(alias = "otlp_traces")]
-    OtelTraceSource(Box<OtlpSource>),
-    /// OTLP metrics over gRPC (and OTLP/HTTP); Data Prepper's newer name `otlp_metrics` too.
-    #[serde(alias = "otlp_metrics")]
-    OtelMetricsSource(Box<OtlpSource>),
-    /// OTLP logs, traces and metrics on one port.
-    Otlp(Box<OtlpSource>),
+/// The source kinds, each once: calls `$callback!` with one `Variant(ConfigType),` per kind,
+/// each with its documentation. [`Source`] is generated from it here (a variant per kind, its
+/// deserialization, names and rules), and the pipeline crate generates its builder from it,
+/// so a kind cannot be added without each of them. Each config type implements
+/// [`SourceConfig`].
+#[macro_export]
+macro_rules! for_each_source {
+    ($callback:ident) => {
+        $callback! {
+            /// Accepts HTTP POST requests; each request body is one record.
+            Http($crate::source::HttpSource),
+            /// Reads a file, one record per line (a pull source).
+            File($crate::source::FileSource),
+            /// OTLP over gRPC (and OTLP/HTTP): `otel_logs_source`, `otel_trace_source`,
+            /// `otel_metrics_source` (Data Prepper's newer names `otlp_logs`, `otlp_traces`,
+            /// `otlp_metrics` too), one signal each, and `otlp`, all three on one port.
+            Otlp($crate::otlp::Otlp),
+        }
+    };
+}
+
+/// What each kind of source in [`for_each_source!`](crate::for_each_source) is: the keys it is written under, its
+/// names, and its settings resolved for the runtime.
+pub trait SourceConfig: Sized {
+    /// The keys the source is written under (`http`; `otel_logs_source` or `otlp_logs`, ...),
+    /// in the order messages list them.
+    const KEYS: &'static [&'static str];
+    /// Push or pull.
+    const KIND: SourceKind;
+    /// What the runtime reads: the keys with their defaults resolved.
+    type Settings;
+    /// Reads the settings written under `key`, one of [`Self::KEYS`].
+    fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error>;
+    /// The key it is written under.
+    fn key(&self) -> &'static str;
+    /// The plugin name, for messages and logs (the OTLP sources by Data Prepper's older names,
+    /// whichever they are written under).
+    fn plugin_name(&self) -> &'static str;
+    /// The TCP port a push source listens on.
+    fn port(&self) -> Option<u16>;
+    /// The deserializer that turns the source's raw records into events.
+    fn deserializer(&self) -> Cow<'_, DeserializerConfig>;
+    /// The settings the runtime reads; `pipeline` is the pipeline's name.
+    fn settings(&self, pipeline: &str) -> Self::Settings;
+}
+
+/// A source's own rules; `path` is its key path (`<pipeline>.source.<key>`).
+pub(crate) trait CheckSource {
+    fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>);
 }
 
 /// Whether a source is pushed data by clients or pulls it itself. Only push sources may use the
@@ -47,57 +89,154 @@ pub enum SourceKind {
     Pull,
 }
 
-impl Source {
-    /// The deserializer that turns this source's raw records into events.
-    pub fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
-        match self {
-            Source::Http(http) => Cow::Borrowed(&http.deserializer),
-            Source::File(file) => Cow::Borrowed(&file.deserializer),
-            _ => {
-                let (kind, otlp) = self.otlp().expect("the other sources are OTLP");
-                Cow::Owned(otlp.deserializer(kind))
+/// [`Source`] and what dispatches on it, from the list.
+macro_rules! source_enum {
+    ($( $(#[$doc:meta])* $variant:ident($config:ty), )*) => {
+        /// A source: one key naming the plugin, its settings the key's value.
+        #[derive(Debug, Clone)]
+        pub enum Source {
+            $( $(#[$doc])* $variant(Box<$config>), )*
+        }
+
+        /// Which variant a key names.
+        #[derive(Debug, Clone, Copy)]
+        enum Tag {
+            $( $variant, )*
+        }
+
+        impl Source {
+            /// Every key a source may be written under, in the order messages list them.
+            pub fn keys() -> &'static [&'static str] {
+                static KEYS: LazyLock<Vec<&'static str>> =
+                    LazyLock::new(|| [$( <$config as SourceConfig>::KEYS, )*].concat());
+                KEYS.as_slice()
+            }
+
+            /// The variant `key` names, and the key as the list spells it.
+            fn tag(key: &str) -> Option<(Tag, &'static str)> {
+                $(
+                    if let Some(known) =
+                        <$config as SourceConfig>::KEYS.iter().find(|k| **k == key)
+                    {
+                        return Some((Tag::$variant, known));
+                    }
+                )*
+                None
+            }
+
+            /// The plugin name, for messages and logs (the OTLP sources by Data Prepper's
+            /// older names).
+            pub fn plugin_name(&self) -> &'static str {
+                match self {
+                    $( Source::$variant(c) => c.plugin_name(), )*
+                }
+            }
+
+            /// The key the source is written under.
+            pub fn key(&self) -> &'static str {
+                match self {
+                    $( Source::$variant(c) => c.key(), )*
+                }
+            }
+
+            /// Push or pull.
+            pub fn kind(&self) -> SourceKind {
+                match self {
+                    $( Source::$variant(_) => <$config as SourceConfig>::KIND, )*
+                }
+            }
+
+            /// The TCP port a push source listens on.
+            pub fn port(&self) -> Option<u16> {
+                match self {
+                    $( Source::$variant(c) => c.port(), )*
+                }
+            }
+
+            /// The deserializer that turns this source's raw records into events.
+            pub fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
+                match self {
+                    $( Source::$variant(c) => c.deserializer(), )*
+                }
+            }
+
+            /// The source's own rules; `path` is its key path (`<pipeline>.source.<key>`).
+            pub(crate) fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>) {
+                match self {
+                    $( Source::$variant(c) => c.check(path, errors, context), )*
+                }
             }
         }
-    }
 
+        impl<'de> DeserializeSeed<'de> for Keyed {
+            type Value = Source;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Source, D::Error> {
+                let Keyed(tag, key) = self;
+                Ok(match tag {
+                    $( Tag::$variant => Source::$variant(Box::new(<$config>::read(key, d)?)), )*
+                })
+            }
+        }
+    };
+}
+crate::for_each_source!(source_enum);
+
+impl Source {
     /// The OTLP source this is, if it is one.
     pub fn otlp(&self) -> Option<(OtlpKind, &OtlpSource)> {
         match self {
+            Source::Otlp(o) => Some((o.kind, &o.config)),
             Source::Http(_) | Source::File(_) => None,
-            Source::OtelLogsSource(o) => Some((OtlpKind::One(Signal::Logs), o)),
-            Source::OtelTraceSource(o) => Some((OtlpKind::One(Signal::Traces), o)),
-            Source::OtelMetricsSource(o) => Some((OtlpKind::One(Signal::Metrics), o)),
-            Source::Otlp(o) => Some((OtlpKind::All, o)),
-        }
-    }
-
-    /// The plugin name, as written in the file (the OTLP sources by Data Prepper's older
-    /// names).
-    pub fn plugin_name(&self) -> &'static str {
-        match self {
-            Source::Http(_) => "http",
-            Source::File(_) => "file",
-            _ => self.otlp().map_or("otlp", |(kind, _)| kind.plugin_name()),
-        }
-    }
-
-    /// Push or pull.
-    pub fn kind(&self) -> SourceKind {
-        match self {
-            Source::File(_) => SourceKind::Pull,
-            _ => SourceKind::Push,
-        }
-    }
-
-    /// The TCP port a push source listens on.
-    pub fn port(&self) -> Option<u16> {
-        match self {
-            Source::Http(http) => Some(http.port),
-            Source::File(_) => None,
-            _ => self.otlp().map(|(kind, otlp)| otlp.port(kind)),
         }
     }
 }
+
+/// A source is a one-key map (`http: {...}`; `parse` hands it over as the YAML tag
+/// `!http {...}`, serde_yaml's form of an enum). Read by hand, not derived, because several keys
+/// name one variant (the four OTLP sources are `Source::Otlp`, with their kind): the key is read
+/// as an enum's variant, so `serde_path_to_error` still puts it in the path, and an unknown key
+/// gets serde's own `unknown variant` message listing every key.
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_enum("Source", Source::keys(), SourceVisitor)
+    }
+}
+
+struct SourceVisitor;
+
+impl<'de> Visitor<'de> for SourceVisitor {
+    type Value = Source;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("enum Source")
+    }
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Source, A::Error> {
+        let ((tag, key), settings) = data.variant_seed(KeySeed)?;
+        settings.newtype_variant_seed(Keyed(tag, key))
+    }
+}
+
+/// Reads a source's key.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = (Tag, &'static str);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl Visitor<'_> for KeySeed {
+    type Value = (Tag, &'static str);
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("variant identifier")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Source::tag(v).ok_or_else(|| E::unknown_variant(v, Source::keys()))
+    }
+}
+
+/// Reads the settings under a key, as the variant it names.
+struct Keyed(Tag, &'static str);
 
 /// The `file` source: reads a file line by line, each line one record, then (with `tail`)
 /// waits for more lines.
@@ -114,92 +253,130 @@ pub struct FileSource {
     pub deserializer: DeserializerConfig,
 }
 
-/// The `http` source, compatible with Data Prepper's.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HttpSource {
-    /// The TCP port to listen on (all interfaces). Default 2021.
-    #[serde(default = "default_http_port")]
-    pub port: u16,
-    /// The URL path that accepts POST requests. Default `/log/ingest`.
-    #[serde(default = "default_http_path")]
-    pub path: String,
-    /// The deserializer plugin for request bodies: a name (`json`), or a map with `name`,
-    /// `options`, `max_memory` and `timeout`. Default `json`.
-    #[serde(default, deserialize_with = "deserializer_name_or_map")]
-    pub deserializer: DeserializerConfig,
-    /// The largest accepted request body; larger ones get 413. Default `10mb`.
-    #[serde(default = "default_max_request_length")]
-    pub max_request_length: ByteSize,
-    /// How long a request may wait for room in the buffer before it is refused with 503 and
-    /// `Retry-After`. Default `10s`.
-    #[serde(
-        default = "default_request_timeout",
-        deserialize_with = "units::duration"
-    )]
-    pub request_timeout: Duration,
-    /// The most connections open at once; one more is answered 503 with `Retry-After` and
-    /// closed. Default `500`.
-    #[serde(default = "default_max_connection_count")]
-    pub max_connection_count: usize,
-    /// How long a client has to send a request's line and headers, counted from when it
-    /// connects or from the first byte of a following request; then the connection is closed.
-    /// Default `10s`.
-    #[serde(
-        default = "default_header_read_timeout",
-        deserialize_with = "units::duration"
-    )]
-    pub header_read_timeout: Duration,
-    /// How long a connection may stay silent while sluice waits for it: a keep-alive
-    /// connection between requests, or a request body that stops arriving; then the connection
-    /// is closed. Default `75s`.
-    #[serde(default = "default_idle_timeout", deserialize_with = "units::duration")]
-    pub idle_timeout: Duration,
-    /// Data Prepper's size of the thread pool that handles requests. Accepted so Data Prepper
-    /// files load unchanged; sluice handles requests on its async runtime, so it has no effect
-    /// (`max_pending_requests` and `max_connection_count` bound the work in progress).
-    /// Default `200`.
-    #[serde(default = "default_thread_count")]
-    pub thread_count: usize,
-    /// The most requests being handled at once (reading their body or waiting for the buffer);
-    /// one more is answered 429 with `Retry-After` at once. Default `1024`, as Data Prepper.
-    #[serde(default = "default_max_pending_requests")]
-    pub max_pending_requests: usize,
-    /// Serve HTTPS with `ssl_certificate_file` and `ssl_key_file` (PEM). Default false.
-    #[serde(default)]
-    pub ssl: bool,
-    /// The certificate chain, PEM, server certificate first. Required with `ssl: true`.
-    #[serde(default)]
-    pub ssl_certificate_file: Option<PathBuf>,
-    /// The certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1). Required with `ssl: true`.
-    #[serde(default)]
-    pub ssl_key_file: Option<PathBuf>,
-    /// How clients authenticate: `http_basic: {username, password}` or `unauthenticated:`.
-    /// Default unauthenticated.
-    #[serde(default)]
-    pub authentication: Option<Authentication>,
-    /// `none` or `gzip`: which request bodies are decompressed (by `Content-Encoding`).
-    /// Default `none`.
-    #[serde(default)]
-    pub compression: Compression,
-    /// Answer `GET /health` on this port (200 while the source takes requests). Default false.
-    #[serde(default)]
-    pub health_check_service: bool,
-    /// The health check answers without credentials. Default false.
-    #[serde(default)]
-    pub unauthenticated_health_check: bool,
+/// What the `file` source reads.
+#[derive(Debug, Clone)]
+pub struct FileSettings {
+    /// The file to read.
+    pub path: PathBuf,
+    /// Keep reading lines appended after the end.
+    pub tail: bool,
 }
 
-impl HttpSource {
-    /// The listener's TLS, if `ssl` is on.
-    pub fn tls(&self) -> Option<Tls> {
-        match (self.ssl, &self.ssl_certificate_file, &self.ssl_key_file) {
-            (true, Some(certificate_file), Some(key_file)) => Some(Tls {
-                certificate_file: certificate_file.clone(),
-                key_file: key_file.clone(),
-            }),
-            _ => None,
+impl SourceConfig for FileSource {
+    const KEYS: &'static [&'static str] = &["file"];
+    const KIND: SourceKind = SourceKind::Pull;
+    type Settings = FileSettings;
+    fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
+        Self::deserialize(d)
+    }
+    fn key(&self) -> &'static str {
+        "file"
+    }
+    fn plugin_name(&self) -> &'static str {
+        "file"
+    }
+    fn port(&self) -> Option<u16> {
+        None
+    }
+    fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
+        Cow::Borrowed(&self.deserializer)
+    }
+    fn settings(&self, _pipeline: &str) -> FileSettings {
+        FileSettings {
+            path: self.path.clone(),
+            tail: self.tail,
         }
+    }
+}
+
+impl CheckSource for FileSource {
+    fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>) {
+        check_deserializer(
+            &self.deserializer,
+            &join(path, "deserializer"),
+            errors,
+            context,
+        );
+    }
+}
+
+listener_source! {
+    /// The `http` source, compatible with Data Prepper's.
+    #[derive(Debug, Clone, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct HttpSource {
+        /// The TCP port to listen on (all interfaces). Default 2021.
+        #[serde(default = "default_http_port")]
+        pub port: u16,
+        /// The URL path that accepts POST requests. Default `/log/ingest`.
+        #[serde(default = "default_http_path")]
+        pub path: String,
+        /// The deserializer plugin for request bodies: a name (`json`), or a map with `name`,
+        /// `options`, `max_memory` and `timeout`. Default `json`.
+        #[serde(default, deserialize_with = "deserializer_name_or_map")]
+        pub deserializer: DeserializerConfig,
+        ..listener,
+    }
+}
+
+/// What the `http` source serves, its defaults resolved.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// The URL path that accepts POST requests.
+    pub path: String,
+    /// The port and how it is served.
+    pub listener: ListenerSettings,
+}
+
+impl SourceConfig for HttpSource {
+    const KEYS: &'static [&'static str] = &["http"];
+    const KIND: SourceKind = SourceKind::Push;
+    type Settings = HttpSettings;
+    fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
+        Self::deserialize(d)
+    }
+    fn key(&self) -> &'static str {
+        "http"
+    }
+    fn plugin_name(&self) -> &'static str {
+        "http"
+    }
+    fn port(&self) -> Option<u16> {
+        Some(self.port)
+    }
+    fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
+        Cow::Borrowed(&self.deserializer)
+    }
+    fn settings(&self, _pipeline: &str) -> HttpSettings {
+        HttpSettings {
+            path: self.path.clone(),
+            listener: self.listener().settings(self.port),
+        }
+    }
+}
+
+/// The http source's rules. The port's uniqueness across pipelines is checked by `validate`.
+impl CheckSource for HttpSource {
+    fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>) {
+        if !self.path.starts_with('/') {
+            errors.at(
+                &join(path, "path"),
+                format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"),
+            );
+        }
+        let tls = TlsWording {
+            certificate: "ssl_certificate_file",
+            key: "ssl_key_file",
+            on_by_default: false,
+            serves: "HTTPS",
+        };
+        check_listener(&self.listener(), tls, path, errors);
+        check_deserializer(
+            &self.deserializer,
+            &join(path, "deserializer"),
+            errors,
+            context,
+        );
     }
 }
 
@@ -210,44 +387,6 @@ const fn default_http_port() -> u16 {
 
 fn default_http_path() -> String {
     "/log/ingest".to_owned()
-}
-
-/// Data Prepper's http source `max_request_length` default.
-pub(crate) const fn default_max_request_length() -> ByteSize {
-    ByteSize::mib(10)
-}
-
-/// Data Prepper's http source `request_timeout` default.
-pub(crate) const fn default_request_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-
-/// Data Prepper's http source `thread_count` default.
-pub(crate) const fn default_thread_count() -> usize {
-    200
-}
-
-/// Data Prepper's http source `max_pending_requests` default.
-pub(crate) const fn default_max_pending_requests() -> usize {
-    1024
-}
-
-/// Data Prepper's http source `max_connection_count` default.
-pub(crate) const fn default_max_connection_count() -> usize {
-    500
-}
-
-/// Data Prepper has no such key. A client sends its request head in one go, so 10 s is
-/// plenty even on a slow link, and short enough that idle sockets cannot pile up.
-pub(crate) const fn default_header_read_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-
-/// Data Prepper has no such key. nginx's `keepalive_timeout` default: longer than the 60 s a
-/// load balancer such as AWS's ALB keeps an idle connection, so the balancer closes first and
-/// never sends a request on a connection sluice is closing.
-pub(crate) const fn default_idle_timeout() -> Duration {
-    Duration::from_secs(75)
 }
 
 /// Which deserializer plugin a source uses, with its options and sandbox limits.
@@ -403,52 +542,122 @@ pub(crate) fn check_deserializer(
     );
 }
 
-/// The http source's rules; `path` is its key path (`<pipeline>.source.http`). The port's
-/// uniqueness across pipelines is checked by `validate`.
-pub(crate) fn check_http(http: &HttpSource, path: &str, errors: &mut Errors, context: Context<'_>) {
-    if !http.path.starts_with('/') {
-        errors.at(
-            &join(path, "path"),
-            format!("`{path}.path` must start with `/`, e.g. `/log/ingest`"),
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{HttpSource, Source, SourceConfig as _, SourceKind};
+    use crate::otlp::{Otlp, OtlpKind, OtlpSource};
+    use crate::units::ByteSize;
+
+    fn parse(source: &str) -> Result<Source, String> {
+        let text = format!("p:\n  source:\n    {source}\n  sink: [stdout]\n");
+        crate::parse("t.yaml", &text, crate::Context::default())
+            .map(|mut c| c.pipelines.remove(0).source)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_key_names_its_source_as_before_the_otlp_sources_were_one_variant() {
+        // The order serde's derived enum listed them in (each older OTLP name, then its newer
+        // name): messages about an unknown source keep it.
+        let mut before = vec!["http", "file"];
+        for kind in OtlpKind::ALL {
+            before.push(kind.plugin_name());
+            if kind.newer_name() != kind.plugin_name() {
+                before.push(kind.newer_name());
+            }
+        }
+        assert_eq!(Source::keys(), before);
+        assert_eq!(before[2..4], ["otel_logs_source", "otlp_logs"]);
+        for key in Source::keys() {
+            let settings = match *key {
+                "file" => "{path: x}",
+                "http" => "{}",
+                _ => "{ssl: false}",
+            };
+            let source = parse(&format!("{key}: {settings}")).unwrap();
+            assert_eq!(source.key(), *key);
+            match (&source, OtlpKind::from_key(key)) {
+                (Source::Otlp(otlp), Some(kind)) => {
+                    assert_eq!(otlp.kind, kind);
+                    assert_eq!(source.plugin_name(), kind.plugin_name());
+                    assert!([kind.plugin_name(), kind.newer_name()].contains(key));
+                }
+                (Source::Http(_) | Source::File(_), None) => {
+                    assert_eq!(source.plugin_name(), *key);
+                }
+                other => panic!("`{key}` read as {other:?}"),
+            }
+            let kind = if *key == "file" {
+                SourceKind::Pull
+            } else {
+                SourceKind::Push
+            };
+            assert_eq!(source.kind(), kind, "{key}");
+        }
+        for kind in OtlpKind::ALL {
+            for key in [kind.plugin_name(), kind.newer_name()] {
+                assert!(<Otlp as super::SourceConfig>::KEYS.contains(&key), "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn each_source_keeps_its_own_listener_defaults() {
+        let http: HttpSource = serde_yaml::from_str("{}").unwrap();
+        let listener = http.settings("p").listener;
+        assert_eq!(listener.port, 2021);
+        assert!(
+            listener.tls.is_none() && !http.ssl,
+            "http: no TLS unless asked"
+        );
+        assert_eq!(listener.max_request_length, ByteSize::mib(10));
+        assert_eq!(listener.request_timeout, Duration::from_secs(10));
+        assert_eq!(
+            (listener.max_connection_count, listener.max_pending_requests),
+            (500, 1024)
+        );
+        assert_eq!(
+            (listener.header_read_timeout, listener.idle_timeout),
+            (Duration::from_secs(10), Duration::from_secs(75))
+        );
+        assert_eq!(http.thread_count, 200);
+
+        let otlp: OtlpSource = serde_yaml::from_str("{}").unwrap();
+        assert!(
+            otlp.ssl,
+            "the OTLP sources serve TLS by default, as Data Prepper"
+        );
+        for (kind, port) in OtlpKind::ALL.into_iter().zip([21892, 21890, 21891, 21893]) {
+            let settings = otlp.settings(kind, "p");
+            assert_eq!(settings.listener.port, port, "{kind:?}");
+            assert_eq!(settings.listener.max_request_length, ByteSize::mib(10));
+            assert_eq!(settings.listener.request_timeout, Duration::from_secs(10));
+        }
+        let otlp: OtlpSource =
+            serde_yaml::from_str("{sslKeyCertChainFile: c.pem, sslKeyFile: k.pem}").unwrap();
+        let tls = otlp
+            .listener()
+            .settings(1)
+            .tls
+            .expect("TLS, by the camelCase names");
+        assert_eq!(
+            (tls.certificate_file.to_str(), tls.key_file.to_str()),
+            (Some("c.pem"), Some("k.pem"))
         );
     }
-    if http.max_pending_requests == 0 {
-        errors.at(
-            &join(path, "max_pending_requests"),
-            format!("`{path}.max_pending_requests` must be at least 1"),
-        );
-    }
-    if http.max_connection_count == 0 {
-        errors.at(
-            &join(path, "max_connection_count"),
-            format!("`{path}.max_connection_count` must be at least 1"),
-        );
-    }
-    for (key, value) in [
-        ("header_read_timeout", http.header_read_timeout),
-        ("idle_timeout", http.idle_timeout),
-    ] {
-        if value.is_zero() {
-            errors.at(
-                &join(path, key),
-                format!("`{path}.{key}` must be more than zero"),
+
+    #[test]
+    fn the_listener_rules_are_the_same_for_every_push_source() {
+        for source in ["http", "otlp_logs"] {
+            let err = parse(&format!("{source}: {{ssl: false, request_timeout: 0}}")).unwrap_err();
+            assert!(
+                err.contains(&format!(
+                    "`p.source.{source}.request_timeout` must be more than zero"
+                )),
+                "{err}"
             );
         }
     }
-    check_tls(
-        http.ssl,
-        http.ssl_certificate_file.as_ref(),
-        http.ssl_key_file.as_ref(),
-        path,
-        errors,
-    );
-    if let Some(auth) = &http.authentication {
-        check_authentication(auth, path, errors);
-    }
-    check_deserializer(
-        &http.deserializer,
-        &join(path, "deserializer"),
-        errors,
-        context,
-    );
 }

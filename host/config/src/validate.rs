@@ -9,12 +9,10 @@ use crate::buffer::{check_bounded_blocking, check_buffer_plugin};
 use crate::error::Errors;
 use crate::kafka::check_kafka;
 use crate::location::join;
-use crate::otlp::{OtlpKind, check_otlp};
 use crate::parse::Context;
 use crate::processor::check_processor;
 use crate::sink::check_sink;
-use crate::source::{check_deserializer, check_http};
-use crate::{Buffer, Pipeline, Source, SourceKind, Tier};
+use crate::{Buffer, Pipeline, SourceKind, Tier};
 
 /// Runs every pipeline's component rules, then the rules that span fields and pipelines.
 pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
@@ -79,53 +77,18 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
             let path = format!("{}[{i}]", join(name, "sink"));
             check_sink(sink, &path, errors);
         }
-        match &p.source {
-            Source::File(file) => {
-                let path = join(name, "source.file");
-                check_deserializer(
-                    &file.deserializer,
-                    &join(&path, "deserializer"),
-                    errors,
-                    context,
-                );
-            }
-            Source::Http(http) => check_http(http, &join(name, "source.http"), errors, context),
-            _ => {
-                if let Some((kind, otlp)) = p.source.otlp() {
-                    let path = join(name, &format!("source.{}", source_key(errors, name, kind)));
-                    check_otlp(otlp, kind, &path, errors, context);
-                }
-            }
+        let path = join(name, &format!("source.{}", p.source.key()));
+        p.source.check(&path, errors, context);
+        if let Some(port) = p.source.port()
+            && let Some(other) = ports.insert(port, name)
+        {
+            errors.at(
+                &join(&path, "port"),
+                format!(
+                    "`{path}.port` {port} is already used by pipeline `{other}`; give each \
+                     push source its own port"
+                ),
+            );
         }
-        if let Some(port) = p.source.port() {
-            let key = match p.source.otlp() {
-                Some((kind, _)) => source_key(errors, name, kind),
-                None => p.source.plugin_name(),
-            };
-            let path = join(name, &format!("source.{key}"));
-            if let Some(other) = ports.insert(port, name) {
-                errors.at(
-                    &join(&path, "port"),
-                    format!(
-                        "`{path}.port` {port} is already used by pipeline `{other}`; give each \
-                         push source its own port"
-                    ),
-                );
-            }
-        }
-    }
-}
-
-/// The key pipeline `name`'s OTLP source is written under (`otel_trace_source` or its newer
-/// name `otlp_traces`), so that key paths find their line.
-fn source_key(errors: &Errors, name: &str, kind: OtlpKind) -> &'static str {
-    let newer = kind.newer_name();
-    if errors
-        .index
-        .contains(&join(name, &format!("source.{newer}")))
-    {
-        newer
-    } else {
-        kind.plugin_name()
     }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_buffer::{BufferWriter, Record, WriteError};
-use sluice_config::FileSource;
+use sluice_config::FileSettings;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
-use super::{Source, SourceContext};
+use super::{Build, Source, SourceContext, SourceError};
 use crate::counters::Counters;
 
 /// Lines written to the buffer per write.
@@ -25,16 +25,19 @@ pub struct FileSourceError {
 
 /// The file source, ready to read.
 pub struct FileLines {
-    config: FileSource,
+    settings: FileSettings,
     cx: SourceContext,
 }
 
 impl FileLines {
-    pub fn new(config: &FileSource, cx: SourceContext) -> Self {
-        Self {
-            config: config.clone(),
-            cx,
-        }
+    pub fn new(settings: FileSettings, cx: SourceContext) -> Self {
+        Self { settings, cx }
+    }
+}
+
+impl Build for FileSettings {
+    async fn build(self, cx: SourceContext) -> Result<Box<dyn Source>, SourceError> {
+        Ok(Box::new(FileLines::new(self, cx)))
     }
 }
 
@@ -46,7 +49,7 @@ impl Source for FileLines {
             writer,
             counters,
         } = self.cx;
-        if let Err(e) = run(self.config, writer, counters, stop).await {
+        if let Err(e) = run(self.settings, writer, counters, stop).await {
             tracing::error!(pipeline = %pipeline, error = %e, "file source stopped");
         }
     }
@@ -54,7 +57,7 @@ impl Source for FileLines {
 
 /// Reads until the end (or, with `tail`, until `stop`), writing lines to `writer`.
 async fn run(
-    config: FileSource,
+    config: FileSettings,
     writer: Arc<dyn BufferWriter>,
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,

@@ -20,11 +20,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sluice_buffer::{BufferWriter, Record};
-use sluice_config::HttpSource;
+use sluice_config::HttpSettings;
 
 use super::intake::{Backoff, Intake, Refusal, retry_after_seconds};
-use super::listener::{self, Guard};
-use super::{SourceContext, SourceError};
+use super::listener::{self, Guard, Protocols};
+use super::{Build, Source, SourceContext, SourceError};
 use crate::counters::Counters;
 
 /// The http source's `Retry-After`: 1 s, whatever the cause.
@@ -38,49 +38,49 @@ struct HttpState {
     intake: Intake,
 }
 
+impl Build for HttpSettings {
+    async fn build(self, cx: SourceContext) -> Result<Box<dyn Source>, SourceError> {
+        Ok(Box::new(bind(&self, cx).await?))
+    }
+}
+
 /// Binds the http source's port (so a port in use fails the start, before any pipeline runs).
-pub async fn bind(config: &HttpSource, cx: SourceContext) -> Result<listener::Server, SourceError> {
-    let listener = listener::bind(config.port).await?;
-    let tls = config
-        .tls()
-        .map(|tls| listener::tls_acceptor(&tls, listener::Protocols::Http1))
-        .transpose()
-        .map_err(SourceError::Tls)?;
-    tracing::info!(pipeline = %cx.pipeline, port = config.port, path = %config.path, tls = config.ssl, "http source listening");
-    Ok(listener::Server {
-        listener,
-        router: router(&cx.pipeline, config, cx.writer, cx.counters)?,
-        limits: listener::Limits::of(config),
-        tls,
-        pipeline: cx.pipeline,
-    })
+pub async fn bind(
+    settings: &HttpSettings,
+    cx: SourceContext,
+) -> Result<listener::Server, SourceError> {
+    let bound = listener::bind(&settings.listener, Protocols::Http1).await?;
+    tracing::info!(pipeline = %cx.pipeline, port = settings.listener.port, path = %settings.path, tls = bound.tls(), "http source listening");
+    let router = router(&cx.pipeline, settings, cx.writer, cx.counters)?;
+    Ok(bound.serve(router, cx.pipeline))
 }
 
 /// The router for one pipeline's http source.
 pub fn router(
     pipeline: &str,
-    config: &HttpSource,
+    settings: &HttpSettings,
     writer: Arc<dyn BufferWriter>,
     counters: Arc<Counters>,
 ) -> Result<Router, SourceError> {
-    let guard = Guard::new(config.authentication.as_ref(), config.compression)?;
+    let listener = &settings.listener;
+    let guard = Guard::new(listener.authentication.as_ref(), listener.compression)?;
     let state = Arc::new(HttpState {
-        origin: format!("http:{}", config.path),
-        max_length: config.max_request_length.bytes(),
+        origin: format!("http:{}", settings.path),
+        max_length: listener.max_request_length.bytes(),
         guard,
         intake: Intake::new(
             pipeline,
             writer,
             counters,
-            config.request_timeout,
-            config.max_pending_requests,
+            listener.request_timeout,
+            listener.max_pending_requests,
             Backoff::new(RETRY_AFTER, RETRY_AFTER),
         ),
     });
-    let limit = usize::try_from(config.max_request_length.bytes()).unwrap_or(usize::MAX);
-    let mut router = Router::new().route(&config.path, post(ingest));
-    if config.health_check_service {
-        let open = config.unauthenticated_health_check;
+    let limit = usize::try_from(listener.max_request_length.bytes()).unwrap_or(usize::MAX);
+    let mut router = Router::new().route(&settings.path, post(ingest));
+    if listener.health_check_service {
+        let open = listener.unauthenticated_health_check;
         router = router.route(
             "/health",
             get(

@@ -4,13 +4,18 @@
 //! - [`otlp`] (push): OTLP/gRPC and OTLP/HTTP clients export logs, traces and metrics; the
 //!   same promise as `http`.
 //! - [`intake`]: what the push sources share between the request and the buffer;
-//!   [`listener`]: how they serve connections (TLS, HTTP/1.1 and HTTP/2, the connection
-//!   limit, closing those that hold a connection open without sending).
+//!   [`listener`]: how they serve connections from one resolved
+//!   [`ListenerSettings`](sluice_config::ListenerSettings) (TLS, HTTP/1.1 and HTTP/2, the
+//!   connection limit, closing those that hold a connection open without sending).
 //! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
 //!
-//! Each source builds itself from its config; [`build`] is the one place that maps a
-//! configured source to its implementation (adding a source: a new file, plus one line there).
+//! Each source is built from its resolved settings (`sluice_config`'s
+//! [`SourceConfig::Settings`]: `HttpSettings`, `OtlpSettings`, `FileSettings`), never from
+//! the YAML's structs: its file implements `Build` for them, and [`build`], generated from
+//! the one list of sources (`sluice_config::for_each_source!`), resolves a configured source
+//! and builds it. Adding a source: its config and settings in `sluice_config`, one line in
+//! that list, and a file here implementing `Build`.
 
 pub mod file;
 pub mod http;
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_buffer::BufferWriter;
+use sluice_config::SourceConfig;
 use tokio::sync::watch;
 
 use crate::counters::Counters;
@@ -56,21 +62,33 @@ pub struct SourceContext {
     pub counters: Arc<Counters>,
 }
 
-/// The source a pipeline's `source:` configures.
-pub async fn build(
-    config: &sluice_config::Source,
-    cx: SourceContext,
-) -> Result<Box<dyn Source>, SourceError> {
-    Ok(match config {
-        sluice_config::Source::Http(c) => Box::new(http::bind(c, cx).await?),
-        sluice_config::Source::File(c) => Box::new(file::FileLines::new(c, cx)),
-        other => {
-            let (kind, otlp) = other.otlp().expect("the other sources are OTLP");
-            let settings = otlp.settings(kind, &cx.pipeline);
-            Box::new(otlp::bind(&settings, cx).await?)
-        }
-    })
+/// Builds a source's runtime from its resolved settings: each source's file implements it for
+/// its config's [`SourceConfig::Settings`], and [`build`] calls it.
+trait Build {
+    async fn build(self, cx: SourceContext) -> Result<Box<dyn Source>, SourceError>;
 }
+
+/// [`build`], from the list of sources: a source in `sluice_config::for_each_source!` whose
+/// settings have no [`Build`] does not compile.
+macro_rules! build_source {
+    ($( $(#[$doc:meta])* $variant:ident($config:ty), )*) => {
+        /// The source a pipeline's `source:` configures, built from its resolved settings.
+        pub async fn build(
+            config: &sluice_config::Source,
+            cx: SourceContext,
+        ) -> Result<Box<dyn Source>, SourceError> {
+            match config {
+                $(
+                    sluice_config::Source::$variant(c) => {
+                        let settings = <$config as SourceConfig>::settings(c, &cx.pipeline);
+                        settings.build(cx).await
+                    }
+                )*
+            }
+        }
+    };
+}
+sluice_config::for_each_source!(build_source);
 
 /// Now, in ms since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {

@@ -1,7 +1,7 @@
 //! What an http connection is doing, and how long it may stay silent in each phase: the
 //! [`Activity`] a connection's socket ([`Watched`]), its service ([`RouterService`]) and its
-//! request body ([`WatchedBody`]) report to, and the deadline it gives the serving loop in
-//! the listener.
+//! request body ([`WatchedBody`]) report to, and the deadline it gives the loop that drives the
+//! connection (`connection`).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -282,5 +282,59 @@ impl hyper::body::Body for WatchedBody {
 impl Drop for WatchedBody {
     fn drop(&mut self) {
         self.activity.body_done();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::{Activity, Timeout};
+    use crate::source::listener::{Limits, Protocols};
+
+    const LIMITS: Limits = Limits {
+        max_connections: 1,
+        header_read_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(75),
+        protocols: Protocols::Http1,
+    };
+
+    fn timeout(a: &Activity) -> Option<(Duration, Timeout)> {
+        a.deadline(LIMITS)
+            .map(|(at, t)| (at.saturating_duration_since(Instant::now()), t))
+    }
+
+    #[test]
+    fn each_phase_has_its_timeout() {
+        let a = Activity::new(false);
+        let (left, t) = timeout(&a).unwrap();
+        assert_eq!(t, Timeout::HeaderRead, "a new connection reads a head");
+        assert!(left <= LIMITS.header_read_timeout);
+
+        a.request(true);
+        assert_eq!(
+            timeout(&a).unwrap().1,
+            Timeout::Idle,
+            "waiting for the body"
+        );
+        a.body_progress();
+        a.body_done();
+        assert_eq!(timeout(&a), None, "the handler is at work");
+
+        a.answered();
+        let (left, t) = timeout(&a).unwrap();
+        assert_eq!(t, Timeout::Idle, "between requests");
+        assert!(left > LIMITS.header_read_timeout);
+
+        a.read();
+        assert_eq!(
+            timeout(&a).unwrap().1,
+            Timeout::HeaderRead,
+            "the next head began"
+        );
+        a.request(false);
+        assert_eq!(timeout(&a), None, "no body to wait for");
     }
 }

@@ -1,7 +1,10 @@
 //! What a request must pass before its body is taken: its credentials (`authentication:
 //! http_basic`: 401 with `WWW-Authenticate` without the right ones) and its encoding
 //! (`compression: gzip`: the body is inflated here, and `max_request_length` applies to what
-//! comes out, so a small body that inflates to gigabytes gets 413, never the memory).
+//! comes out, so a small body that inflates to gigabytes gets 413, never the memory), and its
+//! length ([`too_long`]: 413 before the body is read, when `Content-Length` is over
+//! `max_request_length`). Also the `GET /health` answer ([`health`]), behind the same
+//! credentials unless `unauthenticated_health_check`.
 
 use std::io::Read as _;
 
@@ -136,6 +139,42 @@ fn inflate(body: &[u8], max: u64) -> Result<Bytes, Response> {
             .into_response()),
         Ok(_) => Ok(Bytes::from(out)),
     }
+}
+
+/// `GET /health` of a source with `health_check_service`: 200 `{"healthy":true}` while it
+/// runs; with `guard`'s credentials unless `open` (`unauthenticated_health_check`).
+pub fn health(guard: &Guard, open: bool, headers: &HeaderMap) -> Response {
+    if !open && let Err(refused) = guard.authenticate(headers) {
+        return refused;
+    }
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        "{\"healthy\":true}\n",
+    )
+        .into_response()
+}
+
+/// The answer to a request whose `Content-Length` is over `max` bytes (the `source`'s
+/// `max_request_length`), given before its body is read so the client is not kept sending it.
+pub fn too_long(headers: &HeaderMap, max: u64, source: &str) -> Option<Response> {
+    let length: u64 = headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()?;
+    (length > max).then(|| {
+        let message = format!(
+            "the body is {length} bytes (Content-Length), over the {source} source's \
+             `max_request_length` of {max} bytes\n"
+        );
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            message,
+        )
+            .into_response()
+    })
 }
 
 #[cfg(test)]

@@ -32,8 +32,8 @@ use sluice_config::http::Compression;
 use sluice_config::otlp::{OtlpSettings, Signal};
 
 use super::intake::{Backoff, Intake};
-use super::listener::{self, Guard, Limits, Protocols};
-use super::{SourceContext, SourceError};
+use super::listener::{self, Guard, Protocols};
+use super::{Build, Source, SourceContext, SourceError};
 
 /// What every request of one OTLP source shares.
 struct OtlpState {
@@ -72,18 +72,19 @@ impl OtlpState {
     }
 }
 
+impl Build for OtlpSettings {
+    async fn build(self, cx: SourceContext) -> Result<Box<dyn Source>, SourceError> {
+        Ok(Box::new(bind(&self, cx).await?))
+    }
+}
+
 /// Binds an OTLP source's port (so a port in use fails the start, before any pipeline runs).
 pub async fn bind(
     settings: &OtlpSettings,
     cx: SourceContext,
 ) -> Result<listener::Server, SourceError> {
-    let listener = listener::bind(settings.port).await?;
-    let tls = settings
-        .tls
-        .as_ref()
-        .map(|tls| listener::tls_acceptor(tls, Protocols::Http1And2))
-        .transpose()
-        .map_err(SourceError::Tls)?;
+    let listener = &settings.listener;
+    let bound = listener::bind(listener, Protocols::Http1And2).await?;
     let state = Arc::new(OtlpState {
         source: settings.source,
         intake: Intake::new(
@@ -92,35 +93,24 @@ pub async fn bind(
             cx.counters,
             // As Data Prepper: the buffer gets 80% of the request's time, so the client
             // hears why before its own deadline.
-            settings.request_timeout.mul_f64(0.8),
-            settings.max_pending_requests,
+            listener.request_timeout.mul_f64(0.8),
+            listener.max_pending_requests,
             Backoff::new(settings.retry_info.min_delay, settings.retry_info.max_delay),
         ),
-        guard: Guard::new(settings.authentication.as_ref(), settings.compression)?,
-        compression: settings.compression,
-        max_length: settings.max_request_length.bytes(),
+        guard: Guard::new(listener.authentication.as_ref(), listener.compression)?,
+        compression: listener.compression,
+        max_length: listener.max_request_length.bytes(),
     });
     tracing::info!(
         pipeline = %cx.pipeline,
         source = settings.source,
-        port = settings.port,
-        tls = tls.is_some(),
+        port = listener.port,
+        tls = bound.tls(),
         grpc = ?settings.grpc,
         http = ?settings.http,
         "OTLP source listening"
     );
-    Ok(listener::Server {
-        listener,
-        router: router(settings, state),
-        limits: Limits {
-            max_connections: settings.max_connection_count,
-            header_read_timeout: settings.header_read_timeout,
-            idle_timeout: settings.idle_timeout,
-            protocols: Protocols::Http1And2,
-        },
-        tls,
-        pipeline: cx.pipeline,
-    })
+    Ok(bound.serve(router(settings, state), cx.pipeline))
 }
 
 /// gRPC calls are told from OTLP/HTTP by their content type (`application/grpc`,
@@ -162,8 +152,8 @@ fn router(settings: &OtlpSettings, state: Arc<OtlpState>) -> Router<()> {
             ),
         );
     }
-    if settings.health_check_service {
-        let open = settings.unauthenticated_health_check;
+    if settings.listener.health_check_service {
+        let open = settings.listener.unauthenticated_health_check;
         router = router
             .route(
                 "/grpc.health.v1.Health/Check",
@@ -182,7 +172,7 @@ fn router(settings: &OtlpSettings, state: Arc<OtlpState>) -> Router<()> {
                 ),
             );
     }
-    let limit = usize::try_from(settings.max_request_length.bytes()).unwrap_or(usize::MAX);
+    let limit = usize::try_from(settings.listener.max_request_length.bytes()).unwrap_or(usize::MAX);
     router.layer(DefaultBodyLimit::max(limit)).with_state(state)
 }
 
