@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::mocking::MockCluster;
+use rdkafka::producer::DefaultProducerContext;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use sluice_buffer::{Batch, Buffer, BufferReader, Record};
 use sluice_kafka::{KafkaBuffer, KafkaBufferConfig};
@@ -105,8 +106,15 @@ async fn close(buffer: &KafkaBuffer, mut reader: Box<dyn BufferReader>) {
     buffer.join().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_back() {
+/// A mock cluster with the test topic, a buffer connected to it, and `n` records written
+/// through the buffer. The cluster lives as long as the value returned.
+async fn written(
+    n: usize,
+) -> (
+    MockCluster<'static, DefaultProducerContext>,
+    String,
+    KafkaBuffer,
+) {
     let cluster = MockCluster::new(1).unwrap();
     cluster.create_topic(TOPIC, 1, 1).unwrap();
     let bootstrap = cluster.bootstrap_servers();
@@ -115,9 +123,15 @@ async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_
         .unwrap();
     buffer
         .writer()
-        .write((0..10).map(record).collect(), Duration::from_secs(10))
+        .write((0..n).map(record).collect(), Duration::from_secs(10))
         .await
         .expect("the mock cluster acknowledges the write");
+    (cluster, bootstrap, buffer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_back() {
+    let (_cluster, bootstrap, buffer) = written(10).await;
     let mut reader = buffer.reader();
 
     // Read everything; hold back the first batch, acknowledge the rest.
@@ -161,17 +175,7 @@ async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_drains_what_was_read_then_commits_it() {
-    let cluster = MockCluster::new(1).unwrap();
-    cluster.create_topic(TOPIC, 1, 1).unwrap();
-    let bootstrap = cluster.bootstrap_servers();
-    let buffer = KafkaBuffer::connect(config(bootstrap.clone()))
-        .await
-        .unwrap();
-    buffer
-        .writer()
-        .write((0..5).map(record).collect(), Duration::from_secs(10))
-        .await
-        .unwrap();
+    let (_cluster, bootstrap, buffer) = written(5).await;
     let mut reader = buffer.reader();
     let batch = next(&mut reader).await.expect("a batch");
     let mut n = batch.records.len();
