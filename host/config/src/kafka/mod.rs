@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::units::{self, ByteSize};
 
 pub use properties::{KafkaClient, owned_property};
-pub(crate) use validate::{check_authentication, check_kafka, check_servers};
+pub(crate) use validate::{check_authentication, check_servers};
 
 /// The `kafka` buffer, in Data Prepper's shape:
 /// ```yaml

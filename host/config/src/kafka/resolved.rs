@@ -312,7 +312,7 @@ mod tests {
         );
         let config = parse("p.yaml", &text, Context::default()).unwrap();
         match config.pipelines.into_iter().next().unwrap().buffer {
-            Buffer::Kafka(k) => k,
+            Buffer::Builtin(crate::Tier::Kafka(k)) => k,
             _ => panic!("not a kafka buffer"),
         }
     }

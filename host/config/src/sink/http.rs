@@ -163,7 +163,13 @@ const fn default_request_timeout() -> Duration {
     Duration::from_secs(60)
 }
 
-pub(crate) fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
+impl super::SinkConfig for HttpSink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check(self, path, errors);
+    }
+}
+
+fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
     super::check_url(&h.url, path, "url", errors);
     let t = &h.threshold;
     for (key, bad) in [

@@ -137,7 +137,13 @@ impl KafkaSink {
     }
 }
 
-pub(crate) fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
+impl super::SinkConfig for KafkaSink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check(self, path, errors);
+    }
+}
+
+fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
     check_servers(&k.bootstrap_servers, path, errors);
     check_authentication(k.authentication.as_ref(), path, errors);
     if k.topic.name.trim().is_empty() {

@@ -123,7 +123,13 @@ const fn default_request_timeout() -> Duration {
 /// The date patterns `path_prefix` may hold.
 pub const DATE_PATTERNS: [&str; 6] = ["yyyy", "MM", "dd", "HH", "mm", "ss"];
 
-pub(crate) fn check(s: &S3Sink, path: &str, errors: &mut Errors) {
+impl super::SinkConfig for S3Sink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check(self, path, errors);
+    }
+}
+
+fn check(s: &S3Sink, path: &str, errors: &mut Errors) {
     if s.bucket.trim().is_empty() {
         errors.at(
             &join(path, "bucket"),

@@ -9,6 +9,16 @@ use sluice_kafka::{CreateTopic, Encryption, KafkaBuffer, KafkaBufferConfig, Sasl
 
 use super::BufferError;
 
+impl super::BuildBuffer for sluice_config::KafkaBuffer {
+    async fn build(
+        &self,
+        p: &sluice_config::Pipeline,
+        data_dir: &std::path::Path,
+    ) -> Result<Arc<dyn sluice_buffer::Buffer>, BufferError> {
+        Ok(Arc::new(connect(p, self, data_dir).await?))
+    }
+}
+
 /// Connects the buffer `k` of pipeline `p`: resolves its settings (secrets, key) once, builds
 /// the encryption key source, then connects (and creates the topic when asked).
 pub async fn connect(

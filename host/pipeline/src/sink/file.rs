@@ -3,6 +3,7 @@
 //! file's storage (see [`super::dlq`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
@@ -32,6 +33,12 @@ impl FileSink {
             }),
             Err(source) => Err(SinkError { sink: name, source }),
         }
+    }
+}
+
+impl super::BuildOutput for sluice_config::FileSink {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(FileSink::open(&self.path).await?))
     }
 }
 

@@ -3,6 +3,8 @@
 //! 429 or 5xx is retried; any other answer dead-letters the events with the status and the
 //! start of the body.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use sluice_config::sink::http::{HttpMethod, HttpSink as Config};
 use sluice_config::sink::{Codec, Compression};
@@ -84,6 +86,12 @@ impl HttpSink {
             max_retries: config.max_retries,
             max_backoff: config.http_retry_interval,
         })
+    }
+}
+
+impl super::BuildOutput for Config {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(HttpSink::new(self)?))
     }
 }
 

@@ -3,6 +3,8 @@
 //! (acks=all, idempotent producer); records Kafka refuses for good (too large, invalid) go to
 //! the dead-letter file, the rest of a failed send is sent again.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use sluice_config::sink::kafka::KafkaSink as Config;
 use sluice_config::sink::template::Template;
@@ -56,6 +58,12 @@ impl KafkaSink {
         let template = self.key.as_ref()?;
         let value = serde_json::from_slice::<serde_json::Value>(event).ok()?;
         Some(template.render(&value).into_bytes())
+    }
+}
+
+impl super::BuildOutput for Config {
+    async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(KafkaSink::connect(pipeline, self).await?))
     }
 }
 

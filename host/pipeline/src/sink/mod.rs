@@ -7,7 +7,8 @@
 //!
 //! # Layout
 //! - this file: the [`Output`] trait and its [`SendError`], [`Sink`] (what the workers call),
-//!   and [`build`], the one place that maps a configured sink to its output.
+//!   and [`build`], made from `sluice_config`'s sink list: each config type's `BuildOutput`
+//!   (in its runtime file) makes its output.
 //! - `receipt`: a batch's acknowledgement shared by its sinks.
 //! - `deliver`: sending with retries; what goes to the dead-letter file.
 //! - `staged`: the task that collects events up to a threshold for outputs that want
@@ -177,19 +178,28 @@ pub fn events(lines: Vec<u8>) -> Vec<Bytes> {
     out
 }
 
-/// The output a pipeline's `sink:` entry configures.
-pub async fn build(
-    pipeline: &str,
-    config: &sluice_config::Sink,
-) -> Result<Arc<dyn Output>, SinkError> {
-    Ok(match config {
-        sluice_config::Sink::Stdout(_) => Arc::new(stdout::StdoutSink::default()),
-        sluice_config::Sink::File(f) => Arc::new(file::FileSink::open(&f.path).await?),
-        sluice_config::Sink::Kafka(k) => Arc::new(kafka::KafkaSink::connect(pipeline, k).await?),
-        sluice_config::Sink::S3(s) => Arc::new(s3::S3Sink::connect(s).await?),
-        sluice_config::Sink::Http(h) => Arc::new(http::HttpSink::new(h)?),
-    })
+/// How a sink's config type becomes its output; each type of `sluice_config`'s sink list
+/// implements it in its runtime file.
+pub(crate) trait BuildOutput {
+    /// Connects (or opens) the output of pipeline `pipeline`.
+    async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError>;
 }
+
+macro_rules! build_sink {
+    ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
+        /// The output a pipeline's `sink:` entry configures: one arm per line of the sink
+        /// list, each its config type's [`BuildOutput`].
+        pub async fn build(
+            pipeline: &str,
+            config: &sluice_config::Sink,
+        ) -> Result<Arc<dyn Output>, SinkError> {
+            match config {
+                $( sluice_config::Sink::$variant(config) => config.build(pipeline).await, )*
+            }
+        }
+    };
+}
+sluice_config::for_each_sink!(build_sink);
 
 #[cfg(test)]
 mod tests;

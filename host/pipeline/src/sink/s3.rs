@@ -3,6 +3,7 @@
 //! whole (multipart when large) before its batches are acknowledged; a failed upload is sent
 //! again as a new object, so an object is never half there.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -102,6 +103,12 @@ fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
         r as u64 & 0xffff_ffff_ffff
     );
     format!("{prefix}events-{time}-{nanos}-{uuid}.{extension}")
+}
+
+impl super::BuildOutput for Config {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(S3Sink::connect(self).await?))
+    }
 }
 
 #[async_trait::async_trait]
