@@ -36,14 +36,12 @@ pub use buffer::{BoundedBlocking, Buffer, PluginBuffer, Tier};
 pub use error::{ConfigError, ConfigErrors};
 pub use kafka::{
     AutoOffsetReset, BufferEncryption, Credentials, InTransit, KafkaAuthentication, KafkaBuffer,
-    KafkaSasl, KafkaTopic, KmsEncryption, Secret, TransitType, resolve_secret,
+    KafkaSasl, KafkaTopic, KmsEncryption, Secret, SecretError, TransitType, resolve_secret,
 };
 pub use limits::PluginLimits;
 pub use parse::{Context, parse};
 pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
 pub use processor::{BuiltinProcessor, PluginProcessor, Processor};
-pub use sink::{
-    Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink, Threshold,
-};
+pub use sink::{Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink};
 pub use source::{DeserializerConfig, FileSource, HttpSource, Source, SourceKind};
 pub use units::ByteSize;

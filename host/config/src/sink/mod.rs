@@ -3,22 +3,24 @@
 //! # Layout
 //! - this file: the list of sinks ([`for_each_sink!`](crate::for_each_sink)) and the
 //!   [`Sink`] it makes, the local sinks (`stdout`, `file`), and what the remote sinks share:
-//!   [`Codec`], [`Compression`], [`Threshold`].
-//! - [`kafka`], [`s3`], [`http`]: one module per remote sink.
+//!   [`Codec`], [`Compression`].
+//! - [`kafka`], [`s3`], [`http`]: one module per remote sink, each with its `resolve`.
+//! - [`resolved`]: the sinks as they run, what the pipeline crate reads; the s3 and http
+//!   sinks share its [`resolved::Batching`].
+//! - [`template`]: the kafka sink's `partition_key`.
 
 pub mod http;
 pub mod kafka;
+pub mod resolved;
 pub mod s3;
 pub mod template;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::error::Errors;
 use crate::location::join;
-use crate::units::{self, ByteSize};
 
 /// The sinks, one line each: `Variant(config type) = "name in the file"`, its doc the user
 /// doc. This one list makes [`Sink`] (its variants, names and rules, here) and the pipeline
@@ -122,7 +124,7 @@ impl CodecConfig {
         }
     }
 
-    fn check(&self, path: &str, errors: &mut Errors) {
+    pub(crate) fn check(&self, path: &str, errors: &mut Errors) {
         let path = join(path, "codec");
         if self.ndjson.is_some() == self.json.is_some() {
             errors.at(
@@ -169,48 +171,6 @@ pub enum Compression {
     #[default]
     None,
     Gzip,
-}
-
-/// `threshold` of the s3 sink: when collected events become an object. Whichever is reached
-/// first.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Threshold {
-    /// Send once this many events are collected; an object holds at most this many. Default
-    /// `0`: no count limit.
-    #[serde(default)]
-    pub event_count: usize,
-    /// Send once the collected events take this much (before compression); an object is at
-    /// most this large unless one event alone is larger. Default `50mb`.
-    #[serde(default = "default_maximum_size")]
-    pub maximum_size: ByteSize,
-    /// Send once the oldest collected event has waited this long (1s to 1h). Required.
-    #[serde(deserialize_with = "units::duration")]
-    pub event_collect_timeout: Duration,
-}
-
-fn default_maximum_size() -> ByteSize {
-    ByteSize::mib(50)
-}
-
-impl Threshold {
-    fn check(&self, path: &str, errors: &mut Errors) {
-        let path = join(path, "threshold");
-        if self.maximum_size.bytes() == 0 {
-            errors.at(
-                &join(&path, "maximum_size"),
-                format!("`{path}.maximum_size` must be more than zero, e.g. `50mb`"),
-            );
-        }
-        if self.event_collect_timeout < Duration::from_secs(1)
-            || self.event_collect_timeout > Duration::from_secs(3600)
-        {
-            errors.at(
-                &join(&path, "event_collect_timeout"),
-                format!("`{path}.event_collect_timeout` must be from `1s` to `1h`, e.g. `15s`"),
-            );
-        }
-    }
 }
 
 /// Checks `url`-like endpoint text at `path`.

@@ -24,10 +24,16 @@ pub enum BufferError {
     Kafka(#[from] sluice_kafka::KafkaBufferError),
     /// A secret or key could not be resolved (SASL password, encryption key).
     #[error("kafka buffer: {0}")]
-    KafkaSecurity(String),
-    /// The buffer policy plugin is missing, cannot start, or refused its options.
+    KafkaSettings(#[from] sluice_config::kafka::resolved::KafkaResolveError),
+    /// The static encryption key was refused.
+    #[error("kafka buffer: {0}")]
+    KafkaKey(#[from] sluice_crypt::CryptError),
+    /// The buffer policy plugin is not in the plugin folder.
+    #[error("buffer policy: no plugin `{0}` in the plugin folder")]
+    MissingPolicy(String),
+    /// The buffer policy plugin cannot start, or refused its options.
     #[error("buffer policy: {0}")]
-    Policy(String),
+    Policy(#[from] sluice_plugin::PluginError),
 }
 
 /// The buffer a pipeline's `buffer:` configures. `data_dir` makes the Kafka buffer's default

@@ -33,17 +33,16 @@ pub async fn build(
     for tier in &b.tiers {
         tiers.push(super::build_builtin(p, tier, data_dir).await?);
     }
-    let mut updates = plugins.subscribe(&b.name).ok_or_else(|| {
-        BufferError::Policy(format!("no plugin `{}` in the plugin folder", b.name))
-    })?;
+    let mut updates = plugins
+        .subscribe(&b.name)
+        .ok_or_else(|| BufferError::MissingPolicy(b.name.clone()))?;
     let plugin = updates.borrow_and_update().clone();
     let (options, limits) = (b.option_pairs(), crate::run::limits(&b.limits));
     let (o, l) = (options.clone(), limits);
     // Instantiating runs guest code: off the reactor.
     let current = tokio::task::spawn_blocking(move || BufferPolicy::new(plugin, o, l))
         .await
-        .expect("building a buffer policy does not panic")
-        .map_err(|e| BufferError::Policy(e.to_string()))?;
+        .expect("building a buffer policy does not panic")?;
     let policy = Reloading {
         pipeline: p.name.clone(),
         updates,

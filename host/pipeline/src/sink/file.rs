@@ -31,7 +31,7 @@ impl FileSink {
                 path: path.to_owned(),
                 file: Mutex::new(Some(file)),
             }),
-            Err(source) => Err(SinkError { sink: name, source }),
+            Err(source) => Err(SinkError::new(&name, source)),
         }
     }
 }
@@ -81,10 +81,7 @@ impl FileSink {
             // retry writes the whole batch.
             *slot = None;
         }
-        result.map_err(|source| SinkError {
-            sink: self.name.clone(),
-            source,
-        })
+        result.map_err(|source| SinkError::new(&self.name, source))
     }
 }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sluice_config::sink::kafka::KafkaSink as Config;
+use sluice_config::sink::kafka::{KafkaSink as Config, KafkaSinkSettings};
 use sluice_config::sink::template::Template;
 use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer};
 
@@ -20,27 +20,19 @@ pub struct KafkaSink {
 
 impl KafkaSink {
     /// Connects to the brokers (failing if none answers within `produce_timeout`).
-    pub async fn connect(pipeline: &str, config: &Config) -> Result<Self, SinkError> {
-        let name = format!("kafka:{}", config.topic.name);
-        let settings = config.resolve().map_err(|e| SinkError::new(&name, e))?;
-        let key = config
-            .partition_key
-            .as_deref()
-            .map(Template::parse)
-            .transpose()
-            .map_err(|e| SinkError::new(&name, e))?;
+    pub async fn connect(pipeline: &str, settings: KafkaSinkSettings) -> Result<Self, SinkError> {
+        let name = format!("kafka:{}", settings.topic);
         let producer = KafkaSinkProducer::connect(KafkaSinkConfig {
-            bootstrap_servers: config.bootstrap_servers.clone(),
-            topic: config.topic.name.clone(),
+            bootstrap_servers: settings.bootstrap_servers,
+            topic: settings.topic,
             sasl: settings.sasl.map(crate::buffer::kafka::sasl),
             tls: settings.tls.map(crate::buffer::kafka::tls),
-            producer_properties: config.producer_properties.clone(),
-            produce_timeout: config.produce_timeout,
-            max_request_size: usize::try_from(config.max_request_size.bytes())
-                .unwrap_or(usize::MAX),
-            create_topic: config.topic.create_topic.then_some(CreateTopic {
-                partitions: config.topic.number_of_partitions,
-                replication_factor: config.topic.replication_factor,
+            producer_properties: settings.producer_properties,
+            produce_timeout: settings.produce_timeout,
+            max_request_size: settings.max_request_size,
+            create_topic: settings.create_topic.map(|c| CreateTopic {
+                partitions: c.partitions,
+                replication_factor: c.replication_factor,
             }),
             pipeline: pipeline.to_owned(),
         })
@@ -49,7 +41,7 @@ impl KafkaSink {
         Ok(Self {
             name,
             producer,
-            key,
+            key: settings.partition_key,
         })
     }
 
@@ -63,7 +55,9 @@ impl KafkaSink {
 
 impl super::BuildOutput for Config {
     async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
-        Ok(Arc::new(KafkaSink::connect(pipeline, self).await?))
+        let name = format!("kafka:{}", self.topic.name);
+        let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
+        Ok(Arc::new(KafkaSink::connect(pipeline, settings).await?))
     }
 }
 
