@@ -114,7 +114,7 @@ fn defaults_follow_data_prepper() {
         ),
         (10, 75)
     );
-    let sluice_config::Buffer::BoundedBlocking(b) = &p.buffer else {
+    let sluice_config::Buffer::Builtin(sluice_config::Tier::BoundedBlocking(b)) = &p.buffer else {
         panic!("the default buffer is bounded_blocking")
     };
     assert_eq!((b.buffer_size, b.batch_size), (12_800, 200));
@@ -126,7 +126,7 @@ fn data_prepper_kafka_block_parses_with_its_defaults() {
     let config =
         check(&root().join("tests/fixtures/config/valid/data-prepper-kafka.yaml")).unwrap();
     let p = &config.pipelines[0];
-    let sluice_config::Buffer::Kafka(k) = &p.buffer else {
+    let sluice_config::Buffer::Builtin(sluice_config::Tier::Kafka(k)) = &p.buffer else {
         panic!("expected the kafka buffer, got {:?}", p.buffer)
     };
     assert_eq!(k.bootstrap_servers, ["127.0.0.1:9092"]);

@@ -1,59 +1,78 @@
-//! The `buffer` of a pipeline: which one (`bounded_blocking`, `kafka`, or a buffer policy
-//! component over those as its tiers) and the in-memory buffer's shape and rules. The kafka
-//! buffer's are in [`crate::kafka`].
+//! The `buffer` of a pipeline: the list of built-in buffers
+//! ([`for_each_buffer!`](crate::for_each_buffer)) and the [`Tier`] it makes, [`Buffer`] (a
+//! built-in, or a buffer policy component over built-ins as its tiers), and the in-memory
+//! buffer's shape and rules. The kafka buffer's are in [`crate::kafka`].
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, EnumAccess, VariantAccess, Visitor};
+use serde::de::Deserializer;
 
+use crate::component::WithPlugins;
 use crate::error::Errors;
-use crate::kafka::KafkaBuffer;
 use crate::limits::{PluginLimits, take_limits};
 use crate::location::join;
 use crate::source::option_text;
 
-/// A buffer: one key naming it. `bounded_blocking` and `kafka` are built in; any other name is
-/// a buffer policy component (`NAME.wasm` of the `buffer-plugin` world) over the tiers its block
-/// lists.
+/// The built-in buffers, one line each: `Variant(config type) = "name in the file"`, its doc
+/// the user doc. This one list makes [`Tier`] (a built-in buffer, as a pipeline's buffer or as
+/// one tier of a buffer policy) and the pipeline crate's builder; adding a buffer is its config
+/// file, its runtime file and a line here.
+#[macro_export]
+macro_rules! for_each_buffer {
+    ($m:ident) => {
+        $m! {
+            /// In memory: a bounded queue of raw records. Fast; lost if the process dies.
+            BoundedBlocking($crate::buffer::BoundedBlocking) = "bounded_blocking",
+            /// A Kafka topic: accepted records survive a crash of sluice; offsets are committed
+            /// only after the sinks took the events.
+            Kafka($crate::kafka::KafkaBuffer) = "kafka",
+        }
+    };
+}
+
+macro_rules! tier_enum {
+    ($($list:tt)*) => {
+        crate::component::kind_enum! {
+            /// A built-in buffer (see [`for_each_buffer!`](crate::for_each_buffer)): a
+            /// pipeline's buffer, or one tier of a buffer policy, with the same keys and rules.
+            #[expect(
+                clippy::large_enum_variant,
+                reason = "a few per pipeline, parsed once at start"
+            )]
+            pub enum Tier: dyn BufferConfig;
+            $($list)*
+        }
+    };
+}
+crate::for_each_buffer!(tier_enum);
+
+/// What a built-in buffer's config tells the rest of the config; each config type of the list
+/// implements it.
+pub(crate) trait BufferConfig {
+    /// Checks the buffer's rules; `path` is its key path (`<pipeline>.buffer.<name>`, or a
+    /// tier's `<pipeline>.buffer.<policy>.tiers[i].<name>`).
+    fn check(&self, path: &str, errors: &mut Errors);
+    /// The start of its metric names.
+    fn metric_prefix(&self) -> String;
+    /// Whether a source that pulls its data (the `file` source) can write to it.
+    fn takes_pull_sources(&self) -> bool {
+        true
+    }
+}
+
+/// A buffer: one key naming it. The built-ins are [`Tier`]'s; any other name is a buffer
+/// policy component (`NAME.wasm` of the `buffer-plugin` world) over the tiers its block lists.
 #[derive(Debug, Clone)]
 #[expect(
     clippy::large_enum_variant,
     reason = "one value per pipeline, parsed once at start: boxing saves nothing that matters"
 )]
 pub enum Buffer {
-    /// An in-memory bounded queue of raw records. Fast; lost if the process dies.
-    BoundedBlocking(BoundedBlocking),
-    /// A Kafka topic: accepted records survive a crash of sluice; offsets are committed only
-    /// after the sinks took the events.
-    Kafka(KafkaBuffer),
+    /// A built-in buffer.
+    Builtin(Tier),
     /// A buffer policy component deciding over built-in buffers (its tiers).
     Plugin(PluginBuffer),
-}
-
-/// One tier of a plugin buffer: a built-in buffer's block, with the same keys and rules.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a few per pipeline, parsed once at start"
-)]
-pub enum Tier {
-    /// In memory: not durable. Used only because the YAML lists it.
-    BoundedBlocking(BoundedBlocking),
-    /// A Kafka topic.
-    Kafka(KafkaBuffer),
-}
-
-impl Tier {
-    /// The tier's name, as written in the file.
-    pub fn plugin_name(&self) -> &'static str {
-        match self {
-            Tier::BoundedBlocking(_) => "bounded_blocking",
-            Tier::Kafka(_) => "kafka",
-        }
-    }
 }
 
 /// `buffer: { NAME: { tiers: [...], max_memory, timeout, recycle_after, options... } }`.
@@ -110,44 +129,63 @@ impl PluginBuffer {
 /// One `tiers` item: a one-key map, read like a `buffer:` block.
 fn tier(item: serde_yaml::Value) -> Result<Tier, String> {
     let serde_yaml::Value::Mapping(map) = item else {
-        return Err("a tier is `kafka: {...}` or `bounded_blocking: {...}`".to_owned());
+        return Err(format!("a tier is {}", tier_examples()));
     };
     if map.len() != 1 {
-        return Err(
-            "a tier names one buffer: `kafka: {...}` or `bounded_blocking: {...}`".to_owned(),
-        );
+        return Err(format!("a tier names one buffer: {}", tier_examples()));
     }
     let (name, settings) = map.into_iter().next().expect("one entry");
     let name = name.as_str().unwrap_or_default().to_owned();
     serde_yaml::from_value(crate::parse::tagged(&name, settings)).map_err(|e| e.to_string())
 }
 
+/// `kafka: {...}` or `bounded_blocking: {...}`: every built-in, last first.
+fn tier_examples() -> String {
+    let examples: Vec<String> = Tier::NAMES
+        .iter()
+        .rev()
+        .map(|name| format!("`{name}: {{...}}`"))
+        .collect();
+    or_list(&examples)
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    joined(items, "or")
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    joined(items, "and")
+}
+
+fn joined(items: &[String], word: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first @ .., last] => format!("{} {word} {last}", first.join(", ")),
+    }
+}
+
 /// Read from the parser's tagged form (`!kafka {...}`): a built-in's own shape, or a plugin's
 /// block.
 impl<'de> Deserialize<'de> for Buffer {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Named;
-        impl<'de> Visitor<'de> for Named {
-            type Value = Buffer;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a buffer: `bounded_blocking`, `kafka` or a buffer plugin's name")
-            }
-            fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Buffer, A::Error> {
-                let (name, variant): (String, _) = data.variant()?;
-                match name.as_str() {
-                    "bounded_blocking" => variant.newtype_variant().map(Buffer::BoundedBlocking),
-                    "kafka" => variant.newtype_variant().map(Buffer::Kafka),
-                    _ => {
-                        let block: Option<BTreeMap<String, serde_yaml::Value>> =
-                            variant.newtype_variant()?;
-                        PluginBuffer::from_block(name, block.unwrap_or_default())
-                            .map(Buffer::Plugin)
-                            .map_err(serde::de::Error::custom)
-                    }
-                }
-            }
-        }
-        deserializer.deserialize_enum("buffer", &[], Named)
+        crate::component::deserialize_with_plugins(deserializer, "buffer")
+    }
+}
+
+impl WithPlugins for Buffer {
+    type Builtin = Tier;
+    fn expecting() -> String {
+        let names: Vec<String> = Tier::NAMES.iter().map(|n| format!("`{n}`")).collect();
+        format!("a buffer: {} or a buffer plugin's name", names.join(", "))
+    }
+    fn builtin(tier: Tier) -> Self {
+        Buffer::Builtin(tier)
+    }
+    fn plugin(name: String, block: BTreeMap<String, serde_yaml::Value>) -> Result<Self, String> {
+        PluginBuffer::from_block(name, block).map(Buffer::Plugin)
     }
 }
 
@@ -158,11 +196,10 @@ impl Buffer {
     /// policy's own counts are `sluice_buffer_*`).
     pub fn metric_prefix(&self) -> String {
         match self {
-            Buffer::Kafka(k) => k.metric_prefix(),
-            Buffer::BoundedBlocking(_) => "bounded_blocking".to_owned(),
+            Buffer::Builtin(tier) => tier.config().metric_prefix(),
             Buffer::Plugin(p) => match p.tiers.first() {
-                Some(Tier::Kafka(k)) => k.metric_prefix(),
-                Some(Tier::BoundedBlocking(_)) | None => "bounded_blocking".to_owned(),
+                Some(tier) => tier.config().metric_prefix(),
+                None => BoundedBlocking::default().metric_prefix(),
             },
         }
     }
@@ -170,16 +207,32 @@ impl Buffer {
     /// The buffer's name, as written in the file.
     pub fn plugin_name(&self) -> &str {
         match self {
-            Buffer::BoundedBlocking(_) => "bounded_blocking",
-            Buffer::Kafka(_) => "kafka",
+            Buffer::Builtin(tier) => tier.plugin_name(),
             Buffer::Plugin(p) => &p.name,
+        }
+    }
+
+    /// The built-in buffers it writes to, each with its key path; `path` is the buffer's
+    /// (`<pipeline>.buffer`).
+    pub(crate) fn tiers(&self, path: &str) -> Vec<(String, &Tier)> {
+        match self {
+            Buffer::Builtin(tier) => vec![(join(path, tier.plugin_name()), tier)],
+            Buffer::Plugin(plugin) => plugin
+                .tiers
+                .iter()
+                .enumerate()
+                .map(|(i, tier)| {
+                    let tiers = join(path, &format!("{}.tiers", plugin.name));
+                    (format!("{tiers}[{i}].{}", tier.plugin_name()), tier)
+                })
+                .collect(),
         }
     }
 }
 
 impl Default for Buffer {
     fn default() -> Self {
-        Buffer::BoundedBlocking(BoundedBlocking::default())
+        Buffer::Builtin(Tier::BoundedBlocking(BoundedBlocking::default()))
     }
 }
 
@@ -214,8 +267,17 @@ impl Default for BoundedBlocking {
     }
 }
 
+impl BufferConfig for BoundedBlocking {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check_bounded_blocking(self, path, errors);
+    }
+    fn metric_prefix(&self) -> String {
+        "bounded_blocking".to_owned()
+    }
+}
+
 /// The in-memory buffer's rules; `path` is its key path (`<pipeline>.buffer.bounded_blocking`).
-pub(crate) fn check_bounded_blocking(b: &BoundedBlocking, path: &str, errors: &mut Errors) {
+fn check_bounded_blocking(b: &BoundedBlocking, path: &str, errors: &mut Errors) {
     if b.buffer_size == 0 {
         errors.at(
             &join(path, "buffer_size"),
@@ -263,12 +325,19 @@ pub(crate) fn check_buffer_plugin(
         }
         return;
     }
-    let names = ["bounded_blocking", "kafka"]
-        .into_iter()
+    let names = Tier::NAMES
+        .iter()
+        .copied()
         .chain(known.iter().map(String::as_str));
     let hint = match crate::error::closest(&p.name, names) {
         Some(best) => format!(", did you mean `{best}`?"),
-        None => " (the built-in buffers are `bounded_blocking` and `kafka`; any other name is a buffer plugin from the plugin folder)".to_owned(),
+        None => {
+            let builtins: Vec<String> = Tier::NAMES.iter().map(|n| format!("`{n}`")).collect();
+            format!(
+                " (the built-in buffers are {}; any other name is a buffer plugin from the plugin folder)",
+                and_list(&builtins)
+            )
+        }
     };
     errors.at(
         &at,

@@ -1,6 +1,8 @@
 //! Pipeline configuration: the YAML file a user writes, parsed strictly and validated.
 //!
 //! # Layout
+//! - `component`: how each kind's one list (`for_each_sink!`, `for_each_buffer!`,
+//!   `for_each_processor!`) becomes its enum, names and rules.
 //! - [`mod@parse`]: text → [`Config`] (YAML, then each component through serde, strictly),
 //!   collecting every error; then `validate`.
 //! - `explain`: serde's messages reworded to name the key path and suggest the fix.
@@ -18,6 +20,7 @@
 //! - [`units`]: durations (`250ms`) and sizes (`10mb`).
 
 pub mod buffer;
+mod component;
 pub mod error;
 mod explain;
 pub mod http;
@@ -38,16 +41,14 @@ pub use buffer::{BoundedBlocking, Buffer, PluginBuffer, Tier};
 pub use error::{ConfigError, ConfigErrors};
 pub use kafka::{
     AutoOffsetReset, BufferEncryption, Credentials, InTransit, KafkaAuthentication, KafkaBuffer,
-    KafkaSasl, KafkaTopic, KmsEncryption, Secret, TransitType, resolve_secret,
+    KafkaSasl, KafkaTopic, KmsEncryption, Secret, SecretError, TransitType, resolve_secret,
 };
 pub use limits::PluginLimits;
 pub use listener::ListenerSettings;
 pub use parse::{Context, parse};
 pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
-pub use processor::Processor;
-pub use sink::{
-    Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink, Threshold,
-};
+pub use processor::{BuiltinProcessor, PluginProcessor, Processor};
+pub use sink::{Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink};
 pub use source::{
     DeserializerConfig, FileSettings, FileSource, HttpSettings, HttpSource, Source, SourceConfig,
     SourceKind,

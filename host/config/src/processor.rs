@@ -8,27 +8,77 @@
 //!   - my_enricher:          # no options
 //! ```
 //!
-//! Processors run in order on every event between the deserializer and the sinks.
+//! Processors run in order on every event between the deserializer and the sinks. A name is
+//! a built-in processor's (the list [`for_each_processor!`](crate::for_each_processor)), else
+//! a plugin's.
 //!
 //! Three keys of the block are sluice's, not the plugin's: the sandbox limits `max_memory`,
 //! `timeout` and `recycle_after`, as a deserializer has them (same defaults). Every other key is
 //! an option for the plugin's `configure`.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, EnumAccess, VariantAccess, Visitor};
+use serde::de::Deserializer;
 
+use crate::component::WithPlugins;
 use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::limits::{PluginLimits, take_limits};
+use crate::location::join;
 use crate::parse::Context;
 use crate::source::option_text;
 
-/// One processor.
+/// The built-in processors, one line each: `Variant(config type) = "name in the file"`, its
+/// doc the user doc. This one list makes [`BuiltinProcessor`] (its variants, names and rules,
+/// here) and the pipeline crate's builder; adding a processor is its config file (in
+/// `processor/`), its runtime file and a line here. Every other name is a plugin's. None yet:
+/// every processor is a plugin.
+#[macro_export]
+macro_rules! for_each_processor {
+    ($m:ident) => {
+        $m! {}
+    };
+}
+
+macro_rules! builtin_enum {
+    ($($list:tt)*) => {
+        crate::component::kind_enum! {
+            /// A built-in processor (see [`for_each_processor!`](crate::for_each_processor)).
+            pub enum BuiltinProcessor: dyn ProcessorConfig;
+            $($list)*
+        }
+    };
+}
+crate::for_each_processor!(builtin_enum);
+
+/// A built-in processor's own rules; each config type of the list implements it.
+pub(crate) trait ProcessorConfig {
+    /// Checks the processor's rules; `path` is its key path
+    /// (`<pipeline>.processor[i].<name>`).
+    fn check(&self, _path: &str, _errors: &mut Errors) {}
+}
+
+/// One processor: a built-in, or a plugin from the plugin folder.
+#[derive(Debug, Clone)]
+pub enum Processor {
+    Builtin(BuiltinProcessor),
+    Plugin(PluginProcessor),
+}
+
+impl Processor {
+    /// The processor's name, as written in the file.
+    pub fn plugin_name(&self) -> &str {
+        match self {
+            Processor::Builtin(b) => b.plugin_name(),
+            Processor::Plugin(p) => &p.name,
+        }
+    }
+}
+
+/// A processor plugin.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Processor {
+pub struct PluginProcessor {
     /// The plugin's name: the file stem of its `.wasm` file in the plugin folder.
     pub name: String,
     /// Options passed to the plugin's `configure` export once per instance.
@@ -37,7 +87,7 @@ pub struct Processor {
     pub limits: PluginLimits,
 }
 
-impl Processor {
+impl PluginProcessor {
     /// The options as the plugin's `configure` receives them: scalars as their text, lists and
     /// maps as JSON text.
     pub fn option_pairs(&self) -> Vec<(String, String)> {
@@ -49,47 +99,61 @@ impl Processor {
 }
 
 /// Read from the parser's tagged form of `- name: {options}` (the name is the tag), like every
-/// component; the name is any plugin's, checked against the loaded plugins by `validate`.
+/// component: a built-in's name reads its own shape; any other is a plugin's, checked against
+/// the loaded plugins by `validate`.
 impl<'de> Deserialize<'de> for Processor {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Named;
-        impl<'de> Visitor<'de> for Named {
-            type Value = Processor;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a processor: its plugin's name, then its options")
-            }
-            fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Processor, A::Error> {
-                let (name, options): (String, _) = data.variant()?;
-                let options: Option<BTreeMap<String, serde_yaml::Value>> =
-                    options.newtype_variant()?;
-                let mut options = options.unwrap_or_default();
-                let limits = take_limits(&mut options).map_err(serde::de::Error::custom)?;
-                Ok(Processor {
-                    name,
-                    options,
-                    limits,
-                })
-            }
-        }
-        deserializer.deserialize_enum("processor", &[], Named)
+        crate::component::deserialize_with_plugins(deserializer, "processor")
     }
 }
 
-/// A processor's rules: its plugin must be loaded. `path` is its key path
-/// (`<pipeline>.processor[<i>]`).
+impl WithPlugins for Processor {
+    type Builtin = BuiltinProcessor;
+    fn expecting() -> String {
+        "a processor: its plugin's name, then its options".to_owned()
+    }
+    fn builtin(builtin: BuiltinProcessor) -> Self {
+        Processor::Builtin(builtin)
+    }
+    fn plugin(
+        name: String,
+        mut options: BTreeMap<String, serde_yaml::Value>,
+    ) -> Result<Self, String> {
+        let limits = take_limits(&mut options)?;
+        Ok(Processor::Plugin(PluginProcessor {
+            name,
+            options,
+            limits,
+        }))
+    }
+}
+
+/// A processor's rules: a built-in's own, or a plugin's (it must be loaded). `path` is its key
+/// path (`<pipeline>.processor[<i>]`).
 pub(crate) fn check_processor(
     p: &Processor,
     path: &str,
     errors: &mut Errors,
     context: Context<'_>,
 ) {
+    match p {
+        Processor::Builtin(b) => b.config().check(&join(path, b.plugin_name()), errors),
+        Processor::Plugin(p) => check_plugin(p, path, errors, context),
+    }
+}
+
+fn check_plugin(p: &PluginProcessor, path: &str, errors: &mut Errors, context: Context<'_>) {
     let Some(known) = context.deserializers else {
         return;
     };
     if known.contains(&p.name) {
         return;
     }
-    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    let names: Vec<&str> = BuiltinProcessor::NAMES
+        .iter()
+        .copied()
+        .chain(known.iter().map(String::as_str))
+        .collect();
     let hint = match closest(&p.name, names.iter().copied()) {
         Some(best) => format!(", did you mean `{best}`?"),
         None if names.is_empty() => {
@@ -111,12 +175,16 @@ mod tests {
     use super::*;
 
     /// The first processor of a pipeline whose `processor:` list is `list`.
-    fn parse(list: &str) -> Result<Processor, String> {
+    fn parse(list: &str) -> Result<PluginProcessor, String> {
         let yaml =
             format!("p:\n  source:\n    http:\n  processor:\n{list}  sink:\n    - stdout:\n");
-        crate::parse("t.yaml", &yaml, Context::default())
+        let processor = crate::parse("t.yaml", &yaml, Context::default())
             .map(|mut config| config.pipelines.remove(0).processor.remove(0))
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        match processor {
+            Processor::Plugin(p) => Ok(p),
+            Processor::Builtin(b) => Err(format!("`{}` is built in", b.plugin_name())),
+        }
     }
 
     #[test]

@@ -5,14 +5,13 @@
 
 use std::collections::HashMap;
 
-use crate::buffer::{check_bounded_blocking, check_buffer_plugin};
+use crate::buffer::check_buffer_plugin;
 use crate::error::Errors;
-use crate::kafka::check_kafka;
 use crate::location::join;
 use crate::parse::Context;
 use crate::processor::check_processor;
 use crate::sink::check_sink;
-use crate::{Buffer, Pipeline, SourceKind, Tier};
+use crate::{Buffer, Pipeline, SourceKind};
 
 /// Runs every pipeline's component rules, then the rules that span fields and pipelines.
 pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
@@ -25,47 +24,24 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
                 format!("`{name}.workers` must be at least 1"),
             );
         }
-        match &p.buffer {
-            Buffer::BoundedBlocking(b) => {
-                check_bounded_blocking(b, &join(name, "buffer.bounded_blocking"), errors);
-            }
-            Buffer::Kafka(kafka) => check_kafka(kafka, &join(name, "buffer.kafka"), errors),
-            Buffer::Plugin(plugin) => {
-                check_buffer_plugin(plugin, &join(name, "buffer"), errors, context);
-                for (i, tier) in plugin.tiers.iter().enumerate() {
-                    let path = format!(
-                        "{}[{i}].{}",
-                        join(name, &format!("buffer.{}.tiers", plugin.name)),
-                        tier.plugin_name()
-                    );
-                    match tier {
-                        Tier::BoundedBlocking(b) => check_bounded_blocking(b, &path, errors),
-                        Tier::Kafka(kafka) => check_kafka(kafka, &path, errors),
-                    }
-                }
-            }
+        if let Buffer::Plugin(plugin) = &p.buffer {
+            check_buffer_plugin(plugin, &join(name, "buffer"), errors, context);
         }
-        let kafka_path = match &p.buffer {
-            Buffer::Kafka(_) => Some(join(name, "buffer.kafka")),
-            Buffer::Plugin(plugin) => plugin
-                .tiers
-                .iter()
-                .position(|t| matches!(t, Tier::Kafka(_)))
-                .map(|i| {
-                    format!(
-                        "{}[{i}].kafka",
-                        join(name, &format!("buffer.{}.tiers", plugin.name))
-                    )
-                }),
-            Buffer::BoundedBlocking(_) => None,
-        };
-        if let (SourceKind::Pull, Some(path)) = (p.source.kind(), kafka_path) {
+        let tiers = p.buffer.tiers(&join(name, "buffer"));
+        for (path, tier) in &tiers {
+            tier.config().check(path, errors);
+        }
+        let push_only = tiers
+            .iter()
+            .find(|(_, tier)| !tier.config().takes_pull_sources());
+        if let (SourceKind::Pull, Some((path, tier))) = (p.source.kind(), push_only) {
             let source = p.source.plugin_name();
             errors.at(
-                &path,
+                path,
                 format!(
-                    "source `{source}` pulls its data and cannot use the kafka buffer; use \
-                     bounded_blocking, or a push source such as http"
+                    "source `{source}` pulls its data and cannot use the {} buffer; use \
+                     bounded_blocking, or a push source such as http",
+                    tier.plugin_name()
                 ),
             );
         }

@@ -8,6 +8,8 @@
 //!   `sluice-kafka`).
 //! - [`worker`]: reads batches, calls the deserializer, sends events to the sinks, dead-letters
 //!   what cannot be parsed, and only then acknowledges the batch.
+//! - [`processor`]: the processor stages (built-in, or plugins), each built from its config;
+//!   the workers run them between the deserializer and the sinks.
 //! - [`sink`]: the `Sink` trait; `stdout`, `file`, and the dead-letter file (`dlq`).
 //! - [`counters`]: a pipeline's counts, shared by its source and workers.
 //! - [`watchdog`]: which workers have been in their plugin longer than its deadline (`/health`).
@@ -19,6 +21,7 @@
 
 pub mod buffer;
 pub mod counters;
+pub mod processor;
 pub mod reload;
 pub mod run;
 pub mod sink;

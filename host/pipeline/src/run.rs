@@ -3,9 +3,9 @@
 //! the sinks within `drain_timeout`, wait for each buffer's last work (Kafka: the last commit),
 //! then return.
 //!
-//! This file names no concrete source, buffer or sink: each is built from its config by
-//! [`crate::source::build`], [`crate::buffer::build`] and [`crate::sink::build`], and driven
-//! through its trait.
+//! This file names no concrete source, buffer, processor or sink: each is built from its config
+//! by [`crate::source::build`], [`crate::buffer::build`], `crate::processor::build` and
+//! [`crate::sink::build`], and driven through its trait.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sluice_buffer::{Buffer, BufferReader};
 use sluice_config::Config;
-use sluice_plugin::{Catalog, Decoder, Limits, PluginError, Processor};
+use sluice_plugin::{Catalog, Decoder, Limits, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -254,7 +254,7 @@ async fn build(
             })?;
         let mut stages = Vec::new();
         for processor in &p.processor {
-            stages.push(stage(&name, processor, plugins).await?);
+            stages.push(crate::processor::build(&name, processor, plugins).await?);
         }
         workers.push((buffer.reader(), decoder, stages));
     }
@@ -282,41 +282,6 @@ async fn build(
             limits,
         },
         delivery,
-    })
-}
-
-/// One processor stage of one worker: its plugin's current version, instantiated and
-/// configured (off the reactor) within the limits its block sets, subscribed to new versions.
-async fn stage(
-    pipeline: &str,
-    processor: &sluice_config::Processor,
-    plugins: &Catalog,
-) -> Result<Stage, PipelineError> {
-    let updates =
-        plugins
-            .subscribe(&processor.name)
-            .ok_or_else(|| PipelineError::MissingProcessor {
-                pipeline: pipeline.to_owned(),
-                plugin: processor.name.clone(),
-            })?;
-    let plugin = updates.borrow().clone();
-    let limits = limits(&processor.limits);
-    let options = processor.option_pairs();
-    let built = {
-        let options = options.clone();
-        tokio::task::spawn_blocking(move || Processor::new(plugin, options, limits))
-            .await
-            .expect("building a processor does not panic")
-    };
-    let processor = built.map_err(|error| PipelineError::Plugin {
-        pipeline: pipeline.to_owned(),
-        error,
-    })?;
-    Ok(Stage {
-        processor,
-        updates,
-        options,
-        limits,
     })
 }
 

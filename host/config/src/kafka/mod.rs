@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::units::{self, ByteSize};
 
 pub use properties::{KafkaClient, owned_property};
-pub(crate) use validate::{check_authentication, check_kafka, check_servers};
+pub(crate) use validate::{check_authentication, check_servers};
 
 /// The `kafka` buffer, in Data Prepper's shape:
 /// ```yaml
@@ -361,21 +361,44 @@ pub struct Credentials {
 
 impl Credentials {
     /// The password, with `${env:...}` / `${file:...}` resolved. Errors never hold it.
-    pub fn resolved_password(&self) -> Result<String, String> {
+    pub fn resolved_password(&self) -> Result<String, SecretError> {
         resolve_secret(&self.password)
     }
 }
 
+/// Why a secret written as `${env:NAME}` or `${file:PATH}` could not be read. Never holds
+/// the secret.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("the environment variable `{name}` is not set")]
+    EnvNotSet { name: String },
+    #[error("cannot read the secret file `{path}`: {source}")]
+    File {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// For the callers that still carry reasons as text (the http source's `basic`).
+impl From<SecretError> for String {
+    fn from(e: SecretError) -> String {
+        e.to_string()
+    }
+}
+
 /// `${env:NAME}` → the variable, `${file:PATH}` → the file's first line, else the text.
-pub fn resolve_secret(text: &str) -> Result<String, String> {
+pub fn resolve_secret(text: &str) -> Result<String, SecretError> {
     let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'));
     match inner.and_then(|t| t.split_once(':')) {
-        Some(("env", name)) => {
-            std::env::var(name).map_err(|_| format!("the environment variable `{name}` is not set"))
-        }
+        Some(("env", name)) => std::env::var(name).map_err(|_| SecretError::EnvNotSet {
+            name: name.to_owned(),
+        }),
         Some(("file", path)) => std::fs::read_to_string(path)
             .map(|t| t.lines().next().unwrap_or_default().to_owned())
-            .map_err(|e| format!("cannot read the secret file `{path}`: {e}")),
+            .map_err(|source| SecretError::File {
+                path: path.to_owned(),
+                source,
+            }),
         _ => Ok(text.to_owned()),
     }
 }

@@ -175,6 +175,27 @@ fn key_of(bytes: &[u8]) -> Result<StaticKey, KeyError> {
     Ok(StaticKey(Zeroizing::new(key)))
 }
 
+/// Why the kafka buffer's settings could not be resolved at startup; the words follow
+/// `pipeline ... : kafka buffer:`.
+#[derive(Debug, thiserror::Error)]
+pub enum KafkaResolveError {
+    #[error("authentication: {0}")]
+    Secret(#[from] super::SecretError),
+    #[error("{}", key_error(.0.clone()))]
+    Key(KeyError),
+    #[error("`key_file` {}: the key is not base64", .path.display())]
+    KeyFileNotBase64 { path: PathBuf },
+    #[error("cannot read `key_file` {}: {source}", .path.display())]
+    KeyFileUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no topic (the file was not validated)")]
+    NoTopic,
+    #[error("no key given")]
+    NoKey,
+}
+
 /// The words startup uses for a key error (those of the crypt crate's `StaticKey`).
 fn key_error(e: KeyError) -> String {
     match e {
@@ -187,11 +208,8 @@ impl KafkaBuffer {
     /// The settings the buffer runs with. Call on a validated buffer (exactly one topic, one
     /// SASL mechanism, one key source); resolves secrets, so call it once, at startup. The
     /// error is the reason that startup prints after `pipeline ... : kafka buffer:`.
-    pub fn resolve(&self) -> Result<KafkaSettings, String> {
-        let t = self
-            .topics
-            .first()
-            .ok_or("no topic (the file was not validated)")?;
+    pub fn resolve(&self) -> Result<KafkaSettings, KafkaResolveError> {
+        let t = self.topics.first().ok_or(KafkaResolveError::NoTopic)?;
         let topic = Topic {
             name: t.name.clone(),
             group_id: t.group_id.clone(),
@@ -226,11 +244,14 @@ impl KafkaBuffer {
                     data_key_lifetime: kms.data_key_lifetime,
                 }),
                 (None, Some(key), _) => {
-                    Encryption::StaticKey(decode_key(&key.0).map_err(key_error)?)
+                    Encryption::StaticKey(decode_key(&key.0).map_err(KafkaResolveError::Key)?)
                 }
                 (None, None, Some(path)) => {
-                    let raw = Zeroizing::new(std::fs::read(path).map_err(|err| {
-                        format!("cannot read `key_file` {}: {err}", path.display())
+                    let raw = Zeroizing::new(std::fs::read(path).map_err(|source| {
+                        KafkaResolveError::KeyFileUnreadable {
+                            path: path.clone(),
+                            source,
+                        }
                     })?);
                     let key = if raw.len() == 32 {
                         key_of(&raw)
@@ -239,12 +260,12 @@ impl KafkaBuffer {
                     };
                     Encryption::StaticKey(key.map_err(|e| match e {
                         KeyError::NotBase64 => {
-                            format!("`key_file` {}: the key is not base64", path.display())
+                            KafkaResolveError::KeyFileNotBase64 { path: path.clone() }
                         }
-                        e => key_error(e),
+                        e => KafkaResolveError::Key(e),
                     })?)
                 }
-                (None, None, None) => return Err("no key given".to_owned()),
+                (None, None, None) => return Err(KafkaResolveError::NoKey),
             }),
         };
         Ok(KafkaSettings {
@@ -266,14 +287,13 @@ impl KafkaBuffer {
 /// SASL as it runs, with the password resolved (the first mechanism given: validation requires one).
 pub fn resolve_sasl(
     authentication: Option<&super::KafkaAuthentication>,
-) -> Result<Option<Sasl>, String> {
+) -> Result<Option<Sasl>, super::SecretError> {
     Ok(match authentication.and_then(|a| a.sasl.as_ref()) {
         None => None,
         Some(s) => {
             let resolve = |c: &super::Credentials| {
                 c.resolved_password()
                     .map(|password| (c.username.clone(), password))
-                    .map_err(|reason| format!("authentication: {reason}"))
             };
             if let Some(c) = &s.plain {
                 let (username, password) = resolve(c)?;
@@ -312,7 +332,7 @@ mod tests {
         );
         let config = parse("p.yaml", &text, Context::default()).unwrap();
         match config.pipelines.into_iter().next().unwrap().buffer {
-            Buffer::Kafka(k) => k,
+            Buffer::Builtin(crate::Tier::Kafka(k)) => k,
             _ => panic!("not a kafka buffer"),
         }
     }
@@ -354,7 +374,7 @@ mod tests {
             "{BASE}      authentication:\n        sasl:\n          plain:\n            username: u\n            password: ${{env:SLUICE_TEST_RESOLVE_UNSET}}\n"
         );
         assert_eq!(
-            kafka(&missing).resolve().unwrap_err(),
+            kafka(&missing).resolve().unwrap_err().to_string(),
             "authentication: the environment variable `SLUICE_TEST_RESOLVE_UNSET` is not set"
         );
     }
@@ -394,13 +414,14 @@ mod tests {
         assert_eq!(key(with_file(&raw).unwrap()), [7u8; 32]);
         assert_eq!(key(with_file(&b64).unwrap()), [9u8; 32]);
         assert_eq!(
-            with_file(&short).unwrap_err(),
+            with_file(&short).unwrap_err().to_string(),
             "invalid key: an AES-256 key is 32 bytes, this one is 16"
         );
         let missing = dir.path().join("missing.key");
         assert!(
             with_file(&missing)
                 .unwrap_err()
+                .to_string()
                 .starts_with(&format!("cannot read `key_file` {}", missing.display()))
         );
     }

@@ -7,8 +7,21 @@ use super::{KafkaAuthentication, KafkaBuffer};
 use crate::error::Errors;
 use crate::location::join;
 
+impl crate::buffer::BufferConfig for KafkaBuffer {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check_kafka(self, path, errors);
+    }
+    fn metric_prefix(&self) -> String {
+        KafkaBuffer::metric_prefix(self)
+    }
+    /// See [`crate::SourceKind`].
+    fn takes_pull_sources(&self) -> bool {
+        false
+    }
+}
+
 /// The kafka buffer's rules; `path` is its key path (`<pipeline>.buffer.kafka`).
-pub(crate) fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
+fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
     check_servers(&kafka.bootstrap_servers, path, errors);
     if kafka.topics.len() != 1 {
         errors.at(

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::resolved::{BasicAuth, Batching, HttpSettings, ResolveError, Threshold};
 use super::{CodecConfig, Compression};
 use crate::error::Errors;
 use crate::kafka::Credentials;
@@ -163,7 +164,52 @@ const fn default_request_timeout() -> Duration {
     Duration::from_secs(60)
 }
 
-pub(crate) fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
+impl HttpSink {
+    /// The sink as it runs; reads the password, so call once, at startup.
+    pub fn resolve(&self) -> Result<HttpSettings, ResolveError> {
+        let basic = match &self.authentication {
+            Some(auth) => Some(BasicAuth {
+                username: auth.http_basic.username.clone(),
+                password: auth.http_basic.resolved_password()?,
+            }),
+            None => None,
+        };
+        let t = &self.threshold;
+        Ok(HttpSettings {
+            url: self.url.clone(),
+            method: self.http_method,
+            headers: self
+                .custom_headers
+                .iter()
+                .flat_map(|(name, values)| values.iter().map(|v| (name.clone(), v.clone())))
+                .collect(),
+            basic,
+            request_timeout: self.request_timeout,
+            connection_timeout: self.connection_timeout,
+            ca: self.ssl_certificate_file.clone(),
+            insecure: self.insecure_skip_verify,
+            batching: Batching::new(
+                self.codec.as_ref(),
+                self.compression,
+                Threshold {
+                    event_count: Some(t.max_events),
+                    maximum_size: Some(t.max_request_size.bytes()),
+                    event_collect_timeout: Some(t.flush_timeout),
+                },
+                self.max_retries,
+                Some(self.http_retry_interval),
+            ),
+        })
+    }
+}
+
+impl super::SinkConfig for HttpSink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check(self, path, errors);
+    }
+}
+
+fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
     super::check_url(&h.url, path, "url", errors);
     let t = &h.threshold;
     for (key, bad) in [

@@ -16,8 +16,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::resolved::ResolveError;
+use super::template::Template;
 use crate::error::Errors;
-use crate::kafka::resolved::{Sasl, Tls};
+use crate::kafka::resolved::{NewTopic, Sasl, Tls};
 use crate::kafka::{
     InTransit, KafkaAuthentication, KafkaClient, check_authentication, check_servers,
     owned_property,
@@ -113,19 +115,44 @@ const fn default_max_request_size() -> ByteSize {
     ByteSize::mib(1)
 }
 
-/// The sink's connection, resolved (passwords read).
+/// The kafka sink as it runs (passwords read, the key template parsed).
 #[derive(Debug, Clone)]
 pub struct KafkaSinkSettings {
+    pub bootstrap_servers: Vec<String>,
+    pub topic: String,
+    /// Create the topic at startup if missing, with these partitions and replicas.
+    pub create_topic: Option<NewTopic>,
+    /// The record key of an event.
+    pub partition_key: Option<Template>,
     pub sasl: Option<Sasl>,
     pub tls: Option<Tls>,
+    pub producer_properties: BTreeMap<String, String>,
+    pub produce_timeout: Duration,
+    /// The largest record, in bytes.
+    pub max_request_size: usize,
 }
 
 impl KafkaSink {
-    /// SASL and TLS as they run; resolves secrets, so call once, at startup.
-    pub fn resolve(&self) -> Result<KafkaSinkSettings, String> {
+    /// The sink as it runs; resolves secrets, so call once, at startup.
+    pub fn resolve(&self) -> Result<KafkaSinkSettings, ResolveError> {
         Ok(KafkaSinkSettings {
+            bootstrap_servers: self.bootstrap_servers.clone(),
+            topic: self.topic.name.clone(),
+            create_topic: self.topic.create_topic.then_some(NewTopic {
+                partitions: self.topic.number_of_partitions,
+                replication_factor: self.topic.replication_factor,
+            }),
+            partition_key: self
+                .partition_key
+                .as_deref()
+                .map(Template::parse)
+                .transpose()
+                .map_err(ResolveError::PartitionKey)?,
             sasl: crate::kafka::resolved::resolve_sasl(self.authentication.as_ref())?,
             tls: crate::kafka::resolved::resolve_tls(self.encryption_in_transit.as_ref()),
+            producer_properties: self.producer_properties.clone(),
+            produce_timeout: self.produce_timeout,
+            max_request_size: usize::try_from(self.max_request_size.bytes()).unwrap_or(usize::MAX),
         })
     }
 
@@ -137,7 +164,13 @@ impl KafkaSink {
     }
 }
 
-pub(crate) fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
+impl super::SinkConfig for KafkaSink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check(self, path, errors);
+    }
+}
+
+fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
     check_servers(&k.bootstrap_servers, path, errors);
     check_authentication(k.authentication.as_ref(), path, errors);
     if k.topic.name.trim().is_empty() {
@@ -158,7 +191,7 @@ pub(crate) fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
         }
     }
     if let Some(key) = &k.partition_key
-        && let Err(reason) = crate::sink::template::Template::parse(key)
+        && let Err(reason) = Template::parse(key)
     {
         errors.at(
             &join(path, "partition_key"),

@@ -1,63 +1,73 @@
 //! The `sink`s of a pipeline: their shape, with Data Prepper's keys, and their rules.
 //!
 //! # Layout
-//! - this file: [`Sink`], the local sinks (`stdout`, `file`), and what the remote sinks share:
-//!   [`Codec`], [`Compression`], [`Threshold`].
-//! - [`kafka`], [`s3`], [`http`]: one module per remote sink.
+//! - this file: the list of sinks ([`for_each_sink!`](crate::for_each_sink)) and the
+//!   [`Sink`] it makes, the local sinks (`stdout`, `file`), and what the remote sinks share:
+//!   [`Codec`], [`Compression`].
+//! - [`kafka`], [`s3`], [`http`]: one module per remote sink, each with its `resolve`.
+//! - [`resolved`]: the sinks as they run, what the pipeline crate reads; the s3 and http
+//!   sinks share its [`resolved::Batching`].
+//! - [`template`]: the kafka sink's `partition_key`.
 
 pub mod http;
 pub mod kafka;
+pub mod resolved;
 pub mod s3;
 pub mod template;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::error::Errors;
 use crate::location::join;
-use crate::units::{self, ByteSize};
 
-/// A sink: one key naming the plugin.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Sink {
-    /// Writes each event as one JSON line to standard output.
-    Stdout(StdoutSink),
-    /// Appends each event as one JSON line to a file, flushed after every batch.
-    File(FileSink),
-    /// Produces each event as one record to a Kafka topic.
-    Kafka(kafka::KafkaSink),
-    /// Uploads events as objects to S3 or an S3-compatible store.
-    S3(s3::S3Sink),
-    /// Sends events in requests to an HTTP endpoint.
-    Http(http::HttpSink),
+/// The sinks, one line each: `Variant(config type) = "name in the file"`, its doc the user
+/// doc. This one list makes [`Sink`] (its variants, names and rules, here) and the pipeline
+/// crate's builder; adding a sink is its config file, its runtime file and a line here.
+#[macro_export]
+macro_rules! for_each_sink {
+    ($m:ident) => {
+        $m! {
+            /// Writes each event as one JSON line to standard output.
+            Stdout($crate::sink::StdoutSink) = "stdout",
+            /// Appends each event as one JSON line to a file, flushed after every batch.
+            File($crate::sink::FileSink) = "file",
+            /// Produces each event as one record to a Kafka topic.
+            Kafka($crate::sink::kafka::KafkaSink) = "kafka",
+            /// Uploads events as objects to S3 or an S3-compatible store.
+            S3($crate::sink::s3::S3Sink) = "s3",
+            /// Sends events in requests to an HTTP endpoint.
+            Http($crate::sink::http::HttpSink) = "http",
+        }
+    };
 }
 
-impl Sink {
-    /// The plugin name, for paths in messages.
-    pub fn plugin_name(&self) -> &'static str {
-        match self {
-            Sink::Stdout(_) => "stdout",
-            Sink::File(_) => "file",
-            Sink::Kafka(_) => "kafka",
-            Sink::S3(_) => "s3",
-            Sink::Http(_) => "http",
+macro_rules! sink_enum {
+    ($($list:tt)*) => {
+        crate::component::kind_enum! {
+            /// A sink: one key naming it (see [`for_each_sink!`](crate::for_each_sink)).
+            pub enum Sink: dyn SinkConfig;
+            $($list)*
         }
-    }
+    };
+}
+crate::for_each_sink!(sink_enum);
+
+/// A sink's own rules; each config type of the list implements it.
+pub(crate) trait SinkConfig {
+    /// Checks the sink's rules; `path` is its key path (`<pipeline>.sink[i].<name>`).
+    fn check(&self, _path: &str, _errors: &mut Errors) {}
 }
 
 /// Checks a sink's own rules; `path` is `<pipeline>.sink[i]`.
 pub(crate) fn check_sink(sink: &Sink, path: &str, errors: &mut Errors) {
-    let path = join(path, sink.plugin_name());
-    match sink {
-        Sink::Stdout(_) | Sink::File(_) => {}
-        Sink::Kafka(k) => kafka::check(k, &path, errors),
-        Sink::S3(s) => s3::check(s, &path, errors),
-        Sink::Http(h) => http::check(h, &path, errors),
-    }
+    sink.config().check(&join(path, sink.plugin_name()), errors);
 }
+
+impl SinkConfig for StdoutSink {}
+
+impl SinkConfig for FileSink {}
 
 /// The `stdout` sink. It takes no options.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -114,7 +124,7 @@ impl CodecConfig {
         }
     }
 
-    fn check(&self, path: &str, errors: &mut Errors) {
+    pub(crate) fn check(&self, path: &str, errors: &mut Errors) {
         let path = join(path, "codec");
         if self.ndjson.is_some() == self.json.is_some() {
             errors.at(
@@ -161,48 +171,6 @@ pub enum Compression {
     #[default]
     None,
     Gzip,
-}
-
-/// `threshold` of the s3 sink: when collected events become an object. Whichever is reached
-/// first.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Threshold {
-    /// Send once this many events are collected; an object holds at most this many. Default
-    /// `0`: no count limit.
-    #[serde(default)]
-    pub event_count: usize,
-    /// Send once the collected events take this much (before compression); an object is at
-    /// most this large unless one event alone is larger. Default `50mb`.
-    #[serde(default = "default_maximum_size")]
-    pub maximum_size: ByteSize,
-    /// Send once the oldest collected event has waited this long (1s to 1h). Required.
-    #[serde(deserialize_with = "units::duration")]
-    pub event_collect_timeout: Duration,
-}
-
-fn default_maximum_size() -> ByteSize {
-    ByteSize::mib(50)
-}
-
-impl Threshold {
-    fn check(&self, path: &str, errors: &mut Errors) {
-        let path = join(path, "threshold");
-        if self.maximum_size.bytes() == 0 {
-            errors.at(
-                &join(&path, "maximum_size"),
-                format!("`{path}.maximum_size` must be more than zero, e.g. `50mb`"),
-            );
-        }
-        if self.event_collect_timeout < Duration::from_secs(1)
-            || self.event_collect_timeout > Duration::from_secs(3600)
-        {
-            errors.at(
-                &join(&path, "event_collect_timeout"),
-                format!("`{path}.event_collect_timeout` must be from `1s` to `1h`, e.g. `15s`"),
-            );
-        }
-    }
 }
 
 /// Checks `url`-like endpoint text at `path`.

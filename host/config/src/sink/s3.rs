@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{CodecConfig, Compression, Threshold};
+use super::resolved::{Batching, S3Settings, Threshold};
+use super::{CodecConfig, Compression};
 use crate::error::Errors;
 use crate::location::join;
 use crate::units::{self, ByteSize};
@@ -37,7 +38,7 @@ pub struct S3Sink {
     #[serde(default)]
     pub object_key: ObjectKey,
     /// When collected events become an object. Required.
-    pub threshold: Threshold,
+    pub threshold: S3Threshold,
     /// How events are written in an object: `ndjson` or `json`. Default `ndjson` (Data Prepper
     /// requires the key).
     #[serde(default)]
@@ -66,6 +67,48 @@ pub struct S3Sink {
     /// `multipart_part_size` always go up in parts). `local_file` is not supported.
     #[serde(default)]
     pub buffer_type: BufferType,
+}
+
+/// `threshold` of the s3 sink: when collected events become an object. Whichever is reached
+/// first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Threshold {
+    /// Send once this many events are collected; an object holds at most this many. Default
+    /// `0`: no count limit.
+    #[serde(default)]
+    pub event_count: usize,
+    /// Send once the collected events take this much (before compression); an object is at
+    /// most this large unless one event alone is larger. Default `50mb`.
+    #[serde(default = "default_maximum_size")]
+    pub maximum_size: ByteSize,
+    /// Send once the oldest collected event has waited this long (1s to 1h). Required.
+    #[serde(deserialize_with = "units::duration")]
+    pub event_collect_timeout: Duration,
+}
+
+fn default_maximum_size() -> ByteSize {
+    ByteSize::mib(50)
+}
+
+impl S3Threshold {
+    pub(crate) fn check(&self, path: &str, errors: &mut Errors) {
+        let path = join(path, "threshold");
+        if self.maximum_size.bytes() == 0 {
+            errors.at(
+                &join(&path, "maximum_size"),
+                format!("`{path}.maximum_size` must be more than zero, e.g. `50mb`"),
+            );
+        }
+        if self.event_collect_timeout < Duration::from_secs(1)
+            || self.event_collect_timeout > Duration::from_secs(3600)
+        {
+            errors.at(
+                &join(&path, "event_collect_timeout"),
+                format!("`{path}.event_collect_timeout` must be from `1s` to `1h`, e.g. `15s`"),
+            );
+        }
+    }
 }
 
 /// `buffer_type` of the s3 sink.
@@ -120,10 +163,42 @@ const fn default_request_timeout() -> Duration {
     Duration::from_secs(60)
 }
 
+impl S3Sink {
+    /// The sink as it runs.
+    pub fn resolve(&self) -> S3Settings {
+        let t = &self.threshold;
+        S3Settings {
+            bucket: self.bucket.clone(),
+            region: self.aws.region.clone(),
+            endpoint: self.aws.endpoint.clone(),
+            part_size: usize::try_from(self.multipart_part_size.bytes()).unwrap_or(usize::MAX),
+            request_timeout: self.request_timeout,
+            path_prefix: self.object_key.path_prefix.clone(),
+            batching: Batching::new(
+                self.codec.as_ref(),
+                self.compression,
+                Threshold {
+                    event_count: (t.event_count > 0).then_some(t.event_count),
+                    maximum_size: Some(t.maximum_size.bytes()),
+                    event_collect_timeout: Some(t.event_collect_timeout),
+                },
+                self.max_retries,
+                None,
+            ),
+        }
+    }
+}
+
 /// The date patterns `path_prefix` may hold.
 pub const DATE_PATTERNS: [&str; 6] = ["yyyy", "MM", "dd", "HH", "mm", "ss"];
 
-pub(crate) fn check(s: &S3Sink, path: &str, errors: &mut Errors) {
+impl super::SinkConfig for S3Sink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        check(self, path, errors);
+    }
+}
+
+fn check(s: &S3Sink, path: &str, errors: &mut Errors) {
     if s.bucket.trim().is_empty() {
         errors.at(
             &join(path, "bucket"),

@@ -15,8 +15,10 @@ enum Part {
 }
 
 impl Template {
-    /// Parses `text`; an unclosed `${` or a reference that is not a JSON pointer is an error.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses `text`; an unclosed `${` or a reference that is not a JSON pointer is an error
+    /// (worded for `validate`; outside this crate a template comes parsed, in the kafka sink's
+    /// resolved settings).
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(start) = rest.find("${") {

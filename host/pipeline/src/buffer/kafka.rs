@@ -9,6 +9,16 @@ use sluice_kafka::{CreateTopic, Encryption, KafkaBuffer, KafkaBufferConfig, Sasl
 
 use super::BufferError;
 
+impl super::BuildBuffer for sluice_config::KafkaBuffer {
+    async fn build(
+        &self,
+        p: &sluice_config::Pipeline,
+        data_dir: &std::path::Path,
+    ) -> Result<Arc<dyn sluice_buffer::Buffer>, BufferError> {
+        Ok(Arc::new(connect(p, self, data_dir).await?))
+    }
+}
+
 /// Connects the buffer `k` of pipeline `p`: resolves its settings (secrets, key) once, builds
 /// the encryption key source, then connects (and creates the topic when asked).
 pub async fn connect(
@@ -16,9 +26,9 @@ pub async fn connect(
     k: &sluice_config::KafkaBuffer,
     data_dir: &std::path::Path,
 ) -> Result<KafkaBuffer, BufferError> {
-    let settings = k.resolve().map_err(BufferError::KafkaSecurity)?;
+    let settings = k.resolve()?;
     let encryption = match &settings.encryption {
-        Some(e) => Some(encryption(e).await.map_err(BufferError::KafkaSecurity)?),
+        Some(e) => Some(encryption(e).await?),
         None => None,
     };
     let config = kafka_config(p, settings, encryption, data_dir);
@@ -33,7 +43,7 @@ pub async fn connect(
 }
 
 /// The key source of the buffer's `encryption`.
-async fn encryption(e: &resolved::Encryption) -> Result<Encryption, String> {
+async fn encryption(e: &resolved::Encryption) -> Result<Encryption, sluice_crypt::CryptError> {
     Ok(match e {
         resolved::Encryption::Kms(kms) => Encryption {
             keys: Arc::new(
@@ -48,9 +58,7 @@ async fn encryption(e: &resolved::Encryption) -> Result<Encryption, String> {
             data_key_lifetime: kms.data_key_lifetime,
         },
         resolved::Encryption::StaticKey(key) => Encryption {
-            keys: Arc::new(
-                sluice_crypt::StaticKey::new(key.bytes()).map_err(|err| err.to_string())?,
-            ),
+            keys: Arc::new(sluice_crypt::StaticKey::new(key.bytes())?),
             data_key_lifetime: std::time::Duration::from_secs(3600),
         },
     })

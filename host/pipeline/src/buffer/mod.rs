@@ -1,19 +1,21 @@
-//! Building a pipeline's buffer from its config. [`build`] is the one place that maps a
-//! configured buffer to its implementation (adding a buffer: a new crate or file, plus one
-//! line there); everything after that goes through the [`sluice_buffer::Buffer`] trait.
+//! Building a pipeline's buffer from its config. [`build`] maps a configured buffer to its
+//! implementation: a built-in through `build_builtin`, made from `sluice_config`'s buffer list
+//! (adding a buffer: its config file, its runtime file here implementing `BuildBuffer`, and
+//! its line in the list); everything after that goes through the [`sluice_buffer::Buffer`]
+//! trait.
 //!
-//! - `bounded_blocking`: [`sluice_buffer::memory::MemoryBuffer`], built in one line here.
+//! - `bounded_blocking`: `memory`, [`sluice_buffer::memory::MemoryBuffer`].
 //! - `kafka`: [`kafka`] turns the config into `sluice_kafka`'s settings and connects.
 //! - any other name: [`plugin`], a buffer policy component over built-in buffers as its tiers.
 
 pub mod kafka;
+mod memory;
 pub mod plugin;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use sluice_buffer::Buffer;
-use sluice_buffer::memory::MemoryBuffer;
 
 /// Why a buffer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -22,10 +24,16 @@ pub enum BufferError {
     Kafka(#[from] sluice_kafka::KafkaBufferError),
     /// A secret or key could not be resolved (SASL password, encryption key).
     #[error("kafka buffer: {0}")]
-    KafkaSecurity(String),
-    /// The buffer policy plugin is missing, cannot start, or refused its options.
+    KafkaSettings(#[from] sluice_config::kafka::resolved::KafkaResolveError),
+    /// The static encryption key was refused.
+    #[error("kafka buffer: {0}")]
+    KafkaKey(#[from] sluice_crypt::CryptError),
+    /// The buffer policy plugin is not in the plugin folder.
+    #[error("buffer policy: no plugin `{0}` in the plugin folder")]
+    MissingPolicy(String),
+    /// The buffer policy plugin cannot start, or refused its options.
     #[error("buffer policy: {0}")]
-    Policy(String),
+    Policy(#[from] sluice_plugin::PluginError),
 }
 
 /// The buffer a pipeline's `buffer:` configures. `data_dir` makes the Kafka buffer's default
@@ -36,16 +44,38 @@ pub async fn build(
     plugins: &sluice_plugin::Catalog,
     dead_letters: Arc<crate::sink::dlq::DeadLetters>,
 ) -> Result<Arc<dyn Buffer>, BufferError> {
-    Ok(match &p.buffer {
-        sluice_config::Buffer::BoundedBlocking(bb) => Arc::new(MemoryBuffer::new(
-            &p.name,
-            bb.buffer_size,
-            bb.batch_size,
-            p.delay,
+    match &p.buffer {
+        sluice_config::Buffer::Builtin(tier) => build_builtin(p, tier, data_dir).await,
+        sluice_config::Buffer::Plugin(b) => Ok(Arc::new(
+            plugin::build(p, b, plugins, dead_letters, data_dir).await?,
         )),
-        sluice_config::Buffer::Kafka(k) => Arc::new(kafka::connect(p, k, data_dir).await?),
-        sluice_config::Buffer::Plugin(b) => {
-            Arc::new(plugin::build(p, b, plugins, dead_letters, data_dir).await?)
-        }
-    })
+    }
 }
+
+/// How a built-in buffer's config type becomes its buffer; each type of `sluice_config`'s
+/// buffer list implements it in its runtime file.
+pub(crate) trait BuildBuffer {
+    /// Starts (connects) the buffer for pipeline `p`.
+    async fn build(
+        &self,
+        p: &sluice_config::Pipeline,
+        data_dir: &Path,
+    ) -> Result<Arc<dyn Buffer>, BufferError>;
+}
+
+macro_rules! build_builtin {
+    ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
+        /// A built-in buffer, as a pipeline's buffer or a tier: one arm per line of the buffer
+        /// list, each its config type's [`BuildBuffer`].
+        pub(crate) async fn build_builtin(
+            p: &sluice_config::Pipeline,
+            tier: &sluice_config::Tier,
+            data_dir: &Path,
+        ) -> Result<Arc<dyn Buffer>, BufferError> {
+            match tier {
+                $( sluice_config::Tier::$variant(config) => config.build(p, data_dir).await, )*
+            }
+        }
+    };
+}
+sluice_config::for_each_buffer!(build_builtin);

@@ -6,12 +6,11 @@
 use std::sync::Arc;
 
 use sluice_buffer::Buffer;
-use sluice_buffer::memory::MemoryBuffer;
 use sluice_buffer::tiered::{
     Context, Incoming, Move, Placement, Policy, PolicyFault, Refusal, State, SystemClock,
     TieredBuffer,
 };
-use sluice_config::{PluginBuffer, Tier};
+use sluice_config::PluginBuffer;
 use sluice_plugin::{BufferPolicy, Catalog, Limits, Plugin};
 use tokio::sync::watch;
 
@@ -32,27 +31,18 @@ pub async fn build(
 ) -> Result<TieredBuffer, BufferError> {
     let mut tiers: Vec<Arc<dyn Buffer>> = Vec::new();
     for tier in &b.tiers {
-        tiers.push(match tier {
-            Tier::BoundedBlocking(bb) => Arc::new(MemoryBuffer::new(
-                &p.name,
-                bb.buffer_size,
-                bb.batch_size,
-                p.delay,
-            )),
-            Tier::Kafka(k) => Arc::new(super::kafka::connect(p, k, data_dir).await?),
-        });
+        tiers.push(super::build_builtin(p, tier, data_dir).await?);
     }
-    let mut updates = plugins.subscribe(&b.name).ok_or_else(|| {
-        BufferError::Policy(format!("no plugin `{}` in the plugin folder", b.name))
-    })?;
+    let mut updates = plugins
+        .subscribe(&b.name)
+        .ok_or_else(|| BufferError::MissingPolicy(b.name.clone()))?;
     let plugin = updates.borrow_and_update().clone();
     let (options, limits) = (b.option_pairs(), crate::run::limits(&b.limits));
     let (o, l) = (options.clone(), limits);
     // Instantiating runs guest code: off the reactor.
     let current = tokio::task::spawn_blocking(move || BufferPolicy::new(plugin, o, l))
         .await
-        .expect("building a buffer policy does not panic")
-        .map_err(|e| BufferError::Policy(e.to_string()))?;
+        .expect("building a buffer policy does not panic")?;
     let policy = Reloading {
         pipeline: p.name.clone(),
         updates,

@@ -8,40 +8,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 
 use super::dlq::{self, DeadLetters, Rejected};
-use super::{Output, SendError};
+use super::{Output, Retry, SendError};
 
-/// How an output's failures are retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retry {
-    /// The first wait; each retry doubles it, up to `max_backoff`.
-    pub initial_backoff: Duration,
-    pub max_backoff: Duration,
-    /// Retries before the events go to the dead-letter file; `None`: retry until they are
-    /// taken, holding the batch's acknowledgement (the buffer keeps the data meanwhile).
-    pub max_retries: Option<u32>,
-}
-
-impl Default for Retry {
-    fn default() -> Self {
-        Self {
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(10),
-            max_retries: None,
-        }
-    }
-}
-
-impl Retry {
-    /// The wait before retry number `attempt` (0-based): `initial × 2^attempt`, capped,
-    /// then a random point in its upper half, so that sinks (and hosts) that failed together
-    /// do not retry together.
-    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
-        let base = self
-            .initial_backoff
-            .saturating_mul(1 << attempt.min(20))
-            .min(self.max_backoff);
-        base / 2 + base.mul_f64(fastrand::f64() / 2.0)
-    }
+/// The wait before retry number `attempt` (0-based): `initial × 2^attempt`, capped, then a
+/// random point in its upper half, so that sinks (and hosts) that failed together do not retry
+/// together.
+pub(crate) fn backoff(retry: &Retry, attempt: u32) -> Duration {
+    let base = retry
+        .initial_backoff
+        .saturating_mul(1 << attempt.min(20))
+        .min(retry.max_backoff);
+    base / 2 + base.mul_f64(fastrand::f64() / 2.0)
 }
 
 /// The counters of one sink, labelled `{pipeline, sink}`.
@@ -143,7 +120,7 @@ impl Delivery {
                 self.dead_letter(&dead).await;
                 return;
             }
-            let wait = self.retry.backoff(attempt);
+            let wait = backoff(&self.retry, attempt);
             tracing::warn!(pipeline = %self.pipeline, sink, events = todo.len(), %reason, retry_in = ?wait, attempt = attempt + 1, "the sink failed to take events; retrying");
             self.metrics.retries.increment(1);
             attempt = attempt.saturating_add(1);

@@ -3,6 +3,7 @@
 //! file's storage (see [`super::dlq`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
@@ -30,8 +31,14 @@ impl FileSink {
                 path: path.to_owned(),
                 file: Mutex::new(Some(file)),
             }),
-            Err(source) => Err(SinkError { sink: name, source }),
+            Err(source) => Err(SinkError::new(&name, source)),
         }
+    }
+}
+
+impl super::BuildOutput for sluice_config::FileSink {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(FileSink::open(&self.path).await?))
     }
 }
 
@@ -74,10 +81,7 @@ impl FileSink {
             // retry writes the whole batch.
             *slot = None;
         }
-        result.map_err(|source| SinkError {
-            sink: self.name.clone(),
-            source,
-        })
+        result.map_err(|source| SinkError::new(&self.name, source))
     }
 }
 

@@ -3,87 +3,82 @@
 //! 429 or 5xx is retried; any other answer dead-letters the events with the status and the
 //! start of the body.
 
-use bytes::Bytes;
-use sluice_config::sink::http::{HttpMethod, HttpSink as Config};
-use sluice_config::sink::{Codec, Compression};
+use std::sync::Arc;
 
-use super::{Output, Retry, SendError, SinkError, Threshold, codec};
+use bytes::Bytes;
+use sluice_config::sink::Compression;
+use sluice_config::sink::http::{HttpMethod, HttpSink as Config};
+use sluice_config::sink::resolved::{BasicAuth, Batching, HttpSettings};
+
+use super::{Output, Retry, SendError, SinkCause, SinkError, Threshold, codec};
 
 pub struct HttpSink {
     name: String,
     client: reqwest::Client,
     url: String,
     method: reqwest::Method,
-    codec: Codec,
-    compression: Compression,
     headers: reqwest::header::HeaderMap,
-    basic: Option<(String, String)>,
-    threshold: Threshold,
-    max_retries: Option<u32>,
-    max_backoff: std::time::Duration,
+    basic: Option<BasicAuth>,
+    batching: Batching,
 }
 
 impl HttpSink {
-    pub fn new(config: &Config) -> Result<Self, SinkError> {
-        let name = format!("http:{}", config.url);
-        let fail = |e: String| SinkError::new(&name, e);
+    pub fn new(settings: HttpSettings) -> Result<Self, SinkError> {
+        let name = format!("http:{}", settings.url);
+        let fail = |cause: SinkCause| SinkError::new(&name, cause);
         let mut builder = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .connect_timeout(config.connection_timeout)
-            .tls_danger_accept_invalid_certs(config.insecure_skip_verify);
-        if let Some(ca) = &config.ssl_certificate_file {
-            let pem = std::fs::read(ca)
-                .map_err(|e| fail(format!("ssl_certificate_file {}: {e}", ca.display())))?;
+            .timeout(settings.request_timeout)
+            .connect_timeout(settings.connection_timeout)
+            .tls_danger_accept_invalid_certs(settings.insecure);
+        if let Some(ca) = settings.ca {
+            let pem = std::fs::read(&ca).map_err(|source| {
+                fail(SinkCause::CaFile {
+                    path: ca.clone(),
+                    source,
+                })
+            })?;
             let cert = reqwest::Certificate::from_pem(&pem)
-                .map_err(|e| fail(format!("ssl_certificate_file {}: {e}", ca.display())))?;
+                .map_err(|source| fail(SinkCause::CaCertificate { path: ca, source }))?;
             builder = builder.tls_certs_merge([cert]);
         }
-        let client = builder.build().map_err(|e| fail(e.to_string()))?;
+        let client = builder.build().map_err(|e| fail(SinkCause::Client(e)))?;
         let mut headers = reqwest::header::HeaderMap::new();
-        for (key, values) in &config.custom_headers {
-            let key = reqwest::header::HeaderName::from_bytes(key.as_bytes())
-                .map_err(|e| fail(format!("custom_header `{key}`: {e}")))?;
-            for value in values {
-                let value = reqwest::header::HeaderValue::from_str(value)
-                    .map_err(|e| fail(format!("custom_header `{key}`: {e}")))?;
-                headers.append(key.clone(), value);
-            }
+        for (name, value) in &settings.headers {
+            let key =
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|source| {
+                    fail(SinkCause::HeaderName {
+                        name: name.clone(),
+                        source,
+                    })
+                })?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|source| {
+                fail(SinkCause::HeaderValue {
+                    name: name.clone(),
+                    source,
+                })
+            })?;
+            headers.append(key, value);
         }
-        let basic = match &config.authentication {
-            Some(auth) => {
-                let password = auth
-                    .http_basic
-                    .resolved_password()
-                    .map_err(|e| fail(format!("authentication: {e}")))?;
-                Some((auth.http_basic.username.clone(), password))
-            }
-            None => None,
-        };
-        let t = &config.threshold;
         Ok(Self {
-            name,
             client,
-            url: config.url.clone(),
-            method: match config.http_method {
+            url: settings.url,
+            method: match settings.method {
                 HttpMethod::POST => reqwest::Method::POST,
                 HttpMethod::PUT => reqwest::Method::PUT,
             },
-            codec: config
-                .codec
-                .as_ref()
-                .map(|c| c.codec())
-                .unwrap_or(Codec::Ndjson),
-            compression: config.compression,
             headers,
-            basic,
-            threshold: Threshold {
-                event_count: Some(t.max_events),
-                maximum_size: Some(t.max_request_size.bytes()),
-                event_collect_timeout: Some(t.flush_timeout),
-            },
-            max_retries: config.max_retries,
-            max_backoff: config.http_retry_interval,
+            basic: settings.basic,
+            batching: settings.batching,
+            name,
         })
+    }
+}
+
+impl super::BuildOutput for Config {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        let name = format!("http:{}", self.url);
+        let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
+        Ok(Arc::new(HttpSink::new(settings)?))
     }
 }
 
@@ -94,21 +89,19 @@ impl Output for HttpSink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        let body = codec::encode(&self.codec, self.compression, events);
+        let b = &self.batching;
+        let body = codec::encode(&b.codec, b.compression, events);
         let mut request = self
             .client
             .request(self.method.clone(), &self.url)
             .headers(self.headers.clone())
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                codec::content_type(&self.codec),
-            )
+            .header(reqwest::header::CONTENT_TYPE, codec::content_type(&b.codec))
             .body(body);
-        if self.compression == Compression::Gzip {
+        if b.compression == Compression::Gzip {
             request = request.header(reqwest::header::CONTENT_ENCODING, "gzip");
         }
-        if let Some((user, password)) = &self.basic {
-            request = request.basic_auth(user, Some(password));
+        if let Some(basic) = &self.basic {
+            request = request.basic_auth(&basic.username, Some(&basic.password));
         }
         let response = match request.send().await {
             Ok(r) => r,
@@ -129,15 +122,11 @@ impl Output for HttpSink {
     }
 
     fn threshold(&self) -> Option<Threshold> {
-        Some(self.threshold)
+        Some(self.batching.threshold)
     }
 
     fn retry(&self) -> Retry {
-        Retry {
-            max_retries: self.max_retries,
-            max_backoff: self.max_backoff,
-            ..Retry::default()
-        }
+        self.batching.retry
     }
 }
 

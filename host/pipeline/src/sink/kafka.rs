@@ -3,8 +3,10 @@
 //! (acks=all, idempotent producer); records Kafka refuses for good (too large, invalid) go to
 //! the dead-letter file, the rest of a failed send is sent again.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use sluice_config::sink::kafka::KafkaSink as Config;
+use sluice_config::sink::kafka::{KafkaSink as Config, KafkaSinkSettings};
 use sluice_config::sink::template::Template;
 use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer};
 
@@ -18,27 +20,19 @@ pub struct KafkaSink {
 
 impl KafkaSink {
     /// Connects to the brokers (failing if none answers within `produce_timeout`).
-    pub async fn connect(pipeline: &str, config: &Config) -> Result<Self, SinkError> {
-        let name = format!("kafka:{}", config.topic.name);
-        let settings = config.resolve().map_err(|e| SinkError::new(&name, e))?;
-        let key = config
-            .partition_key
-            .as_deref()
-            .map(Template::parse)
-            .transpose()
-            .map_err(|e| SinkError::new(&name, e))?;
+    pub async fn connect(pipeline: &str, settings: KafkaSinkSettings) -> Result<Self, SinkError> {
+        let name = format!("kafka:{}", settings.topic);
         let producer = KafkaSinkProducer::connect(KafkaSinkConfig {
-            bootstrap_servers: config.bootstrap_servers.clone(),
-            topic: config.topic.name.clone(),
+            bootstrap_servers: settings.bootstrap_servers,
+            topic: settings.topic,
             sasl: settings.sasl.map(crate::buffer::kafka::sasl),
             tls: settings.tls.map(crate::buffer::kafka::tls),
-            producer_properties: config.producer_properties.clone(),
-            produce_timeout: config.produce_timeout,
-            max_request_size: usize::try_from(config.max_request_size.bytes())
-                .unwrap_or(usize::MAX),
-            create_topic: config.topic.create_topic.then_some(CreateTopic {
-                partitions: config.topic.number_of_partitions,
-                replication_factor: config.topic.replication_factor,
+            producer_properties: settings.producer_properties,
+            produce_timeout: settings.produce_timeout,
+            max_request_size: settings.max_request_size,
+            create_topic: settings.create_topic.map(|c| CreateTopic {
+                partitions: c.partitions,
+                replication_factor: c.replication_factor,
             }),
             pipeline: pipeline.to_owned(),
         })
@@ -47,7 +41,7 @@ impl KafkaSink {
         Ok(Self {
             name,
             producer,
-            key,
+            key: settings.partition_key,
         })
     }
 
@@ -56,6 +50,14 @@ impl KafkaSink {
         let template = self.key.as_ref()?;
         let value = serde_json::from_slice::<serde_json::Value>(event).ok()?;
         Some(template.render(&value).into_bytes())
+    }
+}
+
+impl super::BuildOutput for Config {
+    async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        let name = format!("kafka:{}", self.topic.name);
+        let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
+        Ok(Arc::new(KafkaSink::connect(pipeline, settings).await?))
     }
 }
 

@@ -6,8 +6,10 @@
 //! nothing a sink could still lose. See `docs/design/sinks.md`.
 //!
 //! # Layout
-//! - this file: the [`Output`] trait and its [`SendError`], [`Sink`] (what the workers call),
-//!   and [`build`], the one place that maps a configured sink to its output.
+//! - this file: the [`Output`] trait and its [`SendError`], [`SinkError`] (with its typed
+//!   [`SinkCause`]), [`Sink`] (what the workers call),
+//!   and [`build`], made from `sluice_config`'s sink list: each config type's `BuildOutput`
+//!   (in its runtime file) makes its output.
 //! - `receipt`: a batch's acknowledgement shared by its sinks.
 //! - `deliver`: sending with retries; what goes to the dead-letter file.
 //! - `staged`: the task that collects events up to a threshold for outputs that want
@@ -31,26 +33,70 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-pub use self::deliver::Retry;
 use self::dlq::DeadLetters;
 pub use self::receipt::Receipt;
-pub use self::staged::Threshold;
+pub use sluice_config::sink::resolved::{Retry, Threshold};
 
-/// Why a sink could not be set up.
+/// Why a sink could not be set up (or the dead-letter file written).
 #[derive(Debug, thiserror::Error)]
 #[error("sink `{sink}`: {source}")]
 pub struct SinkError {
     pub sink: String,
-    pub source: std::io::Error,
+    /// Boxed: the causes are large, and an error is made only when something failed.
+    pub source: Box<SinkCause>,
 }
 
 impl SinkError {
-    pub fn new(sink: &str, error: impl std::fmt::Display) -> Self {
+    pub fn new(sink: &str, source: impl Into<SinkCause>) -> Self {
         Self {
             sink: sink.to_owned(),
-            source: std::io::Error::other(error.to_string()),
+            source: Box::new(source.into()),
         }
     }
+}
+
+/// What went wrong setting a sink up, with the cause's own type.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkCause {
+    /// Opening or writing a file (the file sink, the dead-letter file).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A secret could not be read, or a setting not resolved.
+    #[error(transparent)]
+    Settings(#[from] sluice_config::sink::resolved::ResolveError),
+    /// The kafka sink's producer could not connect or create its topic.
+    #[error(transparent)]
+    Kafka(#[from] sluice_kafka::KafkaBufferError),
+    /// The bucket refused the credentials or does not exist.
+    #[error(
+        "{0}; check the bucket name and the AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the profile)"
+    )]
+    Bucket(#[from] sluice_s3::PutError),
+    /// `ssl_certificate_file` could not be read.
+    #[error("ssl_certificate_file {}: {source}", .path.display())]
+    CaFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// `ssl_certificate_file` is not a PEM certificate.
+    #[error("ssl_certificate_file {}: {source}", .path.display())]
+    CaCertificate {
+        path: std::path::PathBuf,
+        source: reqwest::Error,
+    },
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(reqwest::Error),
+    #[error("custom_header `{name}`: {source}")]
+    HeaderName {
+        name: String,
+        source: reqwest::header::InvalidHeaderName,
+    },
+    #[error("custom_header `{name}`: {source}")]
+    HeaderValue {
+        name: String,
+        source: reqwest::header::InvalidHeaderValue,
+    },
 }
 
 /// Why an output did not take (all of) a request.
@@ -177,19 +223,28 @@ pub fn events(lines: Vec<u8>) -> Vec<Bytes> {
     out
 }
 
-/// The output a pipeline's `sink:` entry configures.
-pub async fn build(
-    pipeline: &str,
-    config: &sluice_config::Sink,
-) -> Result<Arc<dyn Output>, SinkError> {
-    Ok(match config {
-        sluice_config::Sink::Stdout(_) => Arc::new(stdout::StdoutSink::default()),
-        sluice_config::Sink::File(f) => Arc::new(file::FileSink::open(&f.path).await?),
-        sluice_config::Sink::Kafka(k) => Arc::new(kafka::KafkaSink::connect(pipeline, k).await?),
-        sluice_config::Sink::S3(s) => Arc::new(s3::S3Sink::connect(s).await?),
-        sluice_config::Sink::Http(h) => Arc::new(http::HttpSink::new(h)?),
-    })
+/// How a sink's config type becomes its output; each type of `sluice_config`'s sink list
+/// implements it in its runtime file.
+pub(crate) trait BuildOutput {
+    /// Connects (or opens) the output of pipeline `pipeline`.
+    async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError>;
 }
+
+macro_rules! build_sink {
+    ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
+        /// The output a pipeline's `sink:` entry configures: one arm per line of the sink
+        /// list, each its config type's [`BuildOutput`].
+        pub async fn build(
+            pipeline: &str,
+            config: &sluice_config::Sink,
+        ) -> Result<Arc<dyn Output>, SinkError> {
+            match config {
+                $( sluice_config::Sink::$variant(config) => config.build(pipeline).await, )*
+            }
+        }
+    };
+}
+sluice_config::for_each_sink!(build_sink);
 
 #[cfg(test)]
 mod tests;

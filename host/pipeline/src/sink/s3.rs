@@ -3,11 +3,13 @@
 //! whole (multipart when large) before its batches are acknowledged; a failed upload is sent
 //! again as a new object, so an object is never half there.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
+use sluice_config::sink::Compression;
+use sluice_config::sink::resolved::{Batching, S3Settings};
 use sluice_config::sink::s3::S3Sink as Config;
-use sluice_config::sink::{Codec, Compression};
 use sluice_s3::{Bucket, BucketConfig};
 
 use super::{Output, Retry, SendError, SinkError, Threshold, codec};
@@ -16,58 +18,42 @@ pub struct S3Sink {
     name: String,
     bucket: Bucket,
     prefix: String,
-    codec: Codec,
-    compression: Compression,
-    threshold: Threshold,
-    max_retries: Option<u32>,
+    batching: Batching,
 }
 
 impl S3Sink {
     /// Connects and checks the bucket: wrong credentials or a missing bucket stop the start
     /// with the store's reason; a store that does not answer is only warned about (the sink
     /// retries until it does).
-    pub async fn connect(config: &Config) -> Result<Self, SinkError> {
-        let name = format!("s3://{}/{}", config.bucket, config.object_key.path_prefix);
+    pub async fn connect(settings: S3Settings) -> Result<Self, SinkError> {
+        let name = format!("s3://{}/{}", settings.bucket, settings.path_prefix);
         let bucket = Bucket::connect(BucketConfig {
-            bucket: config.bucket.clone(),
-            region: config.aws.region.clone(),
-            endpoint: config.aws.endpoint.clone(),
-            part_size: usize::try_from(config.multipart_part_size.bytes()).unwrap_or(usize::MAX),
-            request_timeout: config.request_timeout,
+            bucket: settings.bucket,
+            region: settings.region,
+            endpoint: settings.endpoint,
+            part_size: settings.part_size,
+            request_timeout: settings.request_timeout,
         })
         .await;
         match bucket.check().await {
             Ok(()) => {}
-            Err(e) if e.is_configuration() => {
-                return Err(SinkError::new(
-                    &name,
-                    format!(
-                        "{e}; check the bucket name and the AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the profile)"
-                    ),
-                ));
-            }
+            Err(e) if e.is_configuration() => return Err(SinkError::new(&name, e)),
             Err(e) => {
                 tracing::warn!(sink = %name, error = %e, "the store does not answer yet; uploads are retried until it does");
             }
         }
-        let threshold = &config.threshold;
         Ok(Self {
             name,
             bucket,
-            prefix: config.object_key.path_prefix.clone(),
-            codec: config
-                .codec
-                .as_ref()
-                .map(|c| c.codec())
-                .unwrap_or(Codec::Ndjson),
-            compression: config.compression,
-            threshold: Threshold {
-                event_count: (threshold.event_count > 0).then_some(threshold.event_count),
-                maximum_size: Some(threshold.maximum_size.bytes()),
-                event_collect_timeout: Some(threshold.event_collect_timeout),
-            },
-            max_retries: config.max_retries,
+            prefix: settings.path_prefix,
+            batching: settings.batching,
         })
+    }
+}
+
+impl super::BuildOutput for Config {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(S3Sink::connect(self.resolve()).await?))
     }
 }
 
@@ -111,13 +97,14 @@ impl Output for S3Sink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        let body = codec::encode(&self.codec, self.compression, events);
-        let extension = codec::extension(&self.codec, self.compression);
+        let b = &self.batching;
+        let body = codec::encode(&b.codec, b.compression, events);
+        let extension = codec::extension(&b.codec, b.compression);
         let key = object_key(&self.prefix, &extension, SystemTime::now());
-        let encoding = (self.compression == Compression::Gzip).then_some("gzip");
+        let encoding = (b.compression == Compression::Gzip).then_some("gzip");
         match self
             .bucket
-            .put(&key, body, codec::content_type(&self.codec), encoding)
+            .put(&key, body, codec::content_type(&b.codec), encoding)
             .await
         {
             Ok(()) => {
@@ -130,14 +117,11 @@ impl Output for S3Sink {
     }
 
     fn threshold(&self) -> Option<Threshold> {
-        Some(self.threshold)
+        Some(self.batching.threshold)
     }
 
     fn retry(&self) -> Retry {
-        Retry {
-            max_retries: self.max_retries,
-            ..Retry::default()
-        }
+        self.batching.retry
     }
 }
 

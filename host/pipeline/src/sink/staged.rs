@@ -11,26 +11,13 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::Receipt;
 use super::deliver::Delivery;
-
-/// When staged events are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Threshold {
-    /// Send once this many events are staged (a request holds at most this many).
-    pub event_count: Option<usize>,
-    /// Send once the staged events take this many bytes (a request holds at most this many,
-    /// unless one event alone is larger).
-    pub maximum_size: Option<u64>,
-    /// Send once the oldest staged event has waited this long.
-    pub event_collect_timeout: Option<Duration>,
-}
+use super::{Receipt, Threshold};
 
 /// A batch's events on their way to the sink's task.
 type Staging = mpsc::Sender<(Vec<Bytes>, Receipt)>;

@@ -5,7 +5,9 @@ use tokio::sync::Mutex;
 
 use bytes::Bytes;
 
-use super::{Output, SendError};
+use std::sync::Arc;
+
+use super::{Output, SendError, SinkError};
 
 /// Standard output. The tokio Mutex keeps one batch's lines together when several workers
 /// write at once (it is held across the write).
@@ -18,6 +20,12 @@ impl Default for StdoutSink {
         Self {
             out: Mutex::new(tokio::io::stdout()),
         }
+    }
+}
+
+impl super::BuildOutput for sluice_config::StdoutSink {
+    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+        Ok(Arc::new(StdoutSink::default()))
     }
 }
 

@@ -12,7 +12,7 @@ mod metrics;
 mod outcome;
 mod process;
 
-pub use process::Stage;
+pub use crate::processor::Stage;
 
 use std::sync::Arc;
 
@@ -88,9 +88,7 @@ pub async fn run(
             .take()
             .expect("stages are returned after every batch");
         for stage in &mut stage_list {
-            if stage.updates.has_changed().unwrap_or(false) {
-                process::switch(stage, &outputs.pipeline).await;
-            }
+            stage.follow(&outputs.pipeline).await;
         }
         let mut d = decoder
             .take()

@@ -1,25 +1,15 @@
-//! The processor stages: each processor plugin of the pipeline, in order, over the events a
-//! batch deserialized into. An event a processor keeps stays as it was; one it replaces
+//! The processor stages: each processor of the pipeline (see [`crate::processor`]), in order,
+//! over the events a batch deserialized into. An event a processor keeps stays as it was; one it replaces
 //! becomes the events it returned (each checked: one JSON object, made one line); one it drops
 //! is gone; one it fails (or traps on) goes to the dead-letter file with the processor's name
 //! and reason. Runs on the worker's blocking thread, right after the deserializer.
 
 use serde_json::Value;
-use sluice_plugin::{Event, Limits, Plugin, Processed, Processor, RawRecord};
-use tokio::sync::watch;
+use sluice_plugin::{Event, Processed, RawRecord};
 
 use super::outcome::{Split, append_events};
+use crate::processor::Stage;
 use crate::sink::dlq::{self, Rejected};
-
-/// One processor of one worker: its instance, and how it follows new versions of its plugin.
-pub struct Stage {
-    pub processor: Processor,
-    /// New versions of the plugin, published by the catalog.
-    pub updates: watch::Receiver<Plugin>,
-    /// The processor's options, for `configure` on a new instance.
-    pub options: Vec<(String, String)>,
-    pub limits: Limits,
-}
 
 /// What the stages did to a batch, for the counters.
 #[derive(Debug, Default, Clone, Copy)]
@@ -43,7 +33,7 @@ pub(crate) fn run_stages(
         if split.event_count == 0 {
             break;
         }
-        let name = stage.processor.plugin().name().to_owned();
+        let name = stage.name().to_owned();
         let bodies: Vec<&[u8]> = split
             .events
             .split(|&b| b == b'\n')
@@ -58,7 +48,7 @@ pub(crate) fn run_stages(
                 origin: &records[owner].origin,
             })
             .collect();
-        let results = stage.processor.process(&events);
+        let results = stage.process(&events);
         let mut lines = Vec::with_capacity(split.events.len());
         let mut owners = Vec::with_capacity(split.owners.len());
         let mut dead: Vec<Value> = Vec::new();
@@ -110,27 +100,4 @@ pub(crate) fn run_stages(
         split.dead.extend(dead);
     }
     done
-}
-
-/// Builds the stage's processor from the newest version of its plugin (instantiate and
-/// `configure`, off the reactor), between batches. If that fails the running one is kept and
-/// the error logged, as for the deserializer.
-pub(crate) async fn switch(stage: &mut Stage, pipeline: &str) {
-    let plugin = stage.updates.borrow_and_update().clone();
-    if plugin.sha256() == stage.processor.plugin().sha256() {
-        return;
-    }
-    let (options, limits) = (stage.options.clone(), stage.limits);
-    let built = tokio::task::spawn_blocking(move || Processor::new(plugin, options, limits))
-        .await
-        .expect("building a processor does not panic");
-    match built {
-        Ok(next) => {
-            tracing::info!(pipeline, processor = next.plugin().name(), from = %&stage.processor.plugin().sha256()[..12], to = %&next.plugin().sha256()[..12], "switched to the new processor version");
-            stage.processor = next;
-        }
-        Err(error) => {
-            tracing::error!(pipeline, %error, "the new processor version cannot start here; keeping the running one");
-        }
-    }
 }
