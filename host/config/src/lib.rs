@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //! - `component`: how each kind's one list (`for_each_sink!`, `for_each_buffer!`,
-//!   `for_each_processor!`) becomes its enum, names and rules.
+//!   `for_each_processor!`; `for_each_source!` is in [`source`]) becomes its enum, names and
+//!   rules; `sluice-pipeline` makes its builders from the same lists.
 //! - [`mod@parse`]: text → [`Config`] (YAML, then each component through serde, strictly),
 //!   collecting every error; then `validate`.
 //! - `explain`: serde's messages reworded to name the key path and suggest the fix.

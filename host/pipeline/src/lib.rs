@@ -2,22 +2,31 @@
 //! dead-letter file beside them.
 //!
 //! # Layout (the data flow)
-//! - [`source`]: the `Source` trait; push sources (`http`) and the `file` source, each built
-//!   from its config, writing raw bytes to the buffer.
-//! - [`buffer`]: builds the configured `sluice_buffer::Buffer` (in memory, or Kafka through
-//!   `sluice-kafka`).
-//! - [`worker`]: reads batches, calls the deserializer, sends events to the sinks, dead-letters
-//!   what cannot be parsed, and only then acknowledges the batch.
-//! - [`processor`]: the processor stages (built-in, or plugins), each built from its config;
-//!   the workers run them between the deserializer and the sinks.
-//! - [`sink`]: the `Sink` trait; `stdout`, `file`, and the dead-letter file (`dlq`).
+//! Each component kind comes from `sluice_config`'s list of that kind (`for_each_source!`,
+//! `for_each_buffer!`, `for_each_processor!`, `for_each_sink!`), which generates the one
+//! `build` match of its folder here; the runtime reads resolved settings, never the serde
+//! structs.
+//! - [`source`]: the `Source` trait; push sources (`http`, the OTLP sources on one `otlp`
+//!   module), each serving connections through one `listener` (TLS, refusals, connection
+//!   limits and timeouts), and the pull source `file`; all write raw bytes to the buffer.
+//! - [`buffer`]: builds the configured `sluice_buffer::Buffer`: in memory (`memory`), Kafka
+//!   (`kafka`, through `sluice-kafka`), or a buffer policy component over built-in tiers
+//!   (`plugin`).
+//! - [`worker`]: reads batches, calls the deserializer, runs the processors, hands the events
+//!   to the sinks, dead-letters what cannot be parsed or processed, and acknowledges the batch
+//!   once every sink's receipt completed.
+//! - [`processor`]: the processor stages (built-in, or plugin components), each built from its
+//!   config; the workers run them between the deserializer and the sinks.
+//! - [`sink`]: one delivery machinery (staging, retries with backoff, dead letters, receipts)
+//!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`; and the
+//!   dead-letter file (`dlq`).
 //! - [`counters`]: a pipeline's counts, shared by its source and workers.
 //! - [`watchdog`]: which workers have been in their plugin longer than its deadline (`/health`).
 //! - [`reload`]: watches the plugin folder and publishes new plugin versions; workers switch
 //!   to them between batches.
 //! - [`mod@run`]: builds every pipeline from the validated config, runs them, and shuts down:
 //!   stop the sources, drain the buffers through the sinks within a deadline, exit. It names
-//!   no concrete source, buffer or sink.
+//!   no concrete source, buffer, processor or sink.
 
 pub mod buffer;
 pub mod counters;

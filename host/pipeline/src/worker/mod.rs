@@ -1,9 +1,10 @@
-//! A worker: read a batch, deserialize it in the plugin (off the async reactor), write the
-//! events to every sink and the rejects to the dead-letter file, then acknowledge the batch.
-//! A sink failure is retried with backoff, and the batch is not acknowledged until it succeeds.
+//! A worker: read a batch, deserialize it in the plugin (off the async reactor), run the
+//! processors, hand the events to every sink and the rejects to the dead-letter file, then
+//! let the batch be acknowledged once every sink's receipt completed. Retries are the sinks'
+//! (`crate::sink`); a worker waits while a sink is behind, which is the pipeline's backpressure.
 //!
 //! # Layout
-//! - this file: the loop ([`run`]), following new plugin versions, delivering with retries.
+//! - this file: the loop ([`run`]), following new plugin versions between batches.
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
 //! - `process`: the processor stages, in order, over those events.
 //! - `metrics`: the plugin's metrics, updated per batch.
