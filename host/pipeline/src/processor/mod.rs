@@ -1,4 +1,4 @@
-//! Processor stages: what a processor does to a worker's events ([`Process`]), and [`build`],
+//! Processor stages: what a processor does to a worker's events ([`Process`]), and `build`,
 //! made from `sluice_config`'s processor list: a built-in's config type implements
 //! [`BuildProcess`] in its runtime file (adding one: its config file, its runtime file here,
 //! and its line in the list); any other name is a plugin, built by [`plugin`]. The worker runs

@@ -233,7 +233,7 @@ pub(crate) trait BuildOutput {
 macro_rules! build_sink {
     ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
         /// The output a pipeline's `sink:` entry configures: one arm per line of the sink
-        /// list, each its config type's [`BuildOutput`].
+        /// list, each its config type's `BuildOutput`.
         pub async fn build(
             pipeline: &str,
             config: &sluice_config::Sink,

@@ -1,14 +1,14 @@
-//! The WIT worlds sluice hosts: one file each, and [`WORLDS`], the one list of them.
+//! The WIT worlds sluice hosts: one file each, and `WORLDS`, the one list of them.
 //!
-//! A world's file holds its `bindgen!`, its [`Descriptor`] (which export makes a component one
+//! A world's file holds its `bindgen!`, its `Descriptor` (which export makes a component one
 //! of it, its name, its kind, the host interfaces it imports), how a fresh instance is set up
 //! (the `World` trait of the crate's `instance` module) and, for the batch worlds, its batch
 //! call (`BatchWorld` in `batch`), plus the typed front the pipeline uses.
 //!
-//! [`WORLDS`] serves recognising a component at load ([`identify`]), the linker (each world's
-//! host imports) and the import allow-list. Adding a world is a new file here plus one line
-//! in [`WORLDS`]; the engine, sandbox, cache, catalog, instance lifecycle and batch policy do
-//! not change.
+//! `WORLDS` serves recognising a component at load (`judged_against`, then the world's own
+//! `identify`), the linker (each world's host imports) and the import allow-list. Adding a
+//! world is a new file here plus one line in `WORLDS`; the engine, sandbox, cache, catalog,
+//! instance lifecycle and batch policy do not change.
 //!
 //! - [`deserializer`]: contract 0.1.0's `deserializer` (and `configurable-deserializer`).
 //! - [`deserializer_v2`]: 0.2's `deserializer-plugin`.
