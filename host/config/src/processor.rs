@@ -37,8 +37,7 @@ use crate::source::option_text;
 #[macro_export]
 macro_rules! for_each_processor {
     ($m:ident $($prefix:tt)*) => {
-        $m! {
-            $($prefix)*}
+        $m! { $($prefix)* }
     };
 }
 
