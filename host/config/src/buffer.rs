@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use crate::component::WithPlugins;
+use crate::component::{WithPlugins, kind_enum};
 use crate::error::Errors;
 use crate::limits::{PluginLimits, take_limits};
 use crate::location::join;
@@ -20,8 +20,9 @@ use crate::source::option_text;
 /// file, its runtime file and a line here.
 #[macro_export]
 macro_rules! for_each_buffer {
-    ($m:ident) => {
+    ($m:ident $($prefix:tt)*) => {
         $m! {
+            $($prefix)*
             /// In memory: a bounded queue of raw records. Fast; lost if the process dies.
             BoundedBlocking($crate::buffer::BoundedBlocking) = "bounded_blocking",
             /// A Kafka topic: accepted records survive a crash of sluice; offsets are committed
@@ -31,21 +32,16 @@ macro_rules! for_each_buffer {
     };
 }
 
-macro_rules! tier_enum {
-    ($($list:tt)*) => {
-        crate::component::kind_enum! {
-            /// A built-in buffer (see [`for_each_buffer!`](crate::for_each_buffer)): a
-            /// pipeline's buffer, or one tier of a buffer policy, with the same keys and rules.
-            #[expect(
-                clippy::large_enum_variant,
-                reason = "a few per pipeline, parsed once at start"
-            )]
-            pub enum Tier: dyn BufferConfig;
-            $($list)*
-        }
-    };
+crate::for_each_buffer! {
+    kind_enum
+    /// A built-in buffer (see [`for_each_buffer!`](crate::for_each_buffer)): a
+    /// pipeline's buffer, or one tier of a buffer policy, with the same keys and rules.
+    #[expect(
+        clippy::large_enum_variant,
+        reason = "a few per pipeline, parsed once at start"
+    )]
+    pub enum Tier: dyn BufferConfig;
 }
-crate::for_each_buffer!(tier_enum);
 
 /// What a built-in buffer's config tells the rest of the config; each config type of the list
 /// implements it.

@@ -3,9 +3,11 @@
 //! are plugins (buffers, processors) is read.
 //!
 //! A kind's list is an exported callback macro (an "x-macro") holding one line per built-in
-//! component, `Variant(ConfigType) = "yaml_name"` with its doc comment. Each crate turns the
-//! same list into what it needs: here [`kind_enum!`] makes the enum, its names, `plugin_name`
-//! and the dispatch to the kind's rules trait; the pipeline crate makes its builder from it.
+//! component, `Variant(ConfigType) = "yaml_name"` with its doc comment: `for_each_sink!(m)`
+//! expands to `m! { <list> }`, and `for_each_sink!(m <tokens>)` to `m! { <tokens> <list> }`.
+//! Each crate turns the same list into what it needs: here [`kind_enum!`] (given the enum's
+//! header as the tokens) makes the enum, its names, `plugin_name` and the dispatch to the
+//! kind's rules trait; the pipeline crate makes its builder from it.
 //! Every generated `match` lists every variant, so a line added to a list does not compile
 //! until its config type has its rules and its runtime type its builder.
 //!

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use crate::component::WithPlugins;
+use crate::component::{WithPlugins, kind_enum};
 use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::limits::{PluginLimits, take_limits};
@@ -36,21 +36,16 @@ use crate::source::option_text;
 /// every processor is a plugin.
 #[macro_export]
 macro_rules! for_each_processor {
-    ($m:ident) => {
-        $m! {}
+    ($m:ident $($prefix:tt)*) => {
+        $m! { $($prefix)* }
     };
 }
 
-macro_rules! builtin_enum {
-    ($($list:tt)*) => {
-        crate::component::kind_enum! {
-            /// A built-in processor (see [`for_each_processor!`](crate::for_each_processor)).
-            pub enum BuiltinProcessor: dyn ProcessorConfig;
-            $($list)*
-        }
-    };
+crate::for_each_processor! {
+    kind_enum
+    /// A built-in processor (see [`for_each_processor!`](crate::for_each_processor)).
+    pub enum BuiltinProcessor: dyn ProcessorConfig;
 }
-crate::for_each_processor!(builtin_enum);
 
 /// A built-in processor's own rules; each config type of the list implements it.
 pub(crate) trait ProcessorConfig {

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::component::kind_enum;
 use crate::error::Errors;
 use crate::location::join;
 
@@ -27,8 +28,9 @@ use crate::location::join;
 /// crate's builder; adding a sink is its config file, its runtime file and a line here.
 #[macro_export]
 macro_rules! for_each_sink {
-    ($m:ident) => {
+    ($m:ident $($prefix:tt)*) => {
         $m! {
+            $($prefix)*
             /// Writes each event as one JSON line to standard output.
             Stdout($crate::sink::StdoutSink) = "stdout",
             /// Appends each event as one JSON line to a file, flushed after every batch.
@@ -43,16 +45,11 @@ macro_rules! for_each_sink {
     };
 }
 
-macro_rules! sink_enum {
-    ($($list:tt)*) => {
-        crate::component::kind_enum! {
-            /// A sink: one key naming it (see [`for_each_sink!`](crate::for_each_sink)).
-            pub enum Sink: dyn SinkConfig;
-            $($list)*
-        }
-    };
+crate::for_each_sink! {
+    kind_enum
+    /// A sink: one key naming it (see [`for_each_sink!`](crate::for_each_sink)).
+    pub enum Sink: dyn SinkConfig;
 }
-crate::for_each_sink!(sink_enum);
 
 /// A sink's own rules; each config type of the list implements it.
 pub(crate) trait SinkConfig {
