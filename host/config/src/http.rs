@@ -35,7 +35,7 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
 
 impl Authentication {
     /// The Basic credentials to check, with the password resolved; `None` when unauthenticated.
-    pub fn basic(&self) -> Result<Option<(String, String)>, String> {
+    pub fn basic(&self) -> Result<Option<(String, String)>, crate::kafka::SecretError> {
         match &self.http_basic {
             Some(c) => Ok(Some((c.username.clone(), c.resolved_password()?))),
             None => Ok(None),

@@ -380,12 +380,6 @@ pub enum SecretError {
 }
 
 /// For the callers that still carry reasons as text (the http source's `basic`).
-impl From<SecretError> for String {
-    fn from(e: SecretError) -> String {
-        e.to_string()
-    }
-}
-
 /// `${env:NAME}` → the variable, `${file:PATH}` → the file's first line, else the text.
 pub fn resolve_secret(text: &str) -> Result<String, SecretError> {
     let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'));

@@ -49,7 +49,7 @@ pub enum SourceError {
     Tls(String),
     /// `authentication` cannot be used (a password that does not resolve).
     #[error("authentication: {0}")]
-    Authentication(String),
+    Authentication(#[from] sluice_config::SecretError),
 }
 
 /// What a source is built with besides its config.
