@@ -236,8 +236,8 @@ impl<W: World> Instances<W> {
         );
         self.note_memory(&store);
         let instance = instance
-            .map_err(|_| self.start_failed(deadline_reason(limits.timeout)))?
-            .map_err(|e| self.start_failed(describe_trap(&e, limits)))?;
+            .map_err(|_| start_failed(&self.plugin, deadline_reason(limits.timeout)))?
+            .map_err(|e| load_failed(&self.plugin, &e, limits))?;
         let guest = W::load(
             &self.plugin,
             &self.exports,
@@ -253,13 +253,6 @@ impl<W: World> Instances<W> {
             calls: 0,
         })
     }
-
-    fn start_failed(&self, reason: String) -> PluginError {
-        PluginError::Instantiate {
-            name: self.plugin.name().to_owned(),
-            reason,
-        }
-    }
 }
 
 /// Runs one setup call of a fresh instance (`configure`, a policy's `describe`) under the
@@ -273,14 +266,10 @@ pub(crate) fn setup_call<'a, T, F>(
 where
     F: std::future::Future<Output = wasmtime::Result<T>>,
 {
-    let failed = |reason| PluginError::Instantiate {
-        name: plugin.name().to_owned(),
-        reason,
-    };
     store.set_epoch_deadline(deadline_ticks(limits.timeout));
     with_deadline(limits.timeout, call(store))
-        .map_err(|_| failed(deadline_reason(limits.timeout)))?
-        .map_err(|e| failed(describe_trap(&e, limits)))
+        .map_err(|_| start_failed(plugin, deadline_reason(limits.timeout)))?
+        .map_err(|e| load_failed(plugin, &e, limits))
 }
 
 /// Runs a fresh instance's `configure` under the deadline: the plugin refusing its options is
@@ -300,12 +289,17 @@ where
     })
 }
 
-/// The error for a fresh instance whose exports could not be loaded.
-pub(crate) fn load_failed(plugin: &Plugin, e: &wasmtime::Error, limits: Limits) -> PluginError {
+/// The error for a fresh instance that could not be built or set up, and why.
+fn start_failed(plugin: &Plugin, reason: String) -> PluginError {
     PluginError::Instantiate {
         name: plugin.name().to_owned(),
-        reason: describe_trap(e, limits),
+        reason,
     }
+}
+
+/// The error for a fresh instance whose instantiation, exports or setup trapped.
+pub(crate) fn load_failed(plugin: &Plugin, e: &wasmtime::Error, limits: Limits) -> PluginError {
+    start_failed(plugin, describe_trap(e, limits))
 }
 
 /// The 0.2 `configure` options as the bindings take them.
