@@ -187,14 +187,14 @@ fn data_prepper_otel_sources_parse_with_their_defaults() {
     assert_eq!(logs.http, [(Signal::Logs, "/v1/logs".to_owned())]);
     assert_eq!(d.name, "otlp");
     assert_eq!(
-        d.option_pairs(),
+        d.settings().options,
         [("output_format".to_owned(), "otel".to_owned())]
     );
     let (_, traces, d) = &settings[1];
     assert_eq!(traces.listener.port, 21890);
     assert_eq!(traces.retry_info.max_delay.as_secs(), 2);
     assert_eq!(
-        d.option_pairs(),
+        d.settings().options,
         [("output_format".to_owned(), "opensearch".to_owned())],
         "the single-signal sources' default"
     );
@@ -206,7 +206,7 @@ fn data_prepper_otel_sources_parse_with_their_defaults() {
     );
     assert_eq!(all.grpc.len(), 3);
     assert_eq!(
-        d.option_pairs(),
+        d.settings().options,
         [
             ("output_format".to_owned(), "otel".to_owned()),
             ("traces_output_format".to_owned(), "opensearch".to_owned())

@@ -12,7 +12,6 @@ use crate::component::{WithPlugins, kind_enum};
 use crate::error::Errors;
 use crate::limits::{PluginLimits, take_limits};
 use crate::location::join;
-use crate::source::option_text;
 
 /// The built-in buffers, one line each: `Variant(config type) = "name in the file"`, its doc
 /// the user doc. This one list makes [`Tier`] (a built-in buffer, as a pipeline's buffer or as
@@ -86,12 +85,9 @@ pub struct PluginBuffer {
 }
 
 impl PluginBuffer {
-    /// The options as the plugin's `configure` receives them.
-    pub fn option_pairs(&self) -> Vec<(String, String)> {
-        self.options
-            .iter()
-            .map(|(k, v)| (k.clone(), option_text(v)))
-            .collect()
+    /// The plugin resolved, as the pipeline starts it.
+    pub fn settings(&self) -> crate::limits::PluginSettings {
+        crate::limits::PluginSettings::new(&self.name, &self.options, self.limits)
     }
 
     /// Reads the block of the policy `name`: `tiers` and the limits out, the rest options.

@@ -44,7 +44,7 @@ pub use kafka::{
     AutoOffsetReset, BufferEncryption, Credentials, InTransit, KafkaAuthentication, KafkaBuffer,
     KafkaSasl, KafkaTopic, KmsEncryption, Secret, SecretError, TransitType, resolve_secret,
 };
-pub use limits::PluginLimits;
+pub use limits::{PluginLimits, PluginSettings};
 pub use listener::ListenerSettings;
 pub use parse::{Context, parse};
 pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};

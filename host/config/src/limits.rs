@@ -1,13 +1,56 @@
 //! The sandbox limits of a plugin whose block holds its own options (a processor, a buffer
 //! policy): the keys `max_memory`, `timeout` and `recycle_after` are sluice's, taken out of the
 //! block before the rest goes to the plugin's `configure`. Same keys, rules and defaults as a
-//! deserializer's.
+//! deserializer's. [`PluginSettings`] is a plugin block resolved: what the pipeline starts a
+//! plugin with, whatever its kind.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::source::{default_max_memory, default_plugin_timeout, default_recycle_after};
 use crate::units::{self, ByteSize};
+
+/// A plugin component as the pipeline starts it (a deserializer, a processor, a buffer
+/// policy): its name, its options as its `configure` receives them, its sandbox limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSettings {
+    /// The plugin's name: the file stem of its `.wasm` file in the plugin folder.
+    pub name: String,
+    /// The options, in key order: scalars as their text, lists and maps as JSON text.
+    pub options: Vec<(String, String)>,
+    /// Its sandbox limits.
+    pub limits: PluginLimits,
+}
+
+impl PluginSettings {
+    /// The block of plugin `name` resolved: `options` as `configure` receives them.
+    pub(crate) fn new(
+        name: &str,
+        options: &BTreeMap<String, serde_yaml::Value>,
+        limits: PluginLimits,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.clone(), option_text(v)))
+                .collect(),
+            limits,
+        }
+    }
+}
+
+/// An option's value as a plugin's `configure` receives it: scalars as their text, lists and
+/// maps as JSON text.
+fn option_text(value: &serde_yaml::Value) -> String {
+    match value {
+        serde_yaml::Value::String(s) => s.clone(),
+        serde_yaml::Value::Bool(b) => b.to_string(),
+        serde_yaml::Value::Number(n) => n.to_string(),
+        serde_yaml::Value::Null => String::new(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
 
 /// The keys of a plugin's block that are sluice's, not the plugin's.
 pub const LIMIT_KEYS: [&str; 3] = ["max_memory", "timeout", "recycle_after"];

@@ -27,7 +27,6 @@ use crate::explain::list;
 use crate::limits::{PluginLimits, take_limits};
 use crate::location::join;
 use crate::parse::Context;
-use crate::source::option_text;
 
 /// The built-in processors, one line each: `Variant(config type) = "name in the file"`, its
 /// doc the user doc. This one list makes [`BuiltinProcessor`] (its variants, names and rules,
@@ -83,13 +82,9 @@ pub struct PluginProcessor {
 }
 
 impl PluginProcessor {
-    /// The options as the plugin's `configure` receives them: scalars as their text, lists and
-    /// maps as JSON text.
-    pub fn option_pairs(&self) -> Vec<(String, String)> {
-        self.options
-            .iter()
-            .map(|(k, v)| (k.clone(), option_text(v)))
-            .collect()
+    /// The plugin resolved, as the pipeline starts it.
+    pub fn settings(&self) -> crate::limits::PluginSettings {
+        crate::limits::PluginSettings::new(&self.name, &self.options, self.limits)
     }
 }
 
@@ -190,7 +185,7 @@ mod tests {
         .unwrap();
         assert_eq!(p.name, "redact");
         assert_eq!(
-            p.option_pairs(),
+            p.settings().options,
             [("keys".to_owned(), "[\"a\"]".to_owned())]
         );
         assert_eq!(p.limits.max_memory, crate::ByteSize::mib(128));

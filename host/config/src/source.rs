@@ -436,34 +436,15 @@ pub(crate) const fn default_plugin_timeout() -> Duration {
 }
 
 impl DeserializerConfig {
-    /// Its sandbox limits, as a processor's or a buffer policy's block holds them.
-    pub fn limits(&self) -> crate::PluginLimits {
-        crate::PluginLimits {
+    /// The deserializer resolved, as the pipeline starts it (its limits as a processor's or a
+    /// buffer policy's block holds them).
+    pub fn settings(&self) -> crate::limits::PluginSettings {
+        let limits = crate::PluginLimits {
             max_memory: self.max_memory,
             timeout: self.timeout,
             recycle_after: self.recycle_after,
-        }
-    }
-
-    /// The options as the plugin's `configure` receives them: scalars as their text, lists and
-    /// maps as JSON text.
-    pub fn option_pairs(&self) -> Vec<(String, String)> {
-        self.options
-            .iter()
-            .map(|(k, v)| (k.clone(), option_text(v)))
-            .collect()
-    }
-}
-
-/// An option's value as a plugin's `configure` receives it: scalars as their text, lists and
-/// maps as JSON text.
-pub(crate) fn option_text(value: &serde_yaml::Value) -> String {
-    match value {
-        serde_yaml::Value::String(s) => s.clone(),
-        serde_yaml::Value::Bool(b) => b.to_string(),
-        serde_yaml::Value::Number(n) => n.to_string(),
-        serde_yaml::Value::Null => String::new(),
-        other => serde_json::to_string(other).unwrap_or_default(),
+        };
+        crate::limits::PluginSettings::new(&self.name, &self.options, limits)
     }
 }
 

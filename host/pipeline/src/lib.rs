@@ -22,14 +22,15 @@
 //!   dead-letter file (`dlq`).
 //! - [`counters`]: a pipeline's counts, shared by its source and workers.
 //! - [`watchdog`]: which workers have been in their plugin longer than its deadline (`/health`).
-//! - [`reload`]: watches the plugin folder and publishes new plugin versions; workers switch
-//!   to them between batches.
+//! - [`reload`]: watches the plugin folder and publishes new plugin versions; `follow` is how
+//!   a deserializer, a processor or a buffer policy switches to them between calls.
 //! - [`mod@run`]: builds every pipeline from the validated config, runs them, and shuts down:
 //!   stop the sources, drain the buffers through the sinks within a deadline, exit. It names
 //!   no concrete source, buffer, processor or sink.
 
 pub mod buffer;
 pub mod counters;
+mod follow;
 pub mod processor;
 pub mod reload;
 pub mod run;

@@ -1,7 +1,7 @@
 //! Hot reload of the plugin folder: every `every`, rescan it on a blocking thread (compiling a
-//! changed component must not stall the reactor), log what changed and count it. Workers see
-//! new versions through their [`sluice_plugin::Catalog`] subscription and switch between
-//! batches (see `worker::PluginUpdates`).
+//! changed component must not stall the reactor), log what changed and count it. Each running
+//! plugin sees new versions through its [`sluice_plugin::Catalog`] subscription and switches
+//! between calls (`crate::follow`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

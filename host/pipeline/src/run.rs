@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sluice_buffer::{Buffer, BufferReader};
 use sluice_config::Config;
-use sluice_plugin::{Catalog, Decoder, Limits, PluginError};
+use sluice_plugin::{Catalog, Decoder, PluginError};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -24,7 +24,8 @@ use crate::sink::SinkError;
 use crate::sink::dlq::{self, DeadLetters};
 use crate::source::{Source, SourceContext, SourceError};
 use crate::watchdog::Watchdog;
-use crate::worker::{self, Delivery, PluginUpdates, Stage};
+use crate::follow::{Following, Unstarted};
+use crate::worker::{self, Delivery, Stage};
 
 /// Settings of a run that are not in the pipeline file.
 #[derive(Debug, Clone)]
@@ -71,8 +72,7 @@ struct Built {
     name: String,
     buffer: Arc<dyn Buffer>,
     source: Box<dyn Source>,
-    workers: Vec<(Box<dyn BufferReader>, Decoder, Vec<Stage>)>,
-    updates: PluginUpdates,
+    workers: Vec<(Box<dyn BufferReader>, Following<Decoder>, Vec<Stage>)>,
     delivery: Arc<Delivery>,
 }
 
@@ -101,15 +101,12 @@ pub async fn run(
         let name = b.name;
         sources.spawn(b.source.run(stop_rx.clone()));
         for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
-            let timeout = b.updates.limits.timeout;
-            let slot = options
-                .watchdog
-                .slot(&name, i, decoder.plugin().name(), timeout);
+            let (plugin, timeout) = (decoder.current.plugin().name(), decoder.limits().timeout);
+            let slot = options.watchdog.slot(&name, i, plugin, timeout);
             workers.spawn(worker::run(
                 reader,
                 decoder,
                 stages,
-                b.updates.clone(),
                 b.delivery.clone(),
                 slot,
             ));
@@ -201,14 +198,29 @@ async fn build(
     options: &RunOptions,
 ) -> Result<Built, PipelineError> {
     let name = p.name.clone();
-    let deserializer = p.source.deserializer();
-    let missing = || PipelineError::MissingPlugin {
-        pipeline: name.clone(),
-        plugin: deserializer.name.clone(),
-    };
-    let updates = plugins.subscribe(&deserializer.name).ok_or_else(missing)?;
-    let plugin = updates.borrow().clone();
-    let limits = limits(&deserializer.limits());
+    let deserializer = p.source.deserializer().settings();
+    // Each worker's plugins first: a missing or broken plugin fails the start before anything
+    // connects.
+    let mut plugin_stages = Vec::new();
+    for _ in 0..p.workers {
+        let decoder = Following::<Decoder>::start(&name, &deserializer, plugins)
+            .await
+            .map_err(|e| match e {
+                Unstarted::Missing => PipelineError::MissingPlugin {
+                    pipeline: name.clone(),
+                    plugin: deserializer.name.clone(),
+                },
+                Unstarted::Failed(error) => PipelineError::Plugin {
+                    pipeline: name.clone(),
+                    error,
+                },
+            })?;
+        let mut stages = Vec::new();
+        for processor in &p.processor {
+            stages.push(crate::processor::build(&name, processor, plugins).await?);
+        }
+        plugin_stages.push((decoder, stages));
+    }
     let sink_error = |error| PipelineError::Sink {
         pipeline: name.clone(),
         error,
@@ -241,23 +253,10 @@ async fn build(
         counters: counters.clone(),
     });
 
-    let mut workers = Vec::new();
-    for _ in 0..p.workers {
-        // Instantiating runs guest code (start functions, `configure`): off the reactor.
-        let (plugin, options) = (plugin.clone(), deserializer.option_pairs());
-        let decoder = tokio::task::spawn_blocking(move || Decoder::new(plugin, options, limits))
-            .await
-            .expect("building a decoder does not panic")
-            .map_err(|error| PipelineError::Plugin {
-                pipeline: name.clone(),
-                error,
-            })?;
-        let mut stages = Vec::new();
-        for processor in &p.processor {
-            stages.push(crate::processor::build(&name, processor, plugins).await?);
-        }
-        workers.push((buffer.reader(), decoder, stages));
-    }
+    let workers = plugin_stages
+        .into_iter()
+        .map(|(decoder, stages)| (buffer.reader(), decoder, stages))
+        .collect();
     let cx = SourceContext {
         pipeline: name.clone(),
         writer: buffer.writer(),
@@ -270,26 +269,12 @@ async fn build(
                 pipeline: name.clone(),
                 error,
             })?;
-    tracing::info!(pipeline = %name, source = p.source.plugin_name(), buffer = p.buffer.plugin_name(), deserializer = %plugin.name(), workers = p.workers, dlq = %dlq_path.display(), "pipeline ready");
+    tracing::info!(pipeline = %name, source = p.source.plugin_name(), buffer = p.buffer.plugin_name(), deserializer = %deserializer.name, workers = p.workers, dlq = %dlq_path.display(), "pipeline ready");
     Ok(Built {
         name,
         buffer,
         source,
         workers,
-        updates: PluginUpdates {
-            updates,
-            options: deserializer.option_pairs(),
-            limits,
-        },
         delivery,
     })
-}
-
-/// The plugin host's limits from a plugin block's.
-pub(crate) fn limits(l: &sluice_config::PluginLimits) -> Limits {
-    Limits {
-        max_memory: usize::try_from(l.max_memory.bytes()).unwrap_or(usize::MAX),
-        timeout: l.timeout,
-        recycle_after: l.recycle_after,
-    }
 }

@@ -11,10 +11,10 @@ use sluice_buffer::tiered::{
     TieredBuffer,
 };
 use sluice_config::PluginBuffer;
-use sluice_plugin::{BufferPolicy, Catalog, Limits, Plugin};
-use tokio::sync::watch;
+use sluice_plugin::{BufferPolicy, Catalog};
 
 use super::BufferError;
+use crate::follow::{Following, Unstarted};
 use crate::sink::dlq::{self, DeadLetters, Rejected};
 
 /// The most entries a policy's key-value state holds (expired ones are purged first). A dedup
@@ -33,23 +33,13 @@ pub async fn build(
     for tier in &b.tiers {
         tiers.push(super::build_builtin(p, tier, data_dir).await?);
     }
-    let mut updates = plugins
-        .subscribe(&b.name)
-        .ok_or_else(|| BufferError::MissingPolicy(b.name.clone()))?;
-    let plugin = updates.borrow_and_update().clone();
-    let (options, limits) = (b.option_pairs(), crate::run::limits(&b.limits));
-    let (o, l) = (options.clone(), limits);
-    // Instantiating runs guest code: off the reactor.
-    let current = tokio::task::spawn_blocking(move || BufferPolicy::new(plugin, o, l))
+    let settings = b.settings();
+    let policy = Following::<BufferPolicy>::start(&p.name, &settings, plugins)
         .await
-        .expect("building a buffer policy does not panic")?;
-    let policy = Reloading {
-        pipeline: p.name.clone(),
-        updates,
-        options,
-        limits,
-        current,
-    };
+        .map_err(|e| match e {
+            Unstarted::Missing => BufferError::MissingPolicy(settings.name.clone()),
+            Unstarted::Failed(error) => BufferError::Policy(error),
+        })?;
     let pipeline = p.name.clone();
     let dropped = Arc::new(move |dropped: Vec<(sluice_buffer::Record, String)>| {
         let entries: Vec<_> = dropped
@@ -86,47 +76,9 @@ pub async fn build(
     ))
 }
 
-/// The policy, following new versions of its plugin: before a call, a version the plugin
-/// folder changed to is started and configured with the same options; if it cannot start, the
-/// running one stays. The policy's key-value state is the host's, so it carries over.
-struct Reloading {
-    pipeline: String,
-    updates: watch::Receiver<Plugin>,
-    options: Vec<(String, String)>,
-    limits: Limits,
-    current: BufferPolicy,
-}
-
-impl Reloading {
-    /// Switches to a new version if there is one (calls run on blocking threads: starting one
-    /// here does not stall the reactor).
-    fn follow(&mut self) {
-        if !self.updates.has_changed().unwrap_or(false) {
-            return;
-        }
-        let plugin = self.updates.borrow_and_update().clone();
-        let (pipeline, name) = (&self.pipeline, plugin.name().to_owned());
-        let (from, to) = (
-            self.current.plugin().sha256()[..12].to_owned(),
-            plugin.sha256()[..12].to_owned(),
-        );
-        match BufferPolicy::new(plugin, self.options.clone(), self.limits) {
-            Ok(next) => {
-                if next.headers() != self.current.headers() {
-                    // The http source asked once, at start, which headers to keep.
-                    tracing::warn!(%pipeline, policy = %name, running = ?self.current.headers(), new = ?next.headers(), "the new buffer policy version reads other request headers; the source keeps passing the ones the first version asked for until sluice restarts");
-                }
-                self.current = next;
-                tracing::info!(%pipeline, policy = %name, %from, %to, "switched to the new buffer policy version");
-            }
-            Err(error) => {
-                tracing::error!(%pipeline, policy = %name, %to, %error, "the new buffer policy version cannot start here; keeping the running one");
-            }
-        }
-    }
-}
-
-impl Policy for Reloading {
+/// The policy follows new versions of its plugin before each call: its key-value state is the
+/// host's, so it carries over.
+impl Policy for Following<BufferPolicy> {
     fn wanted_headers(&self) -> Vec<String> {
         self.current.wanted_headers()
     }
@@ -136,17 +88,17 @@ impl Policy for Reloading {
         cx: &mut Context,
         records: &[Incoming],
     ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
-        self.follow();
+        self.follow_here();
         self.current.on_write(cx, records)
     }
 
     fn next_read(&mut self, cx: &mut Context, worker: u32) -> Result<Option<usize>, PolicyFault> {
-        self.follow();
+        self.follow_here();
         self.current.next_read(cx, worker)
     }
 
     fn tick(&mut self, cx: &mut Context) -> Result<Vec<Move>, PolicyFault> {
-        self.follow();
+        self.follow_here();
         self.current.tick(cx)
     }
 

@@ -21,7 +21,7 @@ pub trait Process: Send {
 
     /// Between batches: switches to a new version of the processor if there is one (a
     /// plugin's hot reload). Nothing by default.
-    async fn follow(&mut self, _pipeline: &str) {}
+    async fn follow(&mut self) {}
 }
 
 /// A processor stage as the workers hold it.
@@ -49,7 +49,7 @@ macro_rules! build_processor {
                 sluice_config::Processor::Builtin(builtin) => match *builtin {
                     $( sluice_config::BuiltinProcessor::$variant(ref config) => Ok(config.build(pipeline)), )*
                 },
-                sluice_config::Processor::Plugin(p) => plugin::build(pipeline, p, plugins).await,
+                sluice_config::Processor::Plugin(p) => plugin::build(pipeline, &p.settings(), plugins).await,
             }
         }
     };

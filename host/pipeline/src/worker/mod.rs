@@ -4,7 +4,7 @@
 //! (`crate::sink`); a worker waits while a sink is behind, which is the pipeline's backpressure.
 //!
 //! # Layout
-//! - this file: the loop ([`run`]), following new plugin versions between batches.
+//! - this file: the loop (`run`), following new plugin versions between batches.
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
 //! - `process`: the processor stages, in order, over those events.
 //! - `metrics`: the plugin's metrics, updated per batch.
@@ -18,11 +18,11 @@ pub use crate::processor::Stage;
 use std::sync::Arc;
 
 use sluice_buffer::BufferReader;
-use sluice_plugin::{Decoder, Limits, Plugin, RawRecord};
-use tokio::sync::watch;
+use sluice_plugin::{Decoder, RawRecord};
 
 use self::metrics::PluginMetrics;
 use crate::counters::Counters;
+use crate::follow::Following;
 use crate::sink::dlq::{self, DeadLetters};
 use crate::sink::{Receipt, Sink};
 use crate::watchdog::Slot;
@@ -36,41 +36,25 @@ pub struct Delivery {
     pub counters: Arc<Counters>,
 }
 
-/// How a worker follows new versions of its plugin (hot reload): builds a decoder from each
-/// with the same options and limits.
-#[derive(Clone)]
-pub struct PluginUpdates {
-    /// New versions of the pipeline's plugin, published by the catalog.
-    pub updates: watch::Receiver<Plugin>,
-    /// The deserializer's options, for `configure` on the new instance.
-    pub options: Vec<(String, String)>,
-    pub limits: Limits,
-}
-
 /// Runs until the buffer is closed and drained. `slot` marks the time each batch spends in
-/// the plugin, for the watchdog.
-pub async fn run(
+/// the plugin, for the watchdog. The deserializer follows new versions of its plugin.
+pub(crate) async fn run(
     mut reader: Box<dyn BufferReader>,
-    decoder: Decoder,
+    decoder: Following<Decoder>,
     stages: Vec<Stage>,
-    mut updates: PluginUpdates,
     outputs: Arc<Delivery>,
     slot: Arc<Slot>,
 ) {
     let mut stages = Some(stages);
-    let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.plugin().name());
+    let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.current.plugin().name());
     let mut decoder = Some(decoder);
     while let Some(mut batch) = reader.read().await {
+        let mut d = decoder
+            .take()
+            .expect("decoder is returned after every batch");
         // A new plugin version: switch before this batch, never inside one.
-        if updates.updates.has_changed().unwrap_or(false) {
-            let current = decoder
-                .take()
-                .expect("decoder is returned after every batch");
-            let (next, switched) = switch(&mut updates, current, &outputs.pipeline).await;
-            if switched {
-                plugin_metrics.swaps.increment(1);
-            }
-            decoder = Some(next);
+        if d.follow().await {
+            plugin_metrics.swaps.increment(1);
         }
         outputs
             .counters
@@ -89,18 +73,15 @@ pub async fn run(
             .take()
             .expect("stages are returned after every batch");
         for stage in &mut stage_list {
-            stage.follow(&outputs.pipeline).await;
+            stage.follow().await;
         }
-        let mut d = decoder
-            .take()
-            .expect("decoder is returned after every batch");
         // Sync wasm calls must not run on the reactor.
         slot.begin();
         let pipeline = outputs.pipeline.clone();
         let (d, stage_list, split, counts, before, took) = tokio::task::spawn_blocking(move || {
-            let before = d.stats();
+            let before = d.current.stats();
             let started = std::time::Instant::now();
-            let decoded = d.decode_typed(&records, &content_types);
+            let decoded = d.current.decode_typed(&records, &content_types);
             let took = started.elapsed();
             let mut split = outcome::split_outcomes(&pipeline, &records, &content_types, decoded);
             let counts = process::run_stages(&pipeline, &mut stage_list, &records, &mut split);
@@ -111,7 +92,7 @@ pub async fn run(
         if slot.end() {
             plugin_metrics.stalls.increment(1);
         }
-        plugin_metrics.batch(before, d.stats(), took);
+        plugin_metrics.batch(before, d.current.stats(), took);
         decoder = Some(d);
         stages = Some(stage_list);
         outputs.counters.dropped.add(counts.dropped);
@@ -157,30 +138,6 @@ pub async fn run(
         let events = crate::sink::events(events);
         for (sink, receipt) in outputs.sinks.iter().zip(receipts) {
             sink.take(events.clone(), receipt).await;
-        }
-    }
-}
-
-/// Builds a decoder from the newest version of the plugin (instantiate and `configure`, off
-/// the reactor). If that fails (the new version refuses the options, or cannot start), the
-/// current decoder is kept and the error logged; the version is not retried.
-async fn switch(swap: &mut PluginUpdates, current: Decoder, pipeline: &str) -> (Decoder, bool) {
-    let plugin = swap.updates.borrow_and_update().clone();
-    if plugin.sha256() == current.plugin().sha256() {
-        return (current, false);
-    }
-    let (options, limits) = (swap.options.clone(), swap.limits);
-    let built = tokio::task::spawn_blocking(move || Decoder::new(plugin, options, limits))
-        .await
-        .expect("building a decoder does not panic");
-    match built {
-        Ok(next) => {
-            tracing::info!(pipeline, plugin = next.plugin().name(), from = %&current.plugin().sha256()[..12], to = %&next.plugin().sha256()[..12], "switched to the new plugin version");
-            (next, true)
-        }
-        Err(error) => {
-            tracing::error!(pipeline, %error, "the new plugin version cannot start here; keeping the running one");
-            (current, false)
         }
     }
 }

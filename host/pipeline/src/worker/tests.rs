@@ -11,7 +11,8 @@ use sluice_buffer::{Buffer, Record};
 use sluice_plugin::testing::hostile_component;
 use sluice_plugin::{Decoder, Limits, PluginHost};
 
-use super::{Delivery, PluginUpdates};
+use super::Delivery;
+use crate::follow::Following;
 use crate::counters::Counters;
 use crate::sink::Sink;
 use crate::sink::dlq::DeadLetters;
@@ -74,18 +75,13 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         .unwrap();
     buffer.close();
     let slot = Watchdog::default().slot("p", 0, "hostile", limits.timeout);
-    let updates = PluginUpdates {
-        updates,
-        options: vec![],
-        limits,
-    };
+    let decoder = Following::new("p", decoder, updates, vec![], limits);
     tokio::time::timeout(
         Duration::from_secs(30),
         super::run(
             buffer.reader(),
             decoder,
             Vec::new(),
-            updates,
             delivery.clone(),
             slot,
         ),
