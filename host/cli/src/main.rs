@@ -91,8 +91,9 @@ struct MetricsProtection {
 }
 
 impl MetricsProtection {
-    fn protection(self) -> server::Protection {
-        server::Protection {
+    /// The protection asked for, the password resolved.
+    fn protection(self) -> anyhow::Result<server::Protection> {
+        Ok(server::Protection {
             tls: self
                 .metrics_ssl_certificate_file
                 .zip(self.metrics_ssl_key_file)
@@ -103,11 +104,12 @@ impl MetricsProtection {
             basic: self
                 .metrics_username
                 .zip(self.metrics_password)
-                .map(|(username, password)| sluice_config::http::Authentication {
-                    http_basic: Some(sluice_config::Credentials { username, password }),
-                    unauthenticated: None,
-                }),
-        }
+                .map(|(username, password)| {
+                    sluice_config::Credentials { username, password }.resolve()
+                })
+                .transpose()
+                .context("--metrics-password")?,
+        })
     }
 }
 
@@ -282,7 +284,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                     metrics_addr,
                     metrics,
                     health.clone(),
-                    metrics_protection.protection(),
+                    metrics_protection.protection()?,
                 )
                 .await?;
                 let draining = health.clone();

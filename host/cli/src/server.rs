@@ -53,7 +53,7 @@ pub(crate) struct Protection {
     /// HTTPS with this certificate chain and key.
     pub(crate) tls: Option<sluice_config::http::Tls>,
     /// HTTP Basic with these credentials (the password resolved).
-    pub(crate) basic: Option<sluice_config::http::Authentication>,
+    pub(crate) basic: Option<sluice_config::secret::BasicAuth>,
 }
 
 /// Binds `addr` and serves until the process ends.
@@ -75,8 +75,7 @@ pub(crate) async fn serve(
                 .with_state(health),
         );
     if let Some(auth) = &protection.basic {
-        let guard = Guard::new(Some(auth), sluice_config::http::Compression::None)
-            .context("--metrics-password")?;
+        let guard = Guard::new(Some(auth), sluice_config::http::Compression::None);
         app = app.layer(axum::middleware::from_fn_with_state(
             Arc::new(guard),
             authenticate,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::error::Errors;
-use crate::kafka::{Credentials, resolve_secret};
+use crate::secret::{BasicAuth, Credentials, SecretError, resolve_secret};
 use crate::location::join;
 
 /// `authentication`: how clients prove who they are. One key: `http_basic` or
@@ -35,11 +35,8 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
 
 impl Authentication {
     /// The Basic credentials to check, with the password resolved; `None` when unauthenticated.
-    pub fn basic(&self) -> Result<Option<(String, String)>, crate::kafka::SecretError> {
-        match &self.http_basic {
-            Some(c) => Ok(Some((c.username.clone(), c.resolved_password()?))),
-            None => Ok(None),
-        }
+    pub fn basic(&self) -> Result<Option<BasicAuth>, SecretError> {
+        self.http_basic.as_ref().map(Credentials::resolve).transpose()
     }
 }
 

@@ -33,6 +33,7 @@ pub mod otlp;
 pub mod parse;
 pub mod pipeline;
 pub mod processor;
+pub mod secret;
 pub mod sink;
 pub mod source;
 pub mod units;

@@ -19,8 +19,9 @@
 use std::time::Duration;
 
 use crate::error::Errors;
-use crate::http::{Authentication, Compression, Tls, check_authentication};
+use crate::http::{Compression, Tls, check_authentication};
 use crate::location::join;
+use crate::secret::{BasicAuth, SecretError};
 use crate::units::ByteSize;
 
 /// Declares a push source's serde struct, with the listener's keys spliced in where the struct
@@ -300,8 +301,9 @@ pub struct ListenerSettings {
     pub port: u16,
     /// The certificate chain and key, with `ssl: true`.
     pub tls: Option<Tls>,
-    /// How clients authenticate; `None` when unauthenticated.
-    pub authentication: Option<Authentication>,
+    /// The HTTP Basic credentials clients must send, the password resolved; `None` when
+    /// unauthenticated.
+    pub authentication: Option<BasicAuth>,
     /// Which requests may be compressed.
     pub compression: Compression,
     /// The largest request body, after decompression.
@@ -323,12 +325,16 @@ pub struct ListenerSettings {
 }
 
 impl Listener {
-    /// The listener resolved, on `port` (the source's, its default resolved).
-    pub fn settings(&self, port: u16) -> ListenerSettings {
-        ListenerSettings {
+    /// The listener resolved, on `port` (the source's, its default resolved). Reads the
+    /// password, so call once, at startup.
+    pub fn settings(&self, port: u16) -> Result<ListenerSettings, SecretError> {
+        Ok(ListenerSettings {
             port,
             tls: self.tls(),
-            authentication: self.authentication.clone(),
+            authentication: match &self.authentication {
+                Some(a) => a.basic()?,
+                None => None,
+            },
             compression: self.compression,
             max_request_length: self.max_request_length,
             request_timeout: self.request_timeout,
@@ -338,7 +344,7 @@ impl Listener {
             idle_timeout: self.idle_timeout,
             health_check_service: self.health_check_service,
             unauthenticated_health_check: self.unauthenticated_health_check,
-        }
+        })
     }
 
     /// The listener's TLS, if `ssl` is on (and both files are given, which

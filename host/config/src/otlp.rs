@@ -19,6 +19,7 @@ use crate::error::Errors;
 use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_source};
 use crate::location::join;
 use crate::parse::Context;
+use crate::secret::SecretError;
 use crate::source::{
     CheckSource, DeserializerConfig, SourceConfig, SourceKind, check_deserializer,
     deserializer_name_or_map,
@@ -292,7 +293,7 @@ impl SourceConfig for Otlp {
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         Cow::Owned(self.config.deserializer(self.kind))
     }
-    fn settings(&self, pipeline: &str) -> OtlpSettings {
+    fn settings(&self, pipeline: &str) -> Result<OtlpSettings, SecretError> {
         self.config.settings(self.kind, pipeline)
     }
 }
@@ -322,7 +323,8 @@ pub struct OtlpSettings {
 
 impl OtlpSource {
     /// The defaults that depend on the source, resolved; `pipeline` replaces `${pipelineName}`.
-    pub fn settings(&self, kind: OtlpKind, pipeline: &str) -> OtlpSettings {
+    /// Reads the listener's password.
+    pub fn settings(&self, kind: OtlpKind, pipeline: &str) -> Result<OtlpSettings, SecretError> {
         let path = |p: &Option<String>, signal: Signal| {
             p.as_deref().map_or_else(
                 || signal.grpc_path().to_owned(),
@@ -346,14 +348,14 @@ impl OtlpSource {
                 Vec::new(),
             ),
         };
-        OtlpSettings {
+        Ok(OtlpSettings {
             source: kind.plugin_name(),
             grpc,
             http,
             unframed_requests: self.unframed_requests,
             retry_info: self.retry_info,
-            listener: self.listener().settings(self.port(kind)),
-        }
+            listener: self.listener().settings(self.port(kind))?,
+        })
     }
 
     /// The port, its default resolved.

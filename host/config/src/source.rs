@@ -27,6 +27,7 @@ use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_sou
 use crate::location::join;
 use crate::otlp::{OtlpKind, OtlpSource};
 use crate::parse::Context;
+use crate::secret::SecretError;
 use crate::units::{self, ByteSize};
 
 /// The source kinds, each once: calls `$callback!` with one `Variant(ConfigType),` per kind,
@@ -71,8 +72,9 @@ pub trait SourceConfig: Sized {
     fn port(&self) -> Option<u16>;
     /// The deserializer that turns the source's raw records into events.
     fn deserializer(&self) -> Cow<'_, DeserializerConfig>;
-    /// The settings the runtime reads; `pipeline` is the pipeline's name.
-    fn settings(&self, pipeline: &str) -> Self::Settings;
+    /// The settings the runtime reads; `pipeline` is the pipeline's name. Reads secrets (a
+    /// listener's password), so the runtime calls it once, at startup.
+    fn settings(&self, pipeline: &str) -> Result<Self::Settings, SecretError>;
 }
 
 /// A source's own rules; `path` is its key path (`<pipeline>.source.<key>`).
@@ -281,11 +283,11 @@ impl SourceConfig for FileSource {
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         Cow::Borrowed(&self.deserializer)
     }
-    fn settings(&self, _pipeline: &str) -> FileSettings {
-        FileSettings {
+    fn settings(&self, _pipeline: &str) -> Result<FileSettings, SecretError> {
+        Ok(FileSettings {
             path: self.path.clone(),
             tail: self.tail,
-        }
+        })
     }
 }
 
@@ -347,11 +349,11 @@ impl SourceConfig for HttpSource {
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         Cow::Borrowed(&self.deserializer)
     }
-    fn settings(&self, _pipeline: &str) -> HttpSettings {
-        HttpSettings {
+    fn settings(&self, _pipeline: &str) -> Result<HttpSettings, SecretError> {
+        Ok(HttpSettings {
             path: self.path.clone(),
-            listener: self.listener().settings(self.port),
-        }
+            listener: self.listener().settings(self.port)?,
+        })
     }
 }
 
@@ -587,7 +589,7 @@ mod tests {
     #[test]
     fn each_source_keeps_its_own_listener_defaults() {
         let http: HttpSource = serde_yaml::from_str("{}").unwrap();
-        let listener = http.settings("p").listener;
+        let listener = http.settings("p").unwrap().listener;
         assert_eq!(listener.port, 2021);
         assert!(
             listener.tls.is_none() && !http.ssl,
@@ -611,7 +613,7 @@ mod tests {
             "the OTLP sources serve TLS by default, as Data Prepper"
         );
         for (kind, port) in OtlpKind::ALL.into_iter().zip([21892, 21890, 21891, 21893]) {
-            let settings = otlp.settings(kind, "p");
+            let settings = otlp.settings(kind, "p").unwrap();
             assert_eq!(settings.listener.port, port, "{kind:?}");
             assert_eq!(settings.listener.max_request_length, ByteSize::mib(10));
             assert_eq!(settings.listener.request_timeout, Duration::from_secs(10));
@@ -621,6 +623,7 @@ mod tests {
         let tls = otlp
             .listener()
             .settings(1)
+            .unwrap()
             .tls
             .expect("TLS, by the camelCase names");
         assert_eq!(

@@ -14,6 +14,8 @@ use serde::Deserialize;
 
 use crate::units::{self, ByteSize};
 
+pub use crate::secret::{Credentials, SecretError, resolve_secret};
+
 pub use properties::{KafkaClient, owned_property};
 pub(crate) use validate::{check_authentication, check_servers};
 
@@ -348,60 +350,3 @@ impl KafkaSasl {
     }
 }
 
-/// A user name and password. The password is never printed.
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Credentials {
-    /// The user name. Required.
-    pub username: String,
-    /// The password: the text itself, `${env:NAME}` (an environment variable) or
-    /// `${file:PATH}` (a file's first line). Required.
-    pub password: String,
-}
-
-impl Credentials {
-    /// The password, with `${env:...}` / `${file:...}` resolved. Errors never hold it.
-    pub fn resolved_password(&self) -> Result<String, SecretError> {
-        resolve_secret(&self.password)
-    }
-}
-
-/// Why a secret written as `${env:NAME}` or `${file:PATH}` could not be read. Never holds
-/// the secret.
-#[derive(Debug, thiserror::Error)]
-pub enum SecretError {
-    #[error("the environment variable `{name}` is not set")]
-    EnvNotSet { name: String },
-    #[error("cannot read the secret file `{path}`: {source}")]
-    File {
-        path: String,
-        source: std::io::Error,
-    },
-}
-
-/// For the callers that still carry reasons as text (the http source's `basic`).
-/// `${env:NAME}` → the variable, `${file:PATH}` → the file's first line, else the text.
-pub fn resolve_secret(text: &str) -> Result<String, SecretError> {
-    let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'));
-    match inner.and_then(|t| t.split_once(':')) {
-        Some(("env", name)) => std::env::var(name).map_err(|_| SecretError::EnvNotSet {
-            name: name.to_owned(),
-        }),
-        Some(("file", path)) => std::fs::read_to_string(path)
-            .map(|t| t.lines().next().unwrap_or_default().to_owned())
-            .map_err(|source| SecretError::File {
-                path: path.to_owned(),
-                source,
-            }),
-        _ => Ok(text.to_owned()),
-    }
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}

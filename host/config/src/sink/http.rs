@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::resolved::{BasicAuth, Batching, HttpSettings, ResolveError, Threshold};
+use super::resolved::{Batching, HttpSettings, ResolveError, Threshold};
 use super::{CodecConfig, Compression};
 use crate::error::Errors;
 use crate::kafka::Credentials;
@@ -168,10 +168,7 @@ impl HttpSink {
     /// The sink as it runs; reads the password, so call once, at startup.
     pub fn resolve(&self) -> Result<HttpSettings, ResolveError> {
         let basic = match &self.authentication {
-            Some(auth) => Some(BasicAuth {
-                username: auth.http_basic.username.clone(),
-                password: auth.http_basic.resolved_password()?,
-            }),
+            Some(auth) => Some(auth.http_basic.resolve()?),
             None => None,
         };
         let t = &self.threshold;

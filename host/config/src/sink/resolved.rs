@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{Codec, CodecConfig, Compression};
-use crate::kafka::SecretError;
+pub use crate::secret::BasicAuth;
+use crate::secret::SecretError;
 
 /// When collected events are sent. Whichever is reached first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,21 +110,6 @@ pub struct HttpSettings {
     pub batching: Batching,
 }
 
-/// A user name and its resolved password. Debug never prints the password.
-#[derive(Clone)]
-pub struct BasicAuth {
-    pub username: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for BasicAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BasicAuth")
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
 
 /// Why a sink's settings could not be resolved at startup.
 #[derive(Debug, thiserror::Error)]

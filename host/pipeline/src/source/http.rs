@@ -63,7 +63,7 @@ pub fn router(
     counters: Arc<Counters>,
 ) -> Result<Router, SourceError> {
     let listener = &settings.listener;
-    let guard = Guard::new(listener.authentication.as_ref(), listener.compression)?;
+    let guard = Guard::new(listener.authentication.as_ref(), listener.compression);
     let state = Arc::new(HttpState {
         origin: format!("http:{}", settings.path),
         max_length: listener.max_request_length.bytes(),

@@ -80,7 +80,7 @@ macro_rules! build_source {
             match config {
                 $(
                     sluice_config::Source::$variant(c) => {
-                        let settings = <$config as SourceConfig>::settings(c, &cx.pipeline);
+                        let settings = <$config as SourceConfig>::settings(c, &cx.pipeline)?;
                         settings.build(cx).await
                     }
                 )*

@@ -12,9 +12,9 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
-use sluice_config::http::{Authentication, Compression};
+use sluice_config::http::Compression;
+use sluice_config::secret::BasicAuth;
 
-use crate::source::SourceError;
 
 /// The realm clients are told to authenticate for.
 const REALM: &str = "sluice";
@@ -26,17 +26,11 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new(
-        authentication: Option<&Authentication>,
-        compression: Compression,
-    ) -> Result<Self, SourceError> {
-        let basic = match authentication.map(Authentication::basic).transpose() {
-            Ok(credentials) => credentials
-                .flatten()
-                .map(|(user, password)| format!("{user}:{password}").into_bytes()),
-            Err(why) => return Err(SourceError::Authentication(why)),
-        };
-        Ok(Self { basic, compression })
+    /// Asks for `basic` credentials (none: anyone may send), takes bodies compressed as
+    /// `compression` allows.
+    pub fn new(basic: Option<&BasicAuth>, compression: Compression) -> Self {
+        let basic = basic.map(|b| format!("{}:{}", b.username, b.password).into_bytes());
+        Self { basic, compression }
     }
 
     /// `Ok` when no credentials are required or the request has the right ones; else the 401.

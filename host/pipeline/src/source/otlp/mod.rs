@@ -97,7 +97,7 @@ pub async fn bind(
             listener.max_pending_requests,
             Backoff::new(settings.retry_info.min_delay, settings.retry_info.max_delay),
         ),
-        guard: Guard::new(listener.authentication.as_ref(), listener.compression)?,
+        guard: Guard::new(listener.authentication.as_ref(), listener.compression),
         compression: listener.compression,
         max_length: listener.max_request_length.bytes(),
     });
