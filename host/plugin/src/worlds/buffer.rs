@@ -20,19 +20,7 @@ use crate::instance::{self, CallStats, FaultKind, Instances, World, option_entri
 use crate::sandbox::Limits;
 use crate::worlds::{Descriptor, PluginKind};
 
-#[allow(
-    unsafe_code,
-    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
-)]
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../../wit/v0.2",
-        world: "buffer-plugin",
-        // Exports async, as for every world (the deadline must end a guest waiting in a host
-        // call); the imports are plain functions over the call's context.
-        exports: { default: async },
-    });
-}
+bindings!("../../wit/v0.2", "buffer-plugin");
 
 use bindings::exports::sluice::plugin::buffer_policy::{self, Guest as PolicyGuest};
 use bindings::exports::sluice::plugin::configure::{self, OptionEntry};

@@ -15,21 +15,9 @@ use crate::instance::{self, World, load_failed};
 use crate::sandbox::Limits;
 use crate::worlds::{Descriptor, PluginKind, no_host_imports};
 
-#[allow(
-    unsafe_code,
-    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
-)]
-mod bindings {
-    //! Generated for the `configurable-deserializer` world, which exports both interfaces;
-    //! the host loads each interface on its own, so `configure` stays optional.
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "configurable-deserializer",
-        // Calls are async so a guest waiting in a host call (a sleep, `poll`, a blocking
-        // stream) can be cancelled at the deadline: see `crate::sandbox`.
-        exports: { default: async },
-    });
-}
+// Generated for the `configurable-deserializer` world, which exports both interfaces; the
+// host loads each interface on its own, so `configure` stays optional.
+bindings!("../../wit", "configurable-deserializer");
 
 pub(crate) use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
 pub use bindings::exports::sluice::plugin::raw_byte_handler::RawRecord;

@@ -9,31 +9,15 @@
 use std::sync::Arc;
 
 use wasmtime::Store;
-use wasmtime::component::Instance;
 
 use crate::batch::BatchWorld;
-use crate::engine::{HostState, Plugin};
-use crate::error::PluginError;
+use crate::engine::HostState;
 use crate::events::{Events, Side};
-use crate::instance::World;
-use crate::sandbox::Limits;
 use crate::worlds::deserializer::RawRecord;
 use crate::worlds::spans::{self, Entry, Reply, Writer};
 use crate::worlds::{Descriptor, PluginKind, no_host_imports};
 
-#[allow(
-    unsafe_code,
-    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
-)]
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../../wit/v0.2",
-        world: "deserializer-plugin",
-        // Async, as for 0.1.0: the deadline must end a guest waiting in a host call too.
-        exports: { default: async },
-        additional_derives: [PartialEq, Eq],
-    });
-}
+bindings!("../../wit/v0.2", "deserializer-plugin", additional_derives: [PartialEq, Eq]);
 
 pub(crate) use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
 use bindings::exports::sluice::plugin::deserializer::{self, EventRef, Outcome, RawRecord as Meta};
@@ -119,35 +103,8 @@ pub(crate) enum Output {
 /// The 0.2 deserializer world on the generic host.
 pub(crate) struct DeserializerV2;
 
-configured_world!(deserializer);
+configured_world!(deserializer, DeserializerV2, Deserializer);
 
-pub(crate) struct Guest {
-    handler: deserializer::Guest,
-}
-
-impl World for DeserializerV2 {
-    const KIND: PluginKind = PluginKind::Deserializer;
-    type Exports = Exports;
-    type Setup = Vec<OptionEntry>;
-    type Guest = Guest;
-
-    fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
-        Exports::new(plugin)
-    }
-
-    fn load(
-        plugin: &Plugin,
-        exports: &Exports,
-        store: &mut Store<HostState>,
-        instance: &Instance,
-        options: &Vec<OptionEntry>,
-        limits: Limits,
-    ) -> Result<Guest, PluginError> {
-        Ok(Guest {
-            handler: exports.load(plugin, store, instance, options, limits)?,
-        })
-    }
-}
 
 impl BatchWorld for DeserializerV2 {
     const CALL: &'static str = "deserialize";
@@ -159,7 +116,7 @@ impl BatchWorld for DeserializerV2 {
     }
 
     async fn call(
-        guest: &Guest,
+        guest: &deserializer::Guest,
         store: &mut Store<HostState>,
         batch: &[Input],
     ) -> wasmtime::Result<Vec<Output>> {
@@ -167,7 +124,6 @@ impl BatchWorld for DeserializerV2 {
             return Ok(Vec::new());
         };
         let reply = guest
-            .handler
             .call_deserialize(&mut *store, &call.data, &call.entries, &call.staged.shared)
             .await?;
         outputs(call.data, reply, batch.len()).map_err(wasmtime::Error::msg)

@@ -17,12 +17,62 @@
 //! - `spans`: what the 0.2 batch worlds share: a batch staged in one buffer, parts of it for
 //!   isolating a fault, and a reply's spans checked.
 
+/// A world's `bindgen!` of the WIT at `$path` (from this crate), in a module `bindings`. Its
+/// exports are async in every world, so the deadline can end a guest waiting in a host call
+/// (a sleep, `poll`, a blocking stream): see `crate::sandbox`. Imports are plain functions
+/// over the call's context. More `bindgen!` options may follow.
+macro_rules! bindings {
+    ($path:literal, $world:literal $(, $($more:tt)*)?) => {
+        #[allow(
+            unsafe_code,
+            reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
+        )]
+        mod bindings {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: $world,
+                exports: { default: async },
+                $($($more)*)?
+            });
+        }
+    };
+}
+
 /// What every 0.2 world's file has the same way, for the interface module `$main` of its
 /// bindings (each `bindgen!` makes its own types, so this is a macro, not a generic): its
 /// `identify` (the interface and `configure`, with exact types), its `Exports` (their indices,
 /// looked up once), and loading a fresh instance (both exports, then `configure` with the
 /// options under the deadline). Expects `configure` and `$main` in scope.
+///
+/// `configured_world!($main, $world, $kind)` also makes `$world` the `World` whose live
+/// instance is `$main`'s guest and whose setup is the options, for a world with nothing else
+/// to set up (the buffer policy asks its `describe` too, so writes its own).
 macro_rules! configured_world {
+    ($main:ident, $world:ident, $kind:ident) => {
+        configured_world!($main);
+
+        impl crate::instance::World for $world {
+            const KIND: crate::worlds::PluginKind = crate::worlds::PluginKind::$kind;
+            type Exports = Exports;
+            type Setup = Vec<configure::OptionEntry>;
+            type Guest = $main::Guest;
+
+            fn exports(plugin: &crate::engine::Plugin) -> Result<Exports, crate::error::PluginError> {
+                Exports::new(plugin)
+            }
+
+            fn load(
+                plugin: &crate::engine::Plugin,
+                exports: &Exports,
+                store: &mut wasmtime::Store<crate::engine::HostState>,
+                instance: &wasmtime::component::Instance,
+                options: &Vec<configure::OptionEntry>,
+                limits: crate::sandbox::Limits,
+            ) -> Result<$main::Guest, crate::error::PluginError> {
+                exports.load(plugin, store, instance, options, limits)
+            }
+        }
+    };
     ($main:ident) => {
         /// Whether `component` implements the world (both exports, with their exact types).
         fn identify(

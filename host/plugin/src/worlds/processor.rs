@@ -9,29 +9,17 @@
 use std::sync::Arc;
 
 use wasmtime::Store;
-use wasmtime::component::Instance;
 
 use crate::batch::{BatchWorld, Runner};
 use crate::engine::{HostState, Plugin};
 use crate::error::PluginError;
 use crate::events::{Events, Side};
-use crate::instance::{CallStats, World, option_entries};
+use crate::instance::{CallStats, option_entries};
 use crate::sandbox::Limits;
 use crate::worlds::spans::{self, Entry, Reply, Writer};
 use crate::worlds::{Descriptor, PluginKind, no_host_imports};
 
-#[allow(
-    unsafe_code,
-    reason = "bindgen! output builds typed functions with unsafe blocks (seen when WASMTIME_DEBUG_BINDGEN=1)"
-)]
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../../wit/v0.2",
-        world: "processor-plugin",
-        // Async, as for deserializers: the deadline must end a guest waiting in a host call.
-        exports: { default: async },
-    });
-}
+bindings!("../../wit/v0.2", "processor-plugin");
 
 use bindings::exports::sluice::plugin::configure::{self, OptionEntry};
 use bindings::exports::sluice::plugin::processor::{self, Event as Meta, Reply as Answer, Verdict};
@@ -95,11 +83,7 @@ pub(crate) type Input = spans::Input<Meta>;
 /// The processor world on the generic host.
 pub(crate) struct ProcessorWorld;
 
-configured_world!(processor);
-
-pub(crate) struct Guest {
-    processor: processor::Guest,
-}
+configured_world!(processor, ProcessorWorld, Processor);
 
 /// What the plugin said of one event (before the batch policy adds traps).
 pub(crate) enum Output {
@@ -109,29 +93,6 @@ pub(crate) enum Output {
     Failed(String),
 }
 
-impl World for ProcessorWorld {
-    const KIND: PluginKind = PluginKind::Processor;
-    type Exports = Exports;
-    type Setup = Vec<OptionEntry>;
-    type Guest = Guest;
-
-    fn exports(plugin: &Plugin) -> Result<Exports, PluginError> {
-        Exports::new(plugin)
-    }
-
-    fn load(
-        plugin: &Plugin,
-        exports: &Exports,
-        store: &mut Store<HostState>,
-        instance: &Instance,
-        options: &Vec<OptionEntry>,
-        limits: Limits,
-    ) -> Result<Guest, PluginError> {
-        Ok(Guest {
-            processor: exports.load(plugin, store, instance, options, limits)?,
-        })
-    }
-}
 
 impl BatchWorld for ProcessorWorld {
     const CALL: &'static str = "process";
@@ -143,7 +104,7 @@ impl BatchWorld for ProcessorWorld {
     }
 
     async fn call(
-        guest: &Guest,
+        guest: &processor::Guest,
         store: &mut Store<HostState>,
         batch: &[Input],
     ) -> wasmtime::Result<Vec<Output>> {
@@ -151,7 +112,6 @@ impl BatchWorld for ProcessorWorld {
             return Ok(Vec::new());
         };
         let reply = guest
-            .processor
             .call_process(&mut *store, &call.data, &call.entries)
             .await?;
         outputs(call.data, reply, batch.len()).map_err(wasmtime::Error::msg)
