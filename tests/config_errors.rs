@@ -166,7 +166,11 @@ fn data_prepper_otel_sources_parse_with_their_defaults() {
         .iter()
         .map(|p| {
             let (kind, otlp) = p.source.otlp().expect("an OTLP source");
-            (kind, otlp.settings(kind, &p.name).unwrap(), p.source.deserializer())
+            (
+                kind,
+                otlp.settings(kind, &p.name).unwrap(),
+                p.source.deserializer(),
+            )
         })
         .collect();
     let (kind, logs, d) = &settings[0];

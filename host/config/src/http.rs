@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::error::Errors;
-use crate::secret::{BasicAuth, Credentials, SecretError, resolve_secret};
 use crate::location::join;
+use crate::secret::{BasicAuth, Credentials, SecretError, resolve_secret};
 
 /// `authentication`: how clients prove who they are. One key: `http_basic` or
 /// `unauthenticated`.
@@ -36,7 +36,10 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
 impl Authentication {
     /// The Basic credentials to check, with the password resolved; `None` when unauthenticated.
     pub fn basic(&self) -> Result<Option<BasicAuth>, SecretError> {
-        self.http_basic.as_ref().map(Credentials::resolve).transpose()
+        self.http_basic
+            .as_ref()
+            .map(Credentials::resolve)
+            .transpose()
     }
 }
 

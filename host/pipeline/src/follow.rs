@@ -164,7 +164,13 @@ impl<T: FromPlugin> Following<T> {
             Ok(next) => {
                 self.current.replacing(&next, pipeline);
                 let from = &self.current.plugin().sha256()[..12];
-                tracing::info!(pipeline, plugin = name, from, to, "switched to the new {kind} version");
+                tracing::info!(
+                    pipeline,
+                    plugin = name,
+                    from,
+                    to,
+                    "switched to the new {kind} version"
+                );
                 self.current = next;
                 true
             }

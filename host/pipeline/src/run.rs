@@ -20,11 +20,11 @@ use tokio::task::JoinSet;
 
 use crate::buffer::BufferError;
 use crate::counters::Counters;
+use crate::follow::{Following, Unstarted};
 use crate::sink::SinkError;
 use crate::sink::dlq::{self, DeadLetters};
 use crate::source::{Source, SourceContext, SourceError};
 use crate::watchdog::Watchdog;
-use crate::follow::{Following, Unstarted};
 use crate::worker::{self, Delivery, Stage};
 
 /// Settings of a run that are not in the pipeline file.
@@ -67,12 +67,15 @@ pub enum PipelineError {
     },
 }
 
+/// One worker's reader, deserializer and processor stages.
+type Worker = (Box<dyn BufferReader>, Following<Decoder>, Vec<Stage>);
+
 /// A pipeline, built and ready to run.
 struct Built {
     name: String,
     buffer: Arc<dyn Buffer>,
     source: Box<dyn Source>,
-    workers: Vec<(Box<dyn BufferReader>, Following<Decoder>, Vec<Stage>)>,
+    workers: Vec<Worker>,
     delivery: Arc<Delivery>,
 }
 

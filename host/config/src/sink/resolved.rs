@@ -110,7 +110,6 @@ pub struct HttpSettings {
     pub batching: Batching,
 }
 
-
 /// Why a sink's settings could not be resolved at startup.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {

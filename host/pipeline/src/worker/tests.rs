@@ -12,8 +12,8 @@ use sluice_plugin::testing::hostile_component;
 use sluice_plugin::{Decoder, Limits, PluginHost};
 
 use super::Delivery;
-use crate::follow::Following;
 use crate::counters::Counters;
+use crate::follow::Following;
 use crate::sink::Sink;
 use crate::sink::dlq::DeadLetters;
 use crate::sink::file::FileSink;
@@ -78,13 +78,7 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
     let decoder = Following::new("p", decoder, updates, vec![], limits);
     tokio::time::timeout(
         Duration::from_secs(30),
-        super::run(
-            buffer.reader(),
-            decoder,
-            Vec::new(),
-            delivery.clone(),
-            slot,
-        ),
+        super::run(buffer.reader(), decoder, Vec::new(), delivery.clone(), slot),
     )
     .await
     .expect("the worker ends once the closed buffer is drained");

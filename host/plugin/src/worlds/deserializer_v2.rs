@@ -105,7 +105,6 @@ pub(crate) struct DeserializerV2;
 
 configured_world!(deserializer, DeserializerV2, Deserializer);
 
-
 impl BatchWorld for DeserializerV2 {
     const CALL: &'static str = "deserialize";
     type Input = Input;

@@ -57,7 +57,9 @@ macro_rules! configured_world {
             type Setup = Vec<configure::OptionEntry>;
             type Guest = $main::Guest;
 
-            fn exports(plugin: &crate::engine::Plugin) -> Result<Exports, crate::error::PluginError> {
+            fn exports(
+                plugin: &crate::engine::Plugin,
+            ) -> Result<Exports, crate::error::PluginError> {
                 Exports::new(plugin)
             }
 

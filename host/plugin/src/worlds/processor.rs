@@ -93,7 +93,6 @@ pub(crate) enum Output {
     Failed(String),
 }
 
-
 impl BatchWorld for ProcessorWorld {
     const CALL: &'static str = "process";
     type Input = Input;

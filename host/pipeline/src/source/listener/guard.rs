@@ -15,7 +15,6 @@ use base64::Engine as _;
 use sluice_config::http::Compression;
 use sluice_config::secret::BasicAuth;
 
-
 /// The realm clients are told to authenticate for.
 const REALM: &str = "sluice";
 
