@@ -1,5 +1,5 @@
 //! A processor plugin as a stage: its instance, configured with the block's options within its
-//! limits, following new versions of its plugin between batches (hot reload, [`Following`]).
+//! limits, following new versions of its plugin between batches (hot reload, `Following`).
 
 use sluice_config::PluginSettings;
 use sluice_plugin::{Catalog, Event, Processed, Processor};
