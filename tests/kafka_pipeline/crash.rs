@@ -1,40 +1,69 @@
-//! Crashes: kill -9 at random moments loses nothing accepted, a restarted process resumes
+//! Crashes: kill -9 at random moments loses nothing accepted, a crash loop moves forward
+//! (each start reads again only what was in flight at the kill), a restarted process resumes
 //! within seconds (static membership), and a second process cannot take the same data dir.
 
 #[allow(unused_imports, reason = "the parent's imports, taken whole")]
 use super::*;
+
+/// A client posting 5 events per request to the http source on `port` until stopped, at most
+/// one request per `pace`; it keeps the ids of every event it heard 200 for (what is owed).
+/// A request that fails (the process was killed, a 503) is not owed and is not retried.
+struct Poster {
+    acked: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Poster {
+    fn start(port: u16, prefix: &'static str, pace: Duration) -> Self {
+        let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (acked, stop) = (acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .timeout_global(Some(Duration::from_secs(10)))
+                    .build()
+                    .into();
+                let mut n = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let started = Instant::now();
+                    let (body, ids) = events(prefix, n, 5);
+                    n += 5;
+                    match agent
+                        .post(&format!("http://127.0.0.1:{port}/log/ingest"))
+                        .send(&body[..])
+                    {
+                        Ok(r) if r.status() == 200 => acked.lock().unwrap().extend(ids),
+                        // Not accepted (503, or the process died mid-request): not owed.
+                        _ => std::thread::sleep(Duration::from_millis(50)),
+                    }
+                    std::thread::sleep(pace.saturating_sub(started.elapsed()));
+                }
+            })
+        };
+        Self {
+            acked,
+            stop,
+            thread,
+        }
+    }
+
+    /// Stops posting; returns the ids of every accepted event.
+    fn stop(self) -> Vec<String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().unwrap();
+        self.acked.lock().unwrap().clone()
+    }
+}
 
 fn kill_9_at_random_moments_loses_no_accepted_event(via: Via) {
     let bootstrap = kafka_bootstrap();
     let (topic, group) = (unique("crash"), unique("g"));
     let setup = Setup::new(via, &bootstrap, &topic, &group, 2);
     let mut s = Sluice::start(&pipeline(&setup));
-    let port = s.port;
-    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let poster = {
-        let (acked, stop) = (acked.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let agent: ureq::Agent = ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_global(Some(Duration::from_secs(10)))
-                .build()
-                .into();
-            let mut n = 0;
-            while !stop.load(Ordering::SeqCst) {
-                let (body, ids) = events("crash", n, 5);
-                n += 5;
-                match agent
-                    .post(&format!("http://127.0.0.1:{port}/log/ingest"))
-                    .send(&body[..])
-                {
-                    Ok(r) if r.status() == 200 => acked.lock().unwrap().extend(ids),
-                    // Not accepted (503, or the process died mid-request): not owed.
-                    _ => std::thread::sleep(Duration::from_millis(50)),
-                }
-            }
-        })
-    };
+    let poster = Poster::start(s.port, "crash", Duration::ZERO);
     // Pseudo-random moments, different each run.
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -52,9 +81,7 @@ fn kill_9_at_random_moments_loses_no_accepted_event(via: Via) {
         s.restart(&[]);
     }
     std::thread::sleep(Duration::from_millis(500));
-    stop.store(true, Ordering::SeqCst);
-    poster.join().unwrap();
-    let acked = acked.lock().unwrap().clone();
+    let acked = poster.stop();
     assert!(
         acked.len() >= 50,
         "only {} events accepted:\n{}",

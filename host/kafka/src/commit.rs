@@ -1,8 +1,17 @@
-//! Which offsets may be committed: per partition, the acknowledged ranges are merged and the
-//! commit point only moves over a gap-free prefix, so an offset is committed only once every
-//! record before it is done. Batches may be acknowledged in any order.
+//! Which offsets may be committed, and when.
+//!
+//! Which ([`Tracker`]): per partition, the acknowledged ranges are merged and the commit point
+//! only moves over a gap-free prefix, so an offset is committed only once every record before
+//! it is done. Batches may be acknowledged in any order.
+//!
+//! When ([`Schedule`]): at once while a partition is new to this consumer (its first
+//! `commit_interval` of reading after a start or an assignment), then at most every
+//! `commit_interval`. A process in a crash loop (an OOM loop, a bad deploy) that lives a few
+//! seconds each time therefore still moves its offsets forward, instead of reading the same
+//! backlog again at every start (the death spiral Redpanda's transforms had).
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 /// The ranges of one partition since it was assigned to this consumer.
 #[derive(Debug)]
@@ -19,16 +28,20 @@ pub(crate) struct PartitionTracker {
     read_to: i64,
     /// Acknowledged ranges `[start, end)` above `next`, by start.
     done: BTreeMap<i64, i64>,
+    /// When the first record of this assignment was read: the partition is committed eagerly
+    /// for one `commit_interval` from here (see [`Schedule`]).
+    since: Instant,
 }
 
 impl PartitionTracker {
-    fn new(epoch: u64, start: i64) -> Self {
+    fn new(epoch: u64, start: i64, since: Instant) -> Self {
         Self {
             epoch,
             next: start,
             committed: start,
             read_to: start,
             done: BTreeMap::new(),
+            since,
         }
     }
 
@@ -60,15 +73,26 @@ pub(crate) struct Range {
     pub(crate) end: i64,
 }
 
+/// What a commit now would do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pending {
+    /// Nothing: no commit point moved since the last commit.
+    Nothing,
+    /// A commit point moved, on partitions read for longer than the eager window only.
+    Some,
+    /// A commit point moved on a partition still in its eager window (new to this consumer).
+    Eager,
+}
+
 impl Tracker {
-    /// Notes a record read at `offset`: returns the assignment's epoch and where a range
-    /// that begins with this record starts. The tracker of a partition starts at the first
-    /// record read after an assignment.
-    pub(crate) fn reading(&mut self, partition: i32, offset: i64) -> (u64, i64) {
+    /// Notes a record read at `offset` at `now`: returns the assignment's epoch and where a
+    /// range that begins with this record starts. The tracker of a partition starts at the
+    /// first record read after an assignment.
+    pub(crate) fn reading(&mut self, partition: i32, offset: i64, now: Instant) -> (u64, i64) {
         let epochs = &mut self.epochs;
         let t = self.partitions.entry(partition).or_insert_with(|| {
             *epochs += 1;
-            PartitionTracker::new(*epochs, offset)
+            PartitionTracker::new(*epochs, offset, now)
         });
         let start = t.read_to.min(offset);
         t.read_to = t.read_to.max(offset + 1);
@@ -100,6 +124,19 @@ impl Tracker {
         out
     }
 
+    /// Whether a commit now would move anything, and whether one of the partitions it would
+    /// move is within `window` of its first read (new to this consumer).
+    pub(crate) fn pending(&self, now: Instant, window: Duration) -> Pending {
+        let mut pending = Pending::Nothing;
+        for t in self.partitions.values().filter(|t| t.next > t.committed) {
+            if now.saturating_duration_since(t.since) < window {
+                return Pending::Eager;
+            }
+            pending = Pending::Some;
+        }
+        pending
+    }
+
     /// Records that `offsets` were committed; returns how many records the commit covered.
     pub(crate) fn committed(&mut self, offsets: &[(i32, i64)]) -> u64 {
         let mut moved = 0;
@@ -125,14 +162,67 @@ impl Tracker {
     }
 }
 
+/// When a consumer commits what its [`Tracker`] allows (its revoke and close commits are not
+/// scheduled: they always commit).
+///
+/// - While a partition is in its eager window (the first `interval` after its first record
+///   was read, after a start or an assignment), every check that finds a commit point moved
+///   commits: the first acknowledged batch after a start reaches the broker at once, and so
+///   does every batch of a process that lives less than one `interval` (a crash loop).
+/// - Otherwise at most one commit per `interval`, and at once when something moved after a
+///   quiet `interval` (the clock runs from the last commit, not from the last check).
+/// - After a failed commit (the broker is away), the next waits a whole `interval`, eager or
+///   not, so an outage is not hammered with commits.
+#[derive(Debug)]
+pub(crate) struct Schedule {
+    interval: Duration,
+    /// When the last commit was attempted; `None` before the first.
+    last: Option<Instant>,
+    /// Whether that attempt failed.
+    failed: bool,
+}
+
+impl Schedule {
+    pub(crate) fn new(interval: Duration) -> Self {
+        Self {
+            interval,
+            last: None,
+            failed: false,
+        }
+    }
+
+    /// Whether to commit at `now`, given what `tracker` would commit.
+    pub(crate) fn due(&self, now: Instant, tracker: &Tracker) -> bool {
+        let waited = self
+            .last
+            .is_none_or(|at| now.saturating_duration_since(at) >= self.interval);
+        match tracker.pending(now, self.interval) {
+            Pending::Nothing => false,
+            Pending::Some => waited,
+            Pending::Eager => waited || !self.failed,
+        }
+    }
+
+    /// Records a commit attempted at `now`, and whether the broker took it.
+    pub(crate) fn attempted(&mut self, now: Instant, ok: bool) {
+        self.last = Some(now);
+        self.failed = !ok;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Reads `start..end` as one batch.
     fn range(t: &mut Tracker, partition: i32, start: i64, end: i64) -> Range {
-        let (epoch, start) = t.reading(partition, start);
-        t.reading(partition, end - 1);
+        range_at(t, partition, start, end, Instant::now())
+    }
+
+    /// Reads `start..end` as one batch at `now`.
+    fn range_at(t: &mut Tracker, partition: i32, start: i64, end: i64, now: Instant) -> Range {
+        let (epoch, start) = t.reading(partition, start, now);
+        t.reading(partition, end - 1, now);
         Range {
             partition,
             epoch,
@@ -195,5 +285,114 @@ mod tests {
         assert_eq!(t.committable(None), vec![]);
         assert!(t.ack(new));
         assert_eq!(t.committable(None), vec![(3, 4)]);
+    }
+
+    const INTERVAL: Duration = Duration::from_secs(5);
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// What the consumer thread does when the schedule says so.
+    fn commit(t: &mut Tracker, s: &mut Schedule, now: Instant) -> Vec<(i32, i64)> {
+        let offsets = t.committable(None);
+        t.committed(&offsets);
+        s.attempted(now, true);
+        offsets
+    }
+
+    #[test]
+    fn after_a_start_the_first_acknowledged_batch_is_committed_at_once() {
+        let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
+        assert!(!s.due(t0, &t), "nothing read");
+        let a = range_at(&mut t, 0, 100, 150, t0 + ms(200));
+        assert!(!s.due(t0 + ms(300), &t), "read, not acknowledged");
+        t.ack(a);
+        // Not `commit_interval` after the start: as soon as the batch is acknowledged.
+        assert!(s.due(t0 + ms(310), &t));
+        assert_eq!(commit(&mut t, &mut s, t0 + ms(310)), vec![(0, 150)]);
+        assert!(!s.due(t0 + ms(320), &t), "nothing new");
+    }
+
+    #[test]
+    fn within_the_first_interval_every_acknowledged_batch_is_committed_at_once() {
+        // A process that lives less than one interval (a crash loop) loses at most what was
+        // acknowledged since the last check, not everything since its start.
+        let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
+        let mut at = t0;
+        for i in 0..10 {
+            let start = i * 50;
+            let batch = range_at(&mut t, 0, start, start + 50, at);
+            at += ms(400);
+            t.ack(batch);
+            assert!(s.due(at, &t), "batch {i} at {:?}", at - t0);
+            assert_eq!(commit(&mut t, &mut s, at), vec![(0, start + 50)]);
+        }
+        assert!(at - t0 < INTERVAL);
+    }
+
+    #[test]
+    fn after_the_first_interval_commits_come_at_most_every_interval() {
+        let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
+        let a = range_at(&mut t, 0, 0, 10, t0);
+        t.ack(a);
+        commit(&mut t, &mut s, t0 + ms(100));
+        let later = t0 + INTERVAL + ms(500);
+        let b = range_at(&mut t, 0, 10, 20, later);
+        t.ack(b);
+        assert!(
+            s.due(later, &t),
+            "a quiet interval passed since the last commit: commit at once"
+        );
+        commit(&mut t, &mut s, later);
+        let c = range_at(&mut t, 0, 20, 30, later);
+        t.ack(c);
+        assert!(!s.due(later + ms(100), &t));
+        assert!(!s.due(later + INTERVAL - ms(1), &t));
+        assert!(s.due(later + INTERVAL, &t));
+    }
+
+    #[test]
+    fn a_partition_assigned_after_a_rebalance_is_committed_at_once() {
+        let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
+        let a = range_at(&mut t, 0, 0, 10, t0);
+        t.ack(a);
+        commit(&mut t, &mut s, t0);
+        // Long past the eager window, partition 0 commits by the interval.
+        let now = t0 + 3 * INTERVAL;
+        let b = range_at(&mut t, 0, 10, 20, now);
+        t.ack(b);
+        commit(&mut t, &mut s, now);
+        let c = range_at(&mut t, 0, 20, 30, now);
+        t.ack(c);
+        assert!(!s.due(now + ms(50), &t), "partition 0: wait for the interval");
+        // A rebalance takes partition 0 back and assigns it and partition 1 again.
+        t.revoke(&[0]);
+        let d = range_at(&mut t, 1, 500, 510, now + ms(100));
+        let e = range_at(&mut t, 0, 20, 30, now + ms(100));
+        t.ack(d);
+        assert!(s.due(now + ms(150), &t), "partition 1 is new to this consumer");
+        assert_eq!(commit(&mut t, &mut s, now + ms(150)), vec![(1, 510)]);
+        t.ack(e);
+        assert!(s.due(now + ms(200), &t), "so is partition 0, again");
+        assert_eq!(commit(&mut t, &mut s, now + ms(200)), vec![(0, 30)]);
+    }
+
+    #[test]
+    fn after_a_failed_commit_even_an_eager_one_waits_an_interval() {
+        let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
+        let a = range_at(&mut t, 0, 0, 10, t0);
+        t.ack(a);
+        assert!(s.due(t0, &t));
+        s.attempted(t0, false);
+        assert!(!s.due(t0 + ms(100), &t), "the broker is away: do not hammer it");
+        assert!(s.due(t0 + INTERVAL, &t));
+        commit(&mut t, &mut s, t0 + INTERVAL);
+        let b = range_at(&mut t, 1, 0, 10, t0 + INTERVAL);
+        t.ack(b);
+        assert!(
+            s.due(t0 + INTERVAL + ms(1), &t),
+            "eager again once a commit went through"
+        );
     }
 }

@@ -23,7 +23,9 @@ pub struct KafkaBufferConfig {
     pub batch_size: usize,
     /// How long a consumer waits for a batch to fill once it has a record.
     pub delay: Duration,
-    /// How often acknowledged offsets are committed (also on revoke and close).
+    /// How often acknowledged offsets are committed once a partition has been read for one
+    /// `commit_interval`; before that (after a start or an assignment) each acknowledged batch
+    /// is committed at once, so a crash loop still moves forward. Also on revoke and close.
     pub commit_interval: Duration,
     /// `earliest` or `latest`.
     pub auto_offset_reset: String,

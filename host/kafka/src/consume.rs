@@ -1,7 +1,7 @@
 //! One consumer of the group, on its own thread (librdkafka's poll is blocking).
 //!
 //! The loop: apply nothing itself (acknowledgements update the shared tracker directly from
-//! the worker that acknowledges), commit at most every `commit_interval`, and
+//! the worker that acknowledges), commit when the schedule says so (below), and
 //! - when the batch channel has room: resume, poll up to `batch_size` records (waiting at most
 //!   `delay` once the first arrived) and send them as one batch;
 //! - when it is full (the sinks are behind) for more than a second: pause the assignment and
@@ -9,7 +9,25 @@
 //!   polling here and gets kicked out after `max.poll.interval.ms`). Shorter waits do not
 //!   pause: a pause drops librdkafka's prefetched records, which are fetched again.
 //!
-//! On revoke, acknowledged offsets of the revoked partitions are committed before they go.
+//! # When offsets are committed
+//! What is acknowledged is committed (synchronously, on this thread, between two polls):
+//! - at once while a partition is new to this consumer: during the first `commit_interval`
+//!   after its first record was read following a start or an assignment, every check that
+//!   finds its commit point moved commits. So the first acknowledged batch after a start or a
+//!   rebalance reaches the broker within one poll (at most 100 ms), and a process that crashes
+//!   every few seconds (an OOM loop) still moves forward instead of reading the same backlog at
+//!   every start;
+//! - after that, at most every `commit_interval` (at once if something is acknowledged after a
+//!   quiet interval: the clock runs from the last commit);
+//! - after a failed commit, not again for one `commit_interval`;
+//! - on revoke (the revoked partitions) and on close (everything), whatever the schedule.
+//!
+//! The check runs at every turn of the loop and between the polls that gather a batch, so
+//! gathering (which may wait up to `delay`, 3 s by default, for a batch to fill) does not hold
+//! commits back. What a `kill -9` makes the next start read again is therefore what was
+//! handed out and not yet acknowledged, plus what was acknowledged since the last commit: at
+//! most one `commit_interval`'s worth, and only what came after the eager window.
+//!
 //! On close: stop reading, wait up to `drain_timeout` for the batches already handed out to
 //! be acknowledged, commit, and leave the group.
 
@@ -25,7 +43,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use sluice_buffer::{Acknowledgement, Batch, Record, Unreadable};
 use tokio::sync::mpsc;
 
-use crate::commit::{Range, Tracker};
+use crate::commit::{Range, Schedule, Tracker};
 use crate::{KafkaBufferConfig, KafkaBufferError, KafkaStats, envelope};
 
 /// How long one poll blocks when there is nothing to read, and so how quickly the loop
@@ -45,11 +63,12 @@ struct Shared {
 }
 
 impl Shared {
-    /// Commits what the tracker allows (only `only`, when given).
-    fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) {
+    /// Commits what the tracker allows (only `only`, when given). Returns `None` when there
+    /// was nothing to commit, else whether the broker took the commit.
+    fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) -> Option<bool> {
         let offsets = self.tracker.lock().expect("not poisoned").committable(only);
         if offsets.is_empty() {
-            return;
+            return None;
         }
         let mut list = TopicPartitionList::new();
         for (partition, offset) in &offsets {
@@ -57,18 +76,21 @@ impl Shared {
                 list.add_partition_offset(&self.topic, *partition, Offset::Offset(*offset))
             {
                 tracing::warn!(error = %e, "building the commit list failed");
-                return;
+                return Some(false);
             }
         }
+        let started = Instant::now();
         match consumer.commit(&list, CommitMode::Sync) {
             Ok(()) => {
                 let mut tracker = self.tracker.lock().expect("not poisoned");
                 let moved = tracker.committed(&offsets);
                 self.stats.records_committed.add(moved);
-                tracing::debug!(topic = %self.topic, ?offsets, "committed");
+                tracing::debug!(topic = %self.topic, ?offsets, records = moved, took = ?started.elapsed(), "committed");
+                Some(true)
             }
             Err(e) => {
-                tracing::warn!(topic = %self.topic, error = %e, "committing offsets failed; retrying at the next interval")
+                tracing::warn!(topic = %self.topic, error = %e, "committing offsets failed; retrying after `commit_interval`");
+                Some(false)
             }
         }
     }
@@ -195,15 +217,12 @@ impl Consumer {
     }
 
     pub(crate) fn run(self) {
-        let mut last_commit = Instant::now();
+        let mut schedule = Schedule::new(self.config.commit_interval);
         let mut paused = false;
         let mut full_since: Option<Instant> = None;
         let mut poll_warned: Option<Instant> = None;
         while !self.closed.load(Ordering::SeqCst) {
-            if last_commit.elapsed() >= self.config.commit_interval {
-                self.shared.commit(&self.consumer, None);
-                last_commit = Instant::now();
-            }
+            self.commit_if_due(&mut schedule);
             let permit = match self.batches.try_reserve() {
                 Ok(permit) => permit,
                 Err(mpsc::error::TrySendError::Full(())) => {
@@ -228,11 +247,20 @@ impl Consumer {
             if paused {
                 paused = !self.set_paused(false);
             }
-            if let Some(batch) = self.gather(&mut poll_warned) {
+            if let Some(batch) = self.gather(&mut schedule, &mut poll_warned) {
                 permit.send(batch);
             }
         }
         self.drain();
+    }
+
+    /// Commits what was acknowledged if `schedule` says it is time (see the module doc).
+    fn commit_if_due(&self, schedule: &mut Schedule) {
+        let now = Instant::now();
+        let due = schedule.due(now, &self.shared.tracker.lock().expect("not poisoned"));
+        if due && let Some(ok) = self.shared.commit(&self.consumer, None) {
+            schedule.attempted(now, ok);
+        }
     }
 
     /// Pauses or resumes the whole assignment; returns whether it worked.
@@ -273,13 +301,19 @@ impl Consumer {
     }
 
     /// Up to `batch_size` records: `None` if the first does not come within one poll, else
-    /// waits at most `delay` for the rest.
-    fn gather(&self, poll_warned: &mut Option<Instant>) -> Option<Batch> {
+    /// waits at most `delay` for the rest. Commits what is due between polls, so a batch that
+    /// is slow to fill does not hold back the commit of those acknowledged meanwhile.
+    fn gather(
+        &self,
+        schedule: &mut Schedule,
+        poll_warned: &mut Option<Instant>,
+    ) -> Option<Batch> {
         let mut records = Vec::new();
         let mut unreadable = Vec::new();
         let mut ranges: Vec<Range> = Vec::new();
         let mut filled_by: Option<Instant> = None;
         while records.len() + unreadable.len() < self.config.batch_size {
+            self.commit_if_due(schedule);
             let wait = match filled_by {
                 Some(at) => match at.checked_duration_since(Instant::now()) {
                     Some(left) => left.min(POLL),
@@ -316,7 +350,7 @@ impl Consumer {
                 .tracker
                 .lock()
                 .expect("not poisoned")
-                .reading(partition, offset);
+                .reading(partition, offset, Instant::now());
             match ranges
                 .iter_mut()
                 .find(|r| r.partition == partition && r.epoch == epoch)

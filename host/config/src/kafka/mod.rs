@@ -208,7 +208,13 @@ pub struct KafkaTopic {
     /// `earliest`, so nothing written before the first start is skipped.
     #[serde(default)]
     pub auto_offset_reset: AutoOffsetReset,
-    /// How often acknowledged offsets are committed (also on rebalance and shutdown). Default `5s`.
+    /// How often acknowledged offsets are committed. For the first `commit_interval` after a
+    /// partition is assigned (a start, a rebalance) every acknowledged batch is committed at
+    /// once, so a process that crashes soon after each start (an OOM loop) still moves forward
+    /// rather than reading the same backlog again every time; after that at most every
+    /// `commit_interval`. Also on rebalance and shutdown. A `kill -9` makes the next start read
+    /// again at most one interval's worth of acknowledged records, plus what was in flight.
+    /// Default `5s`.
     #[serde(
         default = "default_commit_interval",
         deserialize_with = "units::duration"
