@@ -365,13 +365,19 @@ mod tests {
         commit(&mut t, &mut s, now);
         let c = range_at(&mut t, 0, 20, 30, now);
         t.ack(c);
-        assert!(!s.due(now + ms(50), &t), "partition 0: wait for the interval");
+        assert!(
+            !s.due(now + ms(50), &t),
+            "partition 0: wait for the interval"
+        );
         // A rebalance takes partition 0 back and assigns it and partition 1 again.
         t.revoke(&[0]);
         let d = range_at(&mut t, 1, 500, 510, now + ms(100));
         let e = range_at(&mut t, 0, 20, 30, now + ms(100));
         t.ack(d);
-        assert!(s.due(now + ms(150), &t), "partition 1 is new to this consumer");
+        assert!(
+            s.due(now + ms(150), &t),
+            "partition 1 is new to this consumer"
+        );
         assert_eq!(commit(&mut t, &mut s, now + ms(150)), vec![(1, 510)]);
         t.ack(e);
         assert!(s.due(now + ms(200), &t), "so is partition 0, again");
@@ -385,7 +391,10 @@ mod tests {
         t.ack(a);
         assert!(s.due(t0, &t));
         s.attempted(t0, false);
-        assert!(!s.due(t0 + ms(100), &t), "the broker is away: do not hammer it");
+        assert!(
+            !s.due(t0 + ms(100), &t),
+            "the broker is away: do not hammer it"
+        );
         assert!(s.due(t0 + INTERVAL, &t));
         commit(&mut t, &mut s, t0 + INTERVAL);
         let b = range_at(&mut t, 1, 0, 10, t0 + INTERVAL);

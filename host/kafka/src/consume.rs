@@ -25,8 +25,9 @@
 //! The check runs at every turn of the loop and between the polls that gather a batch, so
 //! gathering (which may wait up to `delay`, 3 s by default, for a batch to fill) does not hold
 //! commits back. What a `kill -9` makes the next start read again is therefore what was
-//! handed out and not yet acknowledged, plus what was acknowledged since the last commit: at
-//! most one `commit_interval`'s worth, and only what came after the eager window.
+//! handed out and not yet acknowledged, plus what was acknowledged since the last commit: in
+//! a partition's eager window only what was acknowledged since the last check, after it at
+//! most one `commit_interval`'s worth.
 //!
 //! On close: stop reading, wait up to `drain_timeout` for the batches already handed out to
 //! be acknowledged, commit, and leave the group.
@@ -303,11 +304,7 @@ impl Consumer {
     /// Up to `batch_size` records: `None` if the first does not come within one poll, else
     /// waits at most `delay` for the rest. Commits what is due between polls, so a batch that
     /// is slow to fill does not hold back the commit of those acknowledged meanwhile.
-    fn gather(
-        &self,
-        schedule: &mut Schedule,
-        poll_warned: &mut Option<Instant>,
-    ) -> Option<Batch> {
+    fn gather(&self, schedule: &mut Schedule, poll_warned: &mut Option<Instant>) -> Option<Batch> {
         let mut records = Vec::new();
         let mut unreadable = Vec::new();
         let mut ranges: Vec<Range> = Vec::new();
@@ -345,12 +342,11 @@ impl Consumer {
                 }
             };
             let (partition, offset) = (m.partition(), m.offset());
-            let (epoch, start) = self
-                .shared
-                .tracker
-                .lock()
-                .expect("not poisoned")
-                .reading(partition, offset, Instant::now());
+            let (epoch, start) = self.shared.tracker.lock().expect("not poisoned").reading(
+                partition,
+                offset,
+                Instant::now(),
+            );
             match ranges
                 .iter_mut()
                 .find(|r| r.partition == partition && r.epoch == epoch)
