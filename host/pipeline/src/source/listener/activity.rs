@@ -69,6 +69,7 @@ pub(super) enum Shed {
 
 /// What a connection is doing, and whether it was shed.
 struct State {
+    /// What the connection is doing.
     phase: Phase,
     /// Chosen to make room at `max_connection_count`: the connection closes as on shutdown (at
     /// once without a request in flight; a request that began meanwhile is answered first).

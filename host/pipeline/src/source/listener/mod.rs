@@ -17,9 +17,10 @@
 //!   takes its place; counted in `sluice_connectionsShed{pipeline}`, warned of at most every
 //!   10 s. A connection serving a request is never shed. So a client that sends its request
 //!   promptly is served however many slow connections are open, and the cap still bounds them.
-//! - When every open connection serves a request, one more is answered `503` with
-//!   `Retry-After: 1` and closed, without reading its request, and counted in
-//!   `sluice_connectionsRefused{pipeline}`.
+//! - When no open connection can be shed (each serves a request, or is already closing to make
+//!   room for another), one more is answered `503` with `Retry-After: 1` and closed, without
+//!   reading its request, and counted in `sluice_connectionsRefused{pipeline}`; so is one whose
+//!   place did not come free within `header_read_timeout`.
 //! - A request's line and headers must arrive within `header_read_timeout` of the connection
 //!   opening, or of the first byte of a following request.
 //! - A connection silent for `idle_timeout` while sluice waits for it (a keep-alive connection

@@ -64,10 +64,14 @@ pub async fn serve(
 
 /// What the accept loop and the connection tasks of one listener share.
 struct Shared {
+    /// The source's routes, cloned into each connection.
     app: Router,
     limits: Limits,
+    /// With `ssl: true`, the TLS side of each connection.
     tls: Option<TlsAcceptor>,
+    /// Labels the logs and the metrics.
     pipeline: String,
+    /// Shutdown, cloned into each connection.
     stop: watch::Receiver<bool>,
     /// A permit per open connection: `max_connection_count` of them.
     permits: Arc<Semaphore>,
@@ -83,7 +87,9 @@ struct Shared {
     refused: metrics::Counter,
     /// `sluice_connectionsShed{pipeline}`.
     shed: metrics::Counter,
+    /// How often refusals are warned of.
     refused_log: Throttle,
+    /// How often shed connections are warned of.
     shed_log: Throttle,
 }
 
@@ -119,9 +125,7 @@ impl Shared {
 
     /// A new connection's place, for the `permit` it took.
     fn open(&self, permit: OwnedSemaphorePermit) -> (Arc<Activity>, Open) {
-        let activity = Arc::new(Activity::new(
-            self.limits.protocols == Protocols::Http1And2,
-        ));
+        let activity = Arc::new(Activity::new(self.limits.protocols == Protocols::Http1And2));
         let open = Open::new(
             permit,
             self.slots.clone(),

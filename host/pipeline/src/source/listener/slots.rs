@@ -41,9 +41,12 @@ pub(super) struct Slots {
     entries: Mutex<Entries>,
 }
 
+/// The open connections, each under the id its [`Open`] removes it by.
 #[derive(Default)]
 struct Entries {
+    /// The next connection's id.
     next: u64,
+    /// What each open connection is doing.
     open: HashMap<u64, Arc<Activity>>,
 }
 
@@ -81,8 +84,10 @@ impl Slots {
 /// An open connection's place under `max_connection_count`: its permit, its entry in
 /// [`Slots`], and its count in the open-connections gauge, all given back on drop.
 pub(super) struct Open {
+    /// Its entry in `slots`.
     id: u64,
     slots: Arc<Slots>,
+    /// `sluice_httpConnections{pipeline}`.
     gauge: metrics::Gauge,
     /// Dropped after [`Drop::drop`] removed the entry: a new connection never finds the permit
     /// free while the old one could still be chosen.
@@ -164,7 +169,11 @@ mod tests {
         assert!(idle_old.is_shed() && !idle_young.is_shed());
         assert_eq!(slots.shed(), Some(Shed::Idle));
         assert!(idle_young.is_shed());
-        assert_eq!(slots.shed(), None, "only a connection serving a request is left");
+        assert_eq!(
+            slots.shed(),
+            None,
+            "only a connection serving a request is left"
+        );
         assert!(!serving.is_shed());
 
         // Once answered, it may go too.
