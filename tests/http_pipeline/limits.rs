@@ -1,8 +1,12 @@
 //! The http source under abuse: connections that never finish their headers, idle
-//! keep-alive connections, too many connections, and a body over `max_request_length`.
+//! keep-alive connections, too many connections (and a slowloris holding more than
+//! `max_connection_count` of them), and a body over `max_request_length`.
 
 #[allow(unused_imports, reason = "the parent's imports, taken whole")]
 use super::*;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A pipeline with short connection timeouts; `{extra}` adds http source keys.
 fn limits_pipeline(extra: &str) -> String {
@@ -196,7 +200,7 @@ fn an_idle_keep_alive_connection_is_closed_after_idle_timeout() {
 }
 
 #[test]
-fn connections_past_max_connection_count_get_a_clear_503() {
+fn at_max_connection_count_an_idle_connection_makes_room_and_busy_ones_get_a_clear_503() {
     // Long timeouts: only the limit is under test.
     let s = Sluice::start(
         &limits_pipeline("      max_connection_count: 4")
@@ -204,7 +208,8 @@ fn connections_past_max_connection_count_get_a_clear_503() {
             .replace("idle_timeout: 4s", "idle_timeout: 60s"),
     );
     wait_for_connections(&s, 0.0);
-    let held: Vec<TcpStream> = (0..4)
+    // Four idle keep-alive connections: a fifth takes the place of the one idle the longest.
+    let mut idle: Vec<TcpStream> = (0..4)
         .map(|i| {
             let mut c = connect(&s);
             c.write_all(&request(&format!(r#"{{"n":{i}}}"#))).unwrap();
@@ -216,9 +221,40 @@ fn connections_past_max_connection_count_get_a_clear_503() {
         s.metric("sluice_httpConnections", "limits-pipeline"),
         Some(4.0)
     );
+    assert_eq!(s.post("/log/ingest", br#"{"n":4}"#), 200);
+    assert!(
+        closed_within(&mut idle[0], Duration::from_secs(5)),
+        "the connection idle the longest is still open"
+    );
+    for c in &mut idle[1..] {
+        assert!(!closed_within(c, Duration::from_millis(100)));
+    }
+    assert_eq!(
+        s.metric("sluice_connectionsShed", "limits-pipeline"),
+        Some(1.0)
+    );
+    assert!(s.log().contains("shedding connections"), "{}", s.log());
+    drop(idle);
+    wait_for_connections(&s, 0.0);
 
+    // Four connections serving a request (its body still arriving) are never shed: a fifth
+    // gets a clear 503.
+    let mut busy: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut c = connect(&s);
+            c.write_all(
+                b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\n\
+                  Content-Length: 7\r\nExpect: 100-continue\r\n\r\n",
+            )
+            .unwrap();
+            // `100 Continue` once the handler reads the body: the request is in flight.
+            assert_eq!(read_response(&mut c, Duration::from_secs(10)).0, 100);
+            c.write_all(br#"{"n":"#).unwrap();
+            c
+        })
+        .collect();
     let mut fifth = connect(&s);
-    fifth.write_all(&request(r#"{"n":4}"#)).unwrap();
+    fifth.write_all(&request(r#"{"n":5}"#)).unwrap();
     let (status, head, body) = read_response(&mut fifth, Duration::from_secs(5));
     assert_eq!(status, 503, "{head}{body}");
     assert!(head.contains("\r\nretry-after: 1\r\n"), "{head}");
@@ -229,24 +265,140 @@ fn connections_past_max_connection_count_get_a_clear_503() {
     );
     assert!(closed_within(&mut fifth, Duration::from_secs(5)));
     // An ordinary client is refused the same way.
-    assert_eq!(s.post("/log/ingest", br#"{"n":5}"#), 503);
+    assert_eq!(s.post("/log/ingest", br#"{"n":6}"#), 503);
     assert_eq!(
         s.metric("sluice_connectionsRefused", "limits-pipeline"),
         Some(2.0)
     );
     assert!(s.log().contains("refusing connections"), "{}", s.log());
 
-    // Once the held connections close, requests are served again.
-    drop(held);
-    let started = Instant::now();
-    while s.post("/log/ingest", br#"{"n":6}"#) != 200 {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "still refused 10 s after the held connections closed"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    // The busy connections were left alone: each request completes.
+    for c in &mut busy {
+        c.write_all(b"7}").unwrap();
+        assert_eq!(read_response(c, Duration::from_secs(10)).0, 200);
     }
+    // Idle now, they make room again.
+    assert_eq!(s.post("/log/ingest", br#"{"n":8}"#), 200);
+    s.wait_for("the accepted events", Duration::from_secs(10), || {
+        json_lines(&s.path("out.jsonl")).len() == 10
+    });
+}
+
+/// The request head a slow connection trickles, never finished.
+const SLOW_HEAD: &[u8] = b"POST /log/ingest HTTP/1.1\r\nHost: sluice\r\nX-Slow: ";
+
+/// How often the slowloris sends each connection one more byte of its head.
+const SLOW_ROUND: Duration = Duration::from_millis(50);
+
+/// How many closed connections the slowloris reopens per round. Paced so each new connection's
+/// head has a moment (the time `max_connection_count` new connections take to arrive) before
+/// it is the oldest still sending one, even on a loaded machine.
+const SLOW_REOPEN_PER_ROUND: usize = 2;
+
+/// A slowloris: `n` connections to `port` trickling a request head that never ends, one byte
+/// per [`SLOW_ROUND`] each, reopening those the server closes, until `stop`. Returns how
+/// many it reopened.
+fn slowloris(port: u16, n: usize, stop: &AtomicBool) -> usize {
+    let open = || {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.write_all(SLOW_HEAD).unwrap();
+        c.set_nonblocking(true).unwrap();
+        c
+    };
+    let mut slow: Vec<Option<TcpStream>> = (0..n).map(|_| Some(open())).collect();
+    let mut reopened = 0;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(SLOW_ROUND);
+        let mut reopening = SLOW_REOPEN_PER_ROUND;
+        for c in &mut slow {
+            // Closed (EOF or reset), or answered (a 503): gone either way.
+            let gone = c.as_mut().is_none_or(|c| match c.read(&mut [0; 512]) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => c.write_all(b"a").is_err(),
+                _ => true,
+            });
+            if gone {
+                *c = None;
+                if reopening > 0 {
+                    reopening -= 1;
+                    reopened += 1;
+                    *c = Some(open());
+                }
+            }
+        }
+    }
+    reopened
+}
+
+#[test]
+fn a_prompt_client_is_served_while_more_slow_connections_than_max_connection_count_are_open() {
+    // `header_read_timeout` is long: only shedding frees a slow connection's place here.
+    let s = Sluice::start(
+        &limits_pipeline("      max_connection_count: 20")
+            .replace("header_read_timeout: 1s", "header_read_timeout: 60s"),
+    );
     wait_for_connections(&s, 0.0);
+    let started = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let attack = std::thread::spawn({
+        let (port, stop) = (s.port, stop.clone());
+        move || slowloris(port, 40, &stop)
+    });
+    let open = || {
+        let open = s.metric("sluice_httpConnections", "limits-pipeline");
+        assert!(open.unwrap() <= 20.0, "{open:?} open, over the cap of 20");
+        open
+    };
+    // Twice as many slow connections as places: they fill the cap, and each new one takes the
+    // place of the oldest.
+    s.wait_for(
+        "the slow connections to fill the cap",
+        Duration::from_secs(20),
+        || {
+            let shed = s.metric("sluice_connectionsShed", "limits-pipeline");
+            open() == Some(20.0) && shed.is_some_and(|shed| shed >= 40.0)
+        },
+    );
+    for n in 0..5 {
+        let body = format!(r#"{{"n":{n}}}"#);
+        let sent = Instant::now();
+        assert_eq!(
+            s.try_post("/log/ingest", body.as_bytes(), Duration::from_secs(10)),
+            Ok(200),
+            "{}",
+            s.log()
+        );
+        eprintln!(
+            "served in {:?} while 40 slow connections keep coming",
+            sent.elapsed()
+        );
+        open();
+    }
+    s.wait_for(
+        "the five events in the sink",
+        Duration::from_secs(10),
+        || json_lines(&s.path("out.jsonl")).len() == 5,
+    );
+    stop.store(true, Ordering::Relaxed);
+    let reopened = attack.join().unwrap();
+    open();
+    let shed = s
+        .metric("sluice_connectionsShed", "limits-pipeline")
+        .unwrap();
+    eprintln!(
+        "{shed} slow connections shed, {reopened} reopened, in {:?}",
+        started.elapsed()
+    );
+    assert!(
+        reopened >= 20,
+        "only {reopened} slow connections were closed"
+    );
+    // One warning per 10 s, not one per shed connection.
+    let warnings = s.log().matches("shedding connections").count();
+    let allowed = 1 + started.elapsed().as_secs() / 10;
+    assert!(
+        (1..=allowed as usize).contains(&warnings),
+        "{warnings} warnings for {shed} shed connections"
+    );
 }
 
 #[test]

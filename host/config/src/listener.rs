@@ -83,8 +83,11 @@ macro_rules! listener_source {
     (@munch $on:ident $name:ident [$($head:tt)*] [$($fields:tt)*]
         $(#[doc = $note:literal])* ..max_connection_count, $($rest:tt)*) => {
         $crate::listener::listener_source!(@munch $on $name [$($head)*] [$($fields)*
-            /// The most connections open at once; one more is answered 503 with `Retry-After`
-            /// and closed. Default `500`.
+            /// The most connections open at once. One more closes the open connection that has
+            /// been sending its request head the longest (a slow or stalled client), else the
+            /// one idle the longest between requests, and takes its place; a connection serving
+            /// a request is never closed for it. Only when every open connection serves a
+            /// request is one more answered 503 with `Retry-After` and closed. Default `500`.
             $(#[doc = $note])*
             #[cfg_attr($on(), serde(default = "crate::listener::default_max_connection_count"))]
             pub max_connection_count: usize,

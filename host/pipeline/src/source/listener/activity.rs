@@ -1,7 +1,8 @@
 //! What an http connection is doing, and how long it may stay silent in each phase: the
 //! [`Activity`] a connection's socket ([`Watched`]), its service ([`RouterService`]) and its
 //! request body ([`WatchedBody`]) report to, and the deadline it gives the loop that drives the
-//! connection (`connection`).
+//! connection (`connection`). At `max_connection_count` the accept loop reads it too (`slots`):
+//! a connection without a request in flight may be shed to make room ([`Activity::shed`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -55,10 +56,30 @@ impl Timeout {
     }
 }
 
+/// How readily a connection is shed to make room at `max_connection_count`: lowest first,
+/// then the longest in that phase first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Shed {
+    /// Still sending a request head (or, with TLS, its handshake): nothing of it was accepted,
+    /// and a slowloris stays here.
+    Head,
+    /// Between requests: its answers are written, but the client may be about to send another.
+    Idle,
+}
+
+/// What a connection is doing, and whether it was shed.
+struct State {
+    /// What the connection is doing.
+    phase: Phase,
+    /// Chosen to make room at `max_connection_count`: the connection closes as on shutdown (at
+    /// once without a request in flight; a request that began meanwhile is answered first).
+    shed: bool,
+}
+
 /// One connection's [`Phase`], shared by its socket, service, request body and timer.
 pub(super) struct Activity {
     /// A std mutex: held for a few instructions, never across an `.await`.
-    phase: Mutex<Phase>,
+    state: Mutex<State>,
     /// HTTP/2 may be spoken: bytes between requests (pings, window updates, settings) do not
     /// start a request head, so an idle connection is closed after `idle_timeout`.
     multiplexed: bool,
@@ -69,22 +90,65 @@ pub(super) struct Activity {
 impl Activity {
     pub(super) fn new(multiplexed: bool) -> Self {
         Self {
-            phase: Mutex::new(Phase::Head {
-                since: Instant::now(),
+            state: Mutex::new(State {
+                phase: Phase::Head {
+                    since: Instant::now(),
+                },
+                shed: false,
             }),
             multiplexed,
             changed: Notify::new(),
         }
     }
 
-    fn phase(&self) -> MutexGuard<'_, Phase> {
-        // A panic while holding the lock cannot leave a `Phase` half-written.
-        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave a `State` half-written.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How readily the connection may be shed, and since when it is in that phase; `None` while
+    /// it serves a request (never shed) or once it was shed.
+    pub(super) fn sheddable(&self) -> Option<(Shed, Instant)> {
+        let state = self.state();
+        match state.phase {
+            _ if state.shed => None,
+            Phase::Head { since } => Some((Shed::Head, since)),
+            Phase::Idle { since } => Some((Shed::Idle, since)),
+            Phase::Request { .. } => None,
+        }
+    }
+
+    /// Sheds the connection if it is still [`sheddable`](Self::sheddable) (its phase may have
+    /// changed since it was chosen); wakes the loop that drives it to close it.
+    pub(super) fn shed(&self) -> bool {
+        let mut state = self.state();
+        if matches!(state.phase, Phase::Request { .. }) || state.shed {
+            return false;
+        }
+        state.shed = true;
+        drop(state);
+        self.changed.notify_one();
+        true
+    }
+
+    /// Whether the connection was shed.
+    pub(super) fn is_shed(&self) -> bool {
+        self.state().shed
+    }
+
+    /// Resolves once the connection is shed (for the TLS handshake, before the loop that drives
+    /// the connection takes over [`changed`](Self::changed)).
+    pub(super) async fn until_shed(&self) {
+        // `notify_one` keeps a wake-up for a waiter to come, so none is lost between the check
+        // and the wait.
+        while !self.is_shed() {
+            self.changed.notified().await;
+        }
     }
 
     /// When the connection is closed if nothing changes, and the timeout that closes it.
     pub(super) fn deadline(&self, limits: Limits) -> Option<(Instant, Timeout)> {
-        match *self.phase() {
+        match self.state().phase {
             Phase::Head { since } => {
                 Some((since + limits.header_read_timeout, Timeout::HeaderRead))
             }
@@ -104,21 +168,21 @@ impl Activity {
         if self.multiplexed {
             return;
         }
-        let mut phase = self.phase();
-        if let Phase::Idle { .. } = *phase {
-            *phase = Phase::Head {
+        let mut state = self.state();
+        if let Phase::Idle { .. } = state.phase {
+            state.phase = Phase::Head {
                 since: Instant::now(),
             };
-            drop(phase);
+            drop(state);
             self.changed.notify_one();
         }
     }
 
     /// hyper parsed a request head and called the service.
     pub(super) fn request(&self, has_body: bool) {
-        let mut phase = self.phase();
+        let mut state = self.state();
         let body = has_body.then(Instant::now);
-        *phase = match *phase {
+        state.phase = match state.phase {
             Phase::Request {
                 body: other,
                 requests,
@@ -128,29 +192,29 @@ impl Activity {
             },
             _ => Phase::Request { body, requests: 1 },
         };
-        drop(phase);
+        drop(state);
         self.changed.notify_one();
     }
 
     /// A frame of the request body arrived. The deadline only moves later, so the timer is not
     /// woken: it finds the new deadline when the old one passes.
     pub(super) fn body_progress(&self) {
-        if let Phase::Request { body: Some(at), .. } = &mut *self.phase() {
+        if let Phase::Request { body: Some(at), .. } = &mut self.state().phase {
             *at = Instant::now();
         }
     }
 
     /// The request body ended, or the handler dropped it.
     pub(super) fn body_done(&self) {
-        if let Phase::Request { body, .. } = &mut *self.phase() {
+        if let Phase::Request { body, .. } = &mut self.state().phase {
             *body = None;
         }
     }
 
     /// The service answered; the answer is being written.
     pub(super) fn answered(&self) {
-        let mut phase = self.phase();
-        *phase = match *phase {
+        let mut state = self.state();
+        state.phase = match state.phase {
             Phase::Request { body, requests } if requests > 1 => Phase::Request {
                 body,
                 requests: requests - 1,
@@ -159,7 +223,7 @@ impl Activity {
                 since: Instant::now(),
             },
         };
-        drop(phase);
+        drop(state);
         self.changed.notify_one();
     }
 }

@@ -1,7 +1,9 @@
 //! One connection, from its accept to its close: TLS first if configured, then HTTP/1.1 or
 //! HTTP/1.1 and HTTP/2 (hyper), driven until the client closes it, the timeout of its current
-//! phase passes (`activity`), or shutdown; then, for HTTP/1.1, a lingering close so the last
-//! answer is read before the socket goes.
+//! phase passes (`activity`), it is shed to make room at `max_connection_count` (`slots`), or
+//! shutdown; then, for HTTP/1.1, a lingering close so the last answer is read before the socket
+//! goes. A shed connection closes as on shutdown: at once while it sends a request head, else
+//! once hyper has written its last answer (an HTTP/2 one after a `GOAWAY`).
 //!
 //! hyper's own `header_read_timeout` also runs while a keep-alive connection waits for its next
 //! request (hyper 1.12 starts it as soon as the previous response is written), so it cannot keep
@@ -26,7 +28,8 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use super::activity::{Activity, RouterService, Timeout, Watched};
-use super::serve::{Open, stopped};
+use super::serve::stopped;
+use super::slots::Open;
 use super::tls::Transport;
 use super::{Limits, Protocols};
 
@@ -34,16 +37,17 @@ use super::{Limits, Protocols};
 /// nginx's `lingering_timeout` is 5 s; 1 s is enough for a client to read a short answer.
 const LINGER: Duration = Duration::from_secs(1);
 
-/// Serves one connection until the client closes it, a timeout closes it, or shutdown.
+/// Serves one connection until the client closes it, a timeout closes it, it is shed, or
+/// shutdown. `activity` is what it is doing, `_open` its place under `max_connection_count`.
 pub(super) async fn connection(
     stream: TcpStream,
     app: Router,
     limits: Limits,
     tls: Option<TlsAcceptor>,
     stop: watch::Receiver<bool>,
+    activity: Arc<Activity>,
     _open: Open,
 ) {
-    let activity = Arc::new(Activity::new(limits.protocols == Protocols::Http1And2));
     let watched = Watched {
         stream,
         activity: activity.clone(),
@@ -51,7 +55,16 @@ pub(super) async fn connection(
     let transport = match tls {
         None => Transport::Plain(watched),
         Some(acceptor) => {
-            match tokio::time::timeout(limits.header_read_timeout, acceptor.accept(watched)).await {
+            let handshake =
+                tokio::time::timeout(limits.header_read_timeout, acceptor.accept(watched));
+            let handshake = tokio::select! {
+                handshake = handshake => handshake,
+                () = activity.until_shed() => {
+                    tracing::debug!("closing a connection in its TLS handshake: shed");
+                    return;
+                }
+            };
+            match handshake {
                 Ok(Ok(tls)) => Transport::Tls(Box::new(tls)),
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "TLS handshake failed");
@@ -121,7 +134,7 @@ pub(super) async fn connection(
 const MAX_STREAMS: u32 = 32;
 
 /// Drives `conn` until it ends (`true` when it ended without an error), a timeout closes it,
-/// or, on shutdown, its requests in flight are answered.
+/// or, on shutdown or once shed, its requests in flight are answered.
 async fn drive<C>(
     conn: &mut C,
     mut poll: impl FnMut(&mut C, &mut Context<'_>) -> Poll<Result<(), BoxError>>,
@@ -133,6 +146,12 @@ async fn drive<C>(
     let mut stopping = false;
     let served = loop {
         let deadline = activity.deadline(limits);
+        if !stopping && activity.is_shed() {
+            // Shed to make room at `max_connection_count`: closed as on shutdown.
+            tracing::debug!("closing a connection: shed at `max_connection_count`");
+            stopping = true;
+            graceful_shutdown(conn);
+        }
         if stopping && deadline.is_some_and(|(_, timeout)| timeout == Timeout::HeaderRead) {
             // A request head still coming in: nothing was accepted from it yet.
             return false;

@@ -8,8 +8,19 @@
 //!   source), or HTTP/1.1 and HTTP/2 (the OTLP sources: gRPC needs HTTP/2), told apart by ALPN
 //!   with TLS and by the HTTP/2 preface without.
 //! - At most `max_connection_count` connections are open at once (a semaphore permit per
-//!   connection). One more is answered `503` with `Retry-After: 1` and closed, without reading
-//!   its request, and counted in `sluice_connectionsRefused{pipeline}`.
+//!   connection). Below that, nothing else limits them. When one more arrives, the open
+//!   connection that most readily gives its place up is shed to make room (as Envoy's overload
+//!   manager closes connections early under pressure, and nginx reuses idle ones when its
+//!   `worker_connections` run out): the one that has been sending its request head the longest
+//!   (a slowloris trickling its headers), else the one idle the longest between requests. It
+//!   closes at once (an idle one after its last answer is written), and the new connection
+//!   takes its place; counted in `sluice_connectionsShed{pipeline}`, warned of at most every
+//!   10 s. A connection serving a request is never shed. So a client that sends its request
+//!   promptly is served however many slow connections are open, and the cap still bounds them.
+//! - When no open connection can be shed (each serves a request, or is already closing to make
+//!   room for another), one more is answered `503` with `Retry-After: 1` and closed, without
+//!   reading its request, and counted in `sluice_connectionsRefused{pipeline}`; so is one whose
+//!   place did not come free within `header_read_timeout`.
 //! - A request's line and headers must arrive within `header_read_timeout` of the connection
 //!   opening, or of the first byte of a following request.
 //! - A connection silent for `idle_timeout` while sluice waits for it (a keep-alive connection
@@ -19,9 +30,10 @@
 //!
 //! # Layout
 //! - this file: [`Protocols`], [`Limits`], [`bind`] → [`Bound`] → [`Server`];
-//! - `serve`: the accept loop ([`serve`]): a permit per connection, refusals past the limit,
-//!   shutdown;
-//! - `refuse`: the answer to a connection over the limit, and its rate-limited warning;
+//! - `serve`: the accept loop ([`serve`]): a permit per connection, shedding or refusing at the
+//!   limit, shutdown;
+//! - `slots`: the open connections under the limit, and which one is shed to make room;
+//! - `refuse`: the answer to a connection over the limit, and the rate limit of the warnings;
 //! - `connection`: one connection, HTTP/1.1 or HTTP/2, driven until it ends, times out or shuts
 //!   down, and its lingering close;
 //! - `activity`: what a connection is doing, and so which timeout applies;
@@ -35,6 +47,7 @@ mod connection;
 mod guard;
 mod refuse;
 mod serve;
+mod slots;
 mod tls;
 
 use std::time::Duration;
@@ -61,7 +74,8 @@ pub enum Protocols {
 /// The connection limits of one listener.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// `max_connection_count`: the most connections open at once.
+    /// `max_connection_count`: the most connections open at once; at it, a new connection
+    /// takes the place of one without a request in flight (`slots`), or is refused.
     pub max_connections: usize,
     /// `header_read_timeout`: how long a request head may take.
     pub header_read_timeout: Duration,

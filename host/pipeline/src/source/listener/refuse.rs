@@ -1,8 +1,9 @@
-//! Refusing a connection over `max_connection_count`: a whole `503` with `Retry-After: 1`,
-//! written before its request is read, then a lingering close; and a warning at most every
-//! [`REFUSAL_LOG_EVERY`], since a flood of refusals must not flood the log too.
+//! Refusing a connection over `max_connection_count` (when no open one can be shed to make
+//! room, see `slots`): a whole `503` with `Retry-After: 1`, written before its request is read,
+//! then a lingering close; and [`Throttle`], which keeps the warnings of refusals and of shed
+//! connections to one every [`LOG_EVERY`], since a flood of them must not flood the log too.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt as _;
@@ -17,8 +18,9 @@ use super::connection::linger;
 /// cannot make the refusals themselves unbounded.
 pub(super) const MAX_REFUSALS_IN_FLIGHT: usize = 64;
 
-/// Refused connections are warned of at most this often.
-const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+/// Refused and shed connections are each warned of at most this often (the warnings say
+/// "10 s").
+const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// The answer to a connection over the limit, written before its request is read.
 pub(super) fn refusal_response(max_connections: usize) -> Vec<u8> {
@@ -46,34 +48,33 @@ pub(super) async fn refuse(
     }
 }
 
-/// Warns of refused connections, at most once per [`REFUSAL_LOG_EVERY`].
+/// Counts events (refused or shed connections) and says when to warn of them: at most once
+/// per [`LOG_EVERY`].
 #[derive(Default)]
-pub(super) struct RefusalLog {
-    last: Option<Instant>,
-    unlogged: u64,
+pub(super) struct Throttle {
+    /// A std mutex: held for a few instructions, never across an `.await`. `(when the last
+    /// warning was, events since)`.
+    state: Mutex<(Option<Instant>, u64)>,
 }
 
-impl RefusalLog {
-    pub(super) fn refused(&mut self, pipeline: &str, max_connection_count: usize) {
-        self.unlogged += 1;
-        if self.last.is_some_and(|at| at.elapsed() < REFUSAL_LOG_EVERY) {
-            return;
+impl Throttle {
+    /// Counts one event; `Some(n)` when a warning is due, `n` the events since the last one.
+    pub(super) fn count(&self) -> Option<u64> {
+        // A panic while holding the lock cannot leave the pair half-written.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (last, unlogged) = &mut *state;
+        *unlogged += 1;
+        if last.is_some_and(|at| at.elapsed() < LOG_EVERY) {
+            return None;
         }
-        tracing::warn!(
-            pipeline,
-            max_connection_count,
-            refused = self.unlogged,
-            "refusing connections: `max_connection_count` is reached (logged at most every 10 s; \
-             sluice_connectionsRefused counts them all)"
-        );
-        self.last = Some(Instant::now());
-        self.unlogged = 0;
+        *last = Some(Instant::now());
+        Some(std::mem::take(unlogged))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::refusal_response;
+    use super::{Throttle, refusal_response};
 
     #[test]
     fn the_refusal_is_a_whole_http_response() {
@@ -83,5 +84,14 @@ mod tests {
         assert!(head.contains(&format!("\r\nContent-Length: {}", body.len())));
         assert!(body.contains("`max_connection_count` = 4"), "{body}");
         assert_eq!(body.lines().count(), 1);
+    }
+
+    #[test]
+    fn the_throttle_warns_once_per_interval_and_counts_the_rest() {
+        let throttle = Throttle::default();
+        assert_eq!(throttle.count(), Some(1), "the first event is warned of");
+        for _ in 0..99 {
+            assert_eq!(throttle.count(), None);
+        }
     }
 }

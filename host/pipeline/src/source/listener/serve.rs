@@ -1,20 +1,25 @@
 //! The accept loop of a listener: each connection takes a permit under
-//! `max_connection_count` and is served on its own task (`connection`); one more is refused
-//! (`refuse`); on shutdown the loop stops accepting and waits for every connection to close.
+//! `max_connection_count` and a place in `slots`, and is served on its own task
+//! (`connection`); at the cap, a connection without a request in flight is shed to make room
+//! for a new one (`slots`), and only when there is none is the new one refused (`refuse`); on
+//! shutdown the loop stops accepting and waits for every connection to close.
 
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use super::Limits;
+use super::activity::{Activity, Shed};
 use super::connection::connection;
-use super::refuse::{MAX_REFUSALS_IN_FLIGHT, RefusalLog, refusal_response, refuse};
+use super::refuse::{MAX_REFUSALS_IN_FLIGHT, Throttle, refusal_response, refuse};
+use super::slots::{Open, Slots};
+use super::{Limits, Protocols};
 
 /// Serves `app` on `listener` within `limits` until `stop` turns true (or its sender is
 /// dropped), then stops accepting and returns once every connection has closed. `pipeline`
@@ -27,22 +32,14 @@ pub async fn serve(
     pipeline: String,
     mut stop: watch::Receiver<bool>,
 ) {
-    let permits = Arc::new(Semaphore::new(
-        limits.max_connections.min(Semaphore::MAX_PERMITS),
-    ));
-    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
-    let refusal: Arc<[u8]> = refusal_response(limits.max_connections).into();
-    let open = metrics::gauge!("sluice_httpConnections", "pipeline" => pipeline.clone());
-    open.set(0.0);
-    let refused = metrics::counter!("sluice_connectionsRefused", "pipeline" => pipeline.clone());
-    let mut log = RefusalLog::default();
+    let shared = Arc::new(Shared::new(app, limits, tls, pipeline, stop.clone()));
     let mut tasks = JoinSet::new();
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    accept_error(&pipeline, e).await;
+                    accept_error(&shared.pipeline, e).await;
                     continue;
                 }
             },
@@ -50,34 +47,176 @@ pub async fn serve(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             () = stopped(&mut stop) => break,
         };
-        match permits.clone().try_acquire_owned() {
-            Ok(permit) => {
-                let open = Open::new(permit, open.clone());
-                tasks.spawn(connection(
-                    stream,
-                    app.clone(),
-                    limits,
-                    tls.clone(),
-                    stop.clone(),
-                    open,
-                ));
-            }
-            Err(_) => {
-                refused.increment(1);
-                log.refused(&pipeline, limits.max_connections);
-                if let Ok(permit) = refusals.clone().try_acquire_owned() {
-                    tasks.spawn(refuse(stream, refusal.clone(), permit));
-                } else {
-                    // Too many refusals lingering: answer without waiting (a new socket's
-                    // send buffer takes it) and close at once, at the risk of a reset.
-                    let _ = stream.try_write(&refusal);
-                }
-            }
+        if let Ok(permit) = shared.permits.clone().try_acquire_owned() {
+            let (activity, open) = shared.open(permit);
+            tasks.spawn(shared.clone().serve(stream, activity, open));
+        } else if let Some(class) = shared.slots.shed() {
+            shared.shed(class);
+            tasks.spawn(shared.clone().admit(stream));
+        } else if let Some(refusing) = shared.refuse(stream) {
+            tasks.spawn(refusing);
         }
     }
     // New connections are refused by the OS from here on.
     drop(listener);
     while tasks.join_next().await.is_some() {}
+}
+
+/// What the accept loop and the connection tasks of one listener share.
+struct Shared {
+    /// The source's routes, cloned into each connection.
+    app: Router,
+    limits: Limits,
+    /// With `ssl: true`, the TLS side of each connection.
+    tls: Option<TlsAcceptor>,
+    /// Labels the logs and the metrics.
+    pipeline: String,
+    /// Shutdown, cloned into each connection.
+    stop: watch::Receiver<bool>,
+    /// A permit per open connection: `max_connection_count` of them.
+    permits: Arc<Semaphore>,
+    /// The open connections, to choose one to shed at the cap.
+    slots: Arc<Slots>,
+    /// A permit per refusal lingering: [`MAX_REFUSALS_IN_FLIGHT`].
+    refusals: Arc<Semaphore>,
+    /// The refusal, written whole to each refused connection.
+    refusal: Arc<[u8]>,
+    /// `sluice_httpConnections{pipeline}`: open connections.
+    open: metrics::Gauge,
+    /// `sluice_connectionsRefused{pipeline}`.
+    refused: metrics::Counter,
+    /// `sluice_connectionsShed{pipeline}`.
+    shed: metrics::Counter,
+    /// How often refusals are warned of.
+    refused_log: Throttle,
+    /// How often shed connections are warned of.
+    shed_log: Throttle,
+}
+
+impl Shared {
+    fn new(
+        app: Router,
+        limits: Limits,
+        tls: Option<TlsAcceptor>,
+        pipeline: String,
+        stop: watch::Receiver<bool>,
+    ) -> Self {
+        let open = metrics::gauge!("sluice_httpConnections", "pipeline" => pipeline.clone());
+        open.set(0.0);
+        Self {
+            permits: Arc::new(Semaphore::new(
+                limits.max_connections.min(Semaphore::MAX_PERMITS),
+            )),
+            slots: Arc::default(),
+            refusals: Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT)),
+            refusal: refusal_response(limits.max_connections).into(),
+            open,
+            refused: metrics::counter!("sluice_connectionsRefused", "pipeline" => pipeline.clone()),
+            shed: metrics::counter!("sluice_connectionsShed", "pipeline" => pipeline.clone()),
+            refused_log: Throttle::default(),
+            shed_log: Throttle::default(),
+            app,
+            limits,
+            tls,
+            pipeline,
+            stop,
+        }
+    }
+
+    /// A new connection's place, for the `permit` it took.
+    fn open(&self, permit: OwnedSemaphorePermit) -> (Arc<Activity>, Open) {
+        let activity = Arc::new(Activity::new(self.limits.protocols == Protocols::Http1And2));
+        let open = Open::new(
+            permit,
+            self.slots.clone(),
+            activity.clone(),
+            self.open.clone(),
+        );
+        (activity, open)
+    }
+
+    /// Serves a connection in its place.
+    async fn serve(self: Arc<Self>, stream: TcpStream, activity: Arc<Activity>, open: Open) {
+        connection(
+            stream,
+            self.app.clone(),
+            self.limits,
+            self.tls.clone(),
+            self.stop.clone(),
+            activity,
+            open,
+        )
+        .await;
+    }
+
+    /// Counts and warns of a connection shed (of `class`) to make room for a new one.
+    fn shed(&self, class: Shed) {
+        self.shed.increment(1);
+        tracing::debug!(pipeline = %self.pipeline, ?class, "shedding a connection to make room");
+        if let Some(shed) = self.shed_log.count() {
+            tracing::warn!(
+                pipeline = %self.pipeline,
+                max_connection_count = self.limits.max_connections,
+                shed,
+                "shedding connections: `max_connection_count` is reached, so each new one \
+                 closes the oldest without a request in flight, still sending its request head \
+                 or else idle (logged at most every 10 s; sluice_connectionsShed counts them all)"
+            );
+        }
+    }
+
+    /// Serves a connection that arrived at the cap once a shed connection gave its permit
+    /// back. The wait is bounded by `header_read_timeout`, the time its request head would
+    /// have had (a connection shed without a request in flight closes at once; one that began a
+    /// request meanwhile answers it first); past it, or if one closed but another new
+    /// connection took its place first, it is refused.
+    async fn admit(self: Arc<Self>, stream: TcpStream) {
+        let mut stop = self.stop.clone();
+        let waited = tokio::select! {
+            waited = tokio::time::timeout(
+                self.limits.header_read_timeout,
+                self.permits.clone().acquire_owned(),
+            ) => waited,
+            // Shutting down: nothing was read from it.
+            () = stopped(&mut stop) => return,
+        };
+        match waited {
+            Ok(Ok(permit)) => {
+                let (activity, open) = self.open(permit);
+                self.serve(stream, activity, open).await;
+            }
+            // The semaphore is never closed.
+            Ok(Err(_)) | Err(_) => {
+                if let Some(refusing) = self.refuse(stream) {
+                    refusing.await;
+                }
+            }
+        }
+    }
+
+    /// Counts and warns of a refused connection; the lingering refusal to run, or `None` when
+    /// too many linger already: then it is answered without waiting (a new socket's send
+    /// buffer takes it) and closed at once, at the risk of a reset.
+    fn refuse(&self, stream: TcpStream) -> Option<impl Future<Output = ()> + use<>> {
+        self.refused.increment(1);
+        if let Some(refused) = self.refused_log.count() {
+            tracing::warn!(
+                pipeline = %self.pipeline,
+                max_connection_count = self.limits.max_connections,
+                refused,
+                "refusing connections: `max_connection_count` is reached and no open connection \
+                 can be shed, all serve requests (logged at most every 10 s; \
+                 sluice_connectionsRefused counts them all)"
+            );
+        }
+        match self.refusals.clone().try_acquire_owned() {
+            Ok(permit) => Some(refuse(stream, self.refusal.clone(), permit)),
+            Err(_) => {
+                let _ = stream.try_write(&self.refusal);
+                None
+            }
+        }
+    }
 }
 
 /// Resolves once `stop` is true or its sender is gone. (A unit future: a `watch::Ref` held in
@@ -100,26 +239,4 @@ async fn accept_error(pipeline: &str, e: io::Error) {
     }
     tracing::error!(pipeline, error = %e, "http source cannot accept connections; retrying in 1 s");
     tokio::time::sleep(Duration::from_secs(1)).await;
-}
-
-/// An open connection's place under `max_connection_count`, and in the open-connections gauge.
-pub(super) struct Open {
-    _permit: OwnedSemaphorePermit,
-    gauge: metrics::Gauge,
-}
-
-impl Open {
-    fn new(permit: OwnedSemaphorePermit, gauge: metrics::Gauge) -> Self {
-        gauge.increment(1.0);
-        Self {
-            _permit: permit,
-            gauge,
-        }
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.gauge.decrement(1.0);
-    }
 }
