@@ -155,6 +155,8 @@ fn validate_reports_every_error_and_exits_2() {
     let out = std::process::Command::new(sluice_tests::sluice_bin())
         .arg("validate")
         .arg(&file)
+        .arg("--plugin-cache")
+        .arg(sluice_tests::plugin_cache())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -171,6 +173,74 @@ fn validate_reports_every_error_and_exits_2() {
         ),
         "{stderr}"
     );
+}
+
+#[test]
+fn validate_twice_compiles_once_and_prints_only_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    std::fs::write(
+        &file,
+        "p:\n  source:\n    http:\n      port: 2021\n  sink:\n    - stdout:\n",
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    // In a folder without `./plugins`: only the built-ins, the same on every call.
+    let validate = |rust_log: Option<&str>| {
+        let mut command = std::process::Command::new(sluice_tests::sluice_bin());
+        command
+            .arg("validate")
+            .arg(&file)
+            .arg("--plugin-cache")
+            .arg(&cache)
+            .current_dir(dir.path())
+            .env_remove("RUST_LOG");
+        if let Some(filter) = rust_log {
+            command.env("RUST_LOG", filter);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    };
+    let verdict = format!("{}: 1 pipeline(s) valid\n", file.display());
+
+    // The first call compiles the built-ins into the cache, quietly.
+    assert_eq!(validate(None), (verdict.clone(), String::new()));
+    let entries = cache_entries(&cache);
+    assert!(!entries.is_empty(), "nothing cached in {}", cache.display());
+
+    // The second loads them from it: the same verdict alone, and no entry written again.
+    assert_eq!(validate(None), (verdict.clone(), String::new()));
+    assert_eq!(cache_entries(&cache), entries, "an entry was rewritten");
+
+    // What the host did, as its debug log tells: every built-in from the cache, none compiled.
+    let (stdout, stderr) = validate(Some("sluice_plugin=debug"));
+    assert_eq!(stdout, verdict);
+    assert_eq!(
+        stderr.matches("loaded compiled plugin from cache").count(),
+        entries.len(),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(": compiled plugin"), "{stderr}");
+    assert_eq!(cache_entries(&cache), entries, "an entry was rewritten");
+}
+
+/// The compiled entries in a plugin cache folder, each with its inode and modification time
+/// (an entry written again is a new file renamed over the old one: both change).
+fn cache_entries(cache: &std::path::Path) -> Vec<(std::path::PathBuf, u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut entries: Vec<_> = std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .map(|p| {
+            let meta = std::fs::metadata(&p).unwrap();
+            (p, meta.ino(), meta.modified().unwrap())
+        })
+        .collect();
+    entries.sort();
+    entries
 }
 
 fn sluice(args: &[&str]) -> (Option<i32>, String, String) {
@@ -217,7 +287,15 @@ fn startup_names_the_plugin_and_pipeline_when_options_are_refused() {
 fn a_file_that_is_not_a_component_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("broken.wasm"), b"not wasm at all").unwrap();
-    let (code, _, stderr) = sluice(&["plugins", "list", "--plugins", dir.path().to_str().unwrap()]);
+    let cache = sluice_tests::plugin_cache();
+    let (code, _, stderr) = sluice(&[
+        "plugins",
+        "list",
+        "--plugins",
+        dir.path().to_str().unwrap(),
+        "--plugin-cache",
+        cache.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(1));
     assert!(
         stderr.contains("broken.wasm") && stderr.contains("not a valid WebAssembly component"),
@@ -232,6 +310,8 @@ fn plugins_list_shows_built_ins_and_folder_plugins() {
         "list",
         "--plugins",
         sluice_tests::plugin_dir().to_str().unwrap(),
+        "--plugin-cache",
+        sluice_tests::plugin_cache().to_str().unwrap(),
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();

@@ -504,6 +504,8 @@ fn a_pull_source_with_the_kafka_buffer_fails_validate_and_run() {
             } else {
                 &[]
             })
+            .arg("--plugin-cache")
+            .arg(sluice_tests::plugin_cache())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -173,9 +173,47 @@ fn key_value(s: &str) -> Result<(String, String), String> {
 #[derive(clap::Args)]
 struct PluginArgs {
     /// The folder of `.wasm` deserializers (default `./plugins`, if it exists). They are loaded
-    /// after the built-ins (`json`, `ndjson`), and a file of the same name replaces a built-in.
+    /// after the built-ins (`json`, `ndjson`, `otlp`), and a file of the same name replaces a
+    /// built-in.
     #[arg(long)]
     plugins: Option<PathBuf>,
+    /// The compiled-plugin cache folder. Default: `run` uses `<data-dir>/plugin-cache`; the
+    /// other commands use the per-user cache, `$XDG_CACHE_HOME/sluice/plugin-cache` or else
+    /// `~/.cache/sluice/plugin-cache`.
+    #[arg(long, value_name = "DIR")]
+    plugin_cache: Option<PathBuf>,
+}
+
+impl PluginArgs {
+    /// The cache folder for a command without a data dir: the one asked for, or the
+    /// per-user one.
+    fn cache_or_per_user(&self) -> Option<PathBuf> {
+        self.plugin_cache.clone().or_else(per_user_plugin_cache)
+    }
+}
+
+/// The per-user compiled-plugin cache, for the commands that have no data dir (`validate`,
+/// `plugins list`), so the second call loads the built-ins instead of compiling them:
+/// `$XDG_CACHE_HOME/sluice/plugin-cache`, or `$HOME/.cache/sluice/plugin-cache` (the XDG
+/// default). `None` without either: every call compiles. Sharing it between processes is
+/// safe: an entry is written to a temporary file and renamed (see `sluice_plugin`'s cache).
+fn per_user_plugin_cache() -> Option<PathBuf> {
+    // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|home| home.is_absolute())
+                .map(|home| home.join(".cache"))
+        });
+    if base.is_none() {
+        tracing::debug!(
+            "neither XDG_CACHE_HOME nor HOME is set; compiling plugins without a cache"
+        );
+    }
+    Some(base?.join("sluice").join("plugin-cache"))
 }
 
 fn humantime_duration(s: &str) -> Result<Duration, String> {
@@ -188,7 +226,13 @@ const EXIT_INVALID: u8 = 2;
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_tracing(args.log_format);
+    // `run` reports its start and what it does; the other commands print their result, and
+    // log only what went wrong (warnings and errors) unless RUST_LOG asks for more.
+    let default_level = match args.command {
+        Command::Run { .. } => "info",
+        _ => "warn",
+    };
+    init_tracing(args.log_format, default_level);
     match run(args.command) {
         Ok(code) => code,
         Err(e) => {
@@ -236,9 +280,10 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
     }
 }
 
-fn init_tracing(format: LogFormat) {
+/// Logs to stderr at `default_level`, or as `RUST_LOG` says.
+fn init_tracing(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -263,7 +308,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => {
             let _lock = lock_data_dir(&data_dir)?;
             let metrics = server::install_recorder()?;
-            let host = PluginHost::new(Some(data_dir.join("plugin-cache")))?;
+            let cache = plugins
+                .plugin_cache
+                .clone()
+                .unwrap_or_else(|| data_dir.join("plugin-cache"));
+            let host = PluginHost::new(Some(cache))?;
             let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref())?;
             let Some(config) = load_config(&file, &plugins)? else {
                 return Ok(ExitCode::from(EXIT_INVALID));
@@ -302,7 +351,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, plugins } => {
-            let (plugins, _) = load_plugins(PluginHost::new(None)?, plugins.plugins.as_deref())?;
+            let host = PluginHost::new(plugins.cache_or_per_user())?;
+            let (plugins, _) = load_plugins(host, plugins.plugins.as_deref())?;
             Ok(match load_config(&file, &plugins)? {
                 Some(config) => {
                     println!(
@@ -318,7 +368,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Plugins {
             command: PluginsCommand::List { plugins },
         } => {
-            let (plugins, _) = load_plugins(PluginHost::new(None)?, plugins.plugins.as_deref())?;
+            let host = PluginHost::new(plugins.cache_or_per_user())?;
+            let (plugins, _) = load_plugins(host, plugins.plugins.as_deref())?;
             for p in plugins.plugins() {
                 println!(
                     "{}\t{}\t{} bytes\t{}\timports: {}",
@@ -404,25 +455,44 @@ fn load_config(file: &Path, plugins: &Catalog) -> anyhow::Result<Option<sluice_c
 
 /// The built-ins, then the plugin folder (returned when there is one, for hot reload). A plugin
 /// that fails to load stops startup: running without the deserializer a pipeline names would
-/// only fail later.
+/// only fail later. Logs one line at the end: what is loaded, and how many were compiled.
 fn load_plugins(
     host: PluginHost,
     dir: Option<&Path>,
 ) -> anyhow::Result<(Arc<Catalog>, Option<PathBuf>)> {
-    let catalog = Catalog::new(Arc::new(host));
+    let started = std::time::Instant::now();
+    let catalog = Arc::new(Catalog::new(Arc::new(host)));
     let host = catalog.host();
+    let mut loaded = Vec::new();
     for (name, bytes) in builtin::BUILTIN {
-        catalog.insert_builtin(host.load_bytes(name, &format!("built-in {name}"), bytes)?);
+        let plugin = host.load_bytes(name, &format!("built-in {name}"), bytes)?;
+        loaded.push(plugin.clone());
+        catalog.insert_builtin(plugin);
     }
     let dir = match dir {
         Some(dir) if !dir.is_dir() => bail!("plugin folder `{}` does not exist", dir.display()),
-        Some(dir) => dir.to_owned(),
-        None => PathBuf::from("./plugins"),
+        Some(dir) => Some(dir.to_owned()),
+        None => Some(PathBuf::from("./plugins")).filter(|dir| dir.is_dir()),
     };
-    if !dir.is_dir() {
-        return Ok((Arc::new(catalog), None));
+    if let Some(dir) = &dir {
+        loaded.extend(load_folder(&catalog, dir)?);
     }
-    for plugin in catalog.load_dir(&dir)? {
+    let compiled = loaded.iter().filter(|p| p.compiled()).count();
+    tracing::info!(
+        plugins = %catalog.names().join(", "),
+        folder = dir.as_deref().map(|dir| tracing::field::display(dir.display())),
+        compiled,
+        from_cache = loaded.len() - compiled,
+        elapsed = ?started.elapsed(),
+        "plugins loaded"
+    );
+    Ok((catalog, dir))
+}
+
+/// Loads the plugin folder into `catalog`; says which files replace a built-in.
+fn load_folder(catalog: &Catalog, dir: &Path) -> anyhow::Result<Vec<sluice_plugin::Plugin>> {
+    let loaded = catalog.load_dir(dir)?;
+    for plugin in &loaded {
         if builtin::BUILTIN
             .iter()
             .any(|(name, _)| *name == plugin.name())
@@ -434,7 +504,7 @@ fn load_plugins(
             );
         }
     }
-    Ok((Arc::new(catalog), Some(dir)))
+    Ok(loaded)
 }
 
 async fn shutdown_signal() {

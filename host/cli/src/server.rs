@@ -87,6 +87,8 @@ pub(crate) async fn serve(
         .map(|tls| server::tls_acceptor(tls, server::Protocols::Http1))
         .transpose()
         .map_err(|e| anyhow::anyhow!("--metrics-ssl-*: {e}"))?;
+    // The port bound, which `--metrics-addr 127.0.0.1:0` leaves to the system.
+    let addr = listener.local_addr().unwrap_or(addr);
     tracing::info!(%addr, tls = tls.is_some(), authentication = protection.basic.is_some(), "serving /metrics and /health");
     let Some(tls) = tls else {
         tokio::spawn(async move {

@@ -157,7 +157,7 @@ impl PluginHost {
             });
         }
         let sha256 = hex::encode(Sha256::digest(bytes));
-        let component = self.compile(origin, &sha256, bytes)?;
+        let (component, compiled) = self.compile(origin, &sha256, bytes)?;
 
         let imports: Vec<String> = component
             .component_type()
@@ -200,6 +200,7 @@ impl PluginHost {
                 origin: origin.to_owned(),
                 size: bytes.len() as u64,
                 sha256,
+                compiled,
                 imports,
                 engine: self.engine.clone(),
                 pre,
@@ -218,8 +219,14 @@ impl PluginHost {
     }
 
     /// Compiles `bytes`, or loads the artefact this host compiled from the same bytes before
-    /// (see [`crate::cache`] for when a cache folder and an entry are trusted).
-    fn compile(&self, origin: &str, sha256: &str, bytes: &[u8]) -> Result<Component, PluginError> {
+    /// (see [`crate::cache`] for when a cache folder and an entry are trusted); `true` when it
+    /// compiled. Both are logged at debug: the CLI sums them up in one line.
+    fn compile(
+        &self,
+        origin: &str,
+        sha256: &str,
+        bytes: &[u8],
+    ) -> Result<(Component, bool), PluginError> {
         let compile_error = |e: wasmtime::Error| PluginError::Compile {
             origin: origin.to_owned(),
             reason: format!("{e:#}"),
@@ -231,17 +238,17 @@ impl PluginHost {
             && let Some(component) = cache.load(&self.engine, sha256, &self.compatibility)
         {
             tracing::debug!(plugin = origin, "loaded compiled plugin from cache");
-            return Ok(component);
+            return Ok((component, false));
         }
         let started = std::time::Instant::now();
         let component = Component::new(&self.engine, bytes).map_err(compile_error)?;
-        tracing::info!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin");
+        tracing::debug!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin");
         if let Some(cache) = &cache
             && let Err(e) = cache.store(&component, sha256, &self.compatibility)
         {
             tracing::warn!(plugin = origin, error = %e, "cannot cache the compiled plugin; it will be compiled again next start");
         }
-        Ok(component)
+        Ok((component, true))
     }
 }
 
@@ -353,6 +360,8 @@ pub(crate) struct PluginInner {
     pub(crate) origin: String,
     pub(crate) size: u64,
     pub(crate) sha256: String,
+    /// Whether loading it compiled the component (`false`: its artefact came from the cache).
+    pub(crate) compiled: bool,
     pub(crate) imports: Vec<String>,
     pub(crate) engine: Engine,
     pub(crate) pre: InstancePre<HostState>,
@@ -378,6 +387,11 @@ impl Plugin {
     /// The sha256 of the component, hex.
     pub fn sha256(&self) -> &str {
         &self.inner.sha256
+    }
+    /// Whether loading it compiled the component; `false` when the compiled artefact came
+    /// from the cache.
+    pub fn compiled(&self) -> bool {
+        self.inner.compiled
     }
     /// The world it implements, e.g. `sluice:plugin/deserializer@0.1.0`.
     pub fn world(&self) -> &'static str {
