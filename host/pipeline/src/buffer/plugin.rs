@@ -70,7 +70,7 @@ pub async fn build(
         &p.name,
         tiers,
         Box::new(policy),
-        Arc::new(State::new(MAX_STATE_ENTRIES)),
+        Arc::new(State::new(MAX_STATE_ENTRIES).with_max_bytes(b.max_state_size.bytes())),
         Arc::new(SystemClock),
         dropped,
     ))
@@ -79,6 +79,10 @@ pub async fn build(
 /// The policy follows new versions of its plugin before each call: its key-value state is the
 /// host's, so it carries over.
 impl Policy for Following<BufferPolicy> {
+    fn name(&self) -> &str {
+        self.current.plugin().name()
+    }
+
     fn wanted_headers(&self) -> Vec<String> {
         self.current.wanted_headers()
     }
