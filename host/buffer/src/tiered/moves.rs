@@ -92,7 +92,9 @@ impl Inner {
     fn room(&self, to: usize) -> usize {
         let target = self.tiers[to].tier_state();
         match target.capacity {
-            Some(capacity) => usize::try_from(capacity.saturating_sub(target.held)).unwrap_or(usize::MAX),
+            Some(capacity) => {
+                usize::try_from(capacity.saturating_sub(target.held)).unwrap_or(usize::MAX)
+            }
             None => usize::MAX,
         }
     }

@@ -219,7 +219,10 @@ impl View<'_> {
             Some(Some(earlier)) => size(&key, earlier),
             _ => 0,
         };
-        if !self.state.fits(self.overlay.bytes - earlier + more, self.now_ms) {
+        if !self
+            .state
+            .fits(self.overlay.bytes - earlier + more, self.now_ms)
+        {
             self.overlay.over = Some(StateFull::Bytes(self.state.max_bytes));
             return;
         }

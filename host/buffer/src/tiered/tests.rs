@@ -428,10 +428,7 @@ impl Policy for Hostage {
     ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
         Ok(Ok(records
             .iter()
-            .map(|_| Placement::Tier {
-                tier: 1,
-                key: None,
-            })
+            .map(|_| Placement::Tier { tier: 1, key: None })
             .collect()))
     }
     fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
