@@ -556,6 +556,20 @@ fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
         "only what was accepted, all of it"
     );
     assert_eq!(s.metric("sluice_buffer_policyFaults", "p"), Some(5.0));
+    // The policy's own plugin series: the trap, the deadline and the memory cap.
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    let policy = |name: &str| {
+        let labels = [
+            ("pipeline", "p"),
+            ("plugin", "hostile_buffer"),
+            ("kind", "buffer_policy"),
+        ];
+        sluice_tests::prometheus_value(&metrics, name, &labels)
+            .unwrap_or_else(|| panic!("no {name}{labels:?}:\n{metrics}"))
+    };
+    assert!(policy("sluice_plugin_calls") >= 7.0, "{metrics}");
+    assert!(policy("sluice_plugin_traps") >= 3.0, "{metrics}");
+    assert!(policy("sluice_plugin_deadline_hits") >= 1.0, "{metrics}");
     let log = s.log();
     for why in [
         "wasm `unreachable` executed",

@@ -93,17 +93,17 @@ impl Policy for Following<BufferPolicy> {
         records: &[Incoming],
     ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
         self.follow_here();
-        self.current.on_write(cx, records)
+        self.measured(|p| p.on_write(cx, records))
     }
 
     fn next_read(&mut self, cx: &mut Context, worker: u32) -> Result<Option<usize>, PolicyFault> {
         self.follow_here();
-        self.current.next_read(cx, worker)
+        self.measured(|p| p.next_read(cx, worker))
     }
 
     fn tick(&mut self, cx: &mut Context) -> Result<Vec<Move>, PolicyFault> {
         self.follow_here();
-        self.current.tick(cx)
+        self.measured(|p| p.tick(cx))
     }
 
     fn recycle(&mut self) {
