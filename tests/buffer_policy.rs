@@ -556,6 +556,20 @@ fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
         "only what was accepted, all of it"
     );
     assert_eq!(s.metric("sluice_buffer_policyFaults", "p"), Some(5.0));
+    // The policy's own plugin series: the trap, the deadline and the memory cap.
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    let policy = |name: &str| {
+        let labels = [
+            ("pipeline", "p"),
+            ("plugin", "hostile_buffer"),
+            ("kind", "buffer_policy"),
+        ];
+        sluice_tests::prometheus_value(&metrics, name, &labels)
+            .unwrap_or_else(|| panic!("no {name}{labels:?}:\n{metrics}"))
+    };
+    assert!(policy("sluice_plugin_calls") >= 7.0, "{metrics}");
+    assert!(policy("sluice_plugin_traps") >= 3.0, "{metrics}");
+    assert!(policy("sluice_plugin_deadline_hits") >= 1.0, "{metrics}");
     let log = s.log();
     for why in [
         "wasm `unreachable` executed",
@@ -566,6 +580,108 @@ fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
     ] {
         assert!(log.contains(why), "the log names `{why}`:\n{log}");
     }
+}
+
+#[test]
+fn a_policy_that_hoards_state_gets_503_past_max_state_size_and_memory_stays_bounded() {
+    let s = start_sluice("hostile_buffer", "max_memory: 64mb\nmax_state_size: 40mb");
+    let post = |hostile: &str, n: u32| {
+        s.post_with(
+            "/log/ingest",
+            &[("X-Hostile", hostile)],
+            format!(r#"[{{"n":{n}}}]"#).as_bytes(),
+        )
+    };
+    assert_eq!(post("no", 1), 200);
+    let baseline = s.rss_mib();
+    // Each asks to keep 8 x 16 MiB: past the 40 MiB cap at its third value.
+    for n in 0..16 {
+        assert_eq!(post("hoard", 100 + n), 503, "hoarding write {n}");
+    }
+    let grown = s.rss_mib().saturating_sub(baseline);
+    // Before the cap: 128 MiB kept per write, 2 GiB after 16. Now at most one instance's
+    // memory (64 MiB) and the values of one call in flight.
+    assert!(
+        grown < 200,
+        "sluice grew by {grown} MiB past its {baseline} MiB"
+    );
+    assert_eq!(post("no", 2), 200, "the pipeline goes on");
+    let out = s.path("out/events.jsonl");
+    s.wait_for("the two accepted events", SECS_30, || {
+        sluice_tests::json_lines(&out).len() == 2
+    });
+    assert_eq!(
+        sluice_tests::json_lines(&out),
+        [serde_json::json!({"n": 1}), serde_json::json!({"n": 2})]
+    );
+    assert_eq!(s.metric("sluice_buffer_policyFaults", "p"), Some(16.0));
+    s.wait_for("the state gauge", SECS_30, || {
+        s.metric("sluice_buffer_policyStateBytes", "p").is_some()
+    });
+    assert_eq!(
+        s.metric("sluice_buffer_policyStateBytes", "p"),
+        Some(0.0),
+        "nothing of a refused write is kept"
+    );
+    let log = s.log();
+    assert!(
+        log.contains("policy=hostile_buffer")
+            && log.contains("would keep more than its `max_state_size` of 41943040 bytes"),
+        "the log names the policy and the limit:\n{log}"
+    );
+}
+
+#[test]
+fn a_move_larger_than_its_target_holds_nothing_back_and_shutdown_is_prompt() {
+    let mut s = sluice_tests::Sluice::start(
+        r#"
+p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  buffer:
+    hostile_buffer:
+      tiers:
+        - bounded_blocking:
+            buffer_size: 4
+            batch_size: 4
+        - bounded_blocking:
+            buffer_size: 100
+            batch_size: 10
+  sink:
+    - file:
+        path: {dir}/out/events.jsonl
+  dlq_path: {dir}/dlq.jsonl
+"#,
+    );
+    // Every tick from the first on asks to move u32::MAX records into a tier of 4.
+    for n in 0..19 {
+        let body = format!(r#"[{{"n":{n}}}]"#);
+        assert_eq!(
+            s.post_with("/log/ingest", &[("X-Hostile", "hostage")], body.as_bytes()),
+            200
+        );
+    }
+    let out = s.path("out/events.jsonl");
+    s.wait_for(
+        "every acknowledged record, while sluice runs",
+        SECS_30,
+        || sluice_tests::json_lines(&out).len() >= 19,
+    );
+    let mut seen: Vec<u64> = sluice_tests::json_lines(&out)
+        .iter()
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..19).collect::<Vec<_>>(), "each once");
+    let started = std::time::Instant::now();
+    assert_eq!(s.terminate(), 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

@@ -315,4 +315,22 @@ p:
         reasons[2]
     );
     assert_eq!(s.metric("sluice_eventsFailedInProcessors", "p"), Some(3.0));
+    // The processor has its own series, apart from the deserializer's.
+    let (_, metrics) = s.get_metrics_server("/metrics");
+    let of = |name: &str, plugin: &str, kind: &str| {
+        let labels = [("pipeline", "p"), ("plugin", plugin), ("kind", kind)];
+        sluice_tests::prometheus_value(&metrics, name, &labels)
+            .unwrap_or_else(|| panic!("no {name}{labels:?}:\n{metrics}"))
+    };
+    let processor = |name: &str| of(name, "hostile_processor", "processor");
+    assert!(processor("sluice_plugin_calls") >= 4.0, "{metrics}");
+    assert!(processor("sluice_plugin_traps") >= 3.0, "{metrics}");
+    assert!(processor("sluice_plugin_deadline_hits") >= 1.0, "{metrics}");
+    assert!(processor("sluice_plugin_instances_recycled") >= 0.0);
+    assert!(
+        processor("sluice_worker_stalls") >= 1.0,
+        "the spin held the batch past 300ms: {metrics}"
+    );
+    assert_eq!(of("sluice_plugin_traps", "json", "deserializer"), 0.0);
+    assert_eq!(of("sluice_worker_stalls", "json", "deserializer"), 0.0);
 }

@@ -283,6 +283,18 @@ impl Sluice {
         prometheus_value(&text, name, &[("pipeline", pipeline)])
     }
 
+    /// The process's resident memory now (VmRSS), in MiB.
+    pub fn rss_mib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("sluice is running");
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status");
+        kib / 1024
+    }
+
     /// POSTs with a deadline: `Err` for a transport error or no answer within `timeout`.
     pub fn try_post(&self, path: &str, body: &[u8], timeout: Duration) -> Result<u16, String> {
         let agent: ureq::Agent = ureq::Agent::config_builder()

@@ -129,8 +129,12 @@ healthy:
         Some(8.0)
     );
     let (_, metrics) = s.get_metrics_server("/metrics");
-    let traps =
-        prometheus_value(&metrics, "sluice_plugin_traps", &[("pipeline", "hostile")]).unwrap();
+    let traps = prometheus_value(
+        &metrics,
+        "sluice_plugin_traps",
+        &[("pipeline", "hostile"), ("kind", "deserializer")],
+    )
+    .unwrap();
     assert!(traps >= 4.0, "{metrics}");
     let deadline = prometheus_value(
         &metrics,
@@ -244,11 +248,14 @@ waiting:
     );
     assert_eq!(events.len(), waits.len(), "{events:?}");
 
-    // While the worker was past its deadline, /health said so and named the pipeline.
+    // While the worker was past its deadline, /health said so and named the pipeline and the
+    // stage.
     assert!(
         stalled_bodies
             .iter()
-            .any(|b| b.contains("\"pipeline\":\"waiting\"") && b.contains("\"plugin\":\"hostile\"")),
+            .any(|b| b.contains("\"pipeline\":\"waiting\"")
+                && b.contains("\"plugin\":\"hostile\"")
+                && b.contains("\"kind\":\"deserializer\"")),
         "/health never reported the stall: {stalled_bodies:?}"
     );
     // And it is ready again now, with the stalls counted.

@@ -146,6 +146,7 @@ async fn health_check(State(health): State<Health>) -> impl IntoResponse {
                 "pipeline": s.pipeline,
                 "worker": s.worker,
                 "plugin": s.plugin,
+                "kind": s.kind,
                 "in_plugin_seconds": (s.busy.as_secs_f64() * 10.0).round() / 10.0,
                 "deadline_seconds": s.deadline.as_secs_f64(),
             })
@@ -153,7 +154,7 @@ async fn health_check(State(health): State<Health>) -> impl IntoResponse {
         .collect();
     let body = serde_json::json!({
         "status": "not ready",
-        "reason": "a worker has been in its plugin longer than the plugin's deadline",
+        "reason": "a worker has been in a plugin longer than the plugin's deadline",
         "stalled": stalled,
     });
     (StatusCode::SERVICE_UNAVAILABLE, format!("{body}\n"))

@@ -12,6 +12,7 @@ use crate::component::{WithPlugins, kind_enum};
 use crate::error::Errors;
 use crate::limits::{PluginLimits, take_limits};
 use crate::location::join;
+use crate::units::ByteSize;
 
 /// The built-in buffers, one line each: `Variant(config type) = "name in the file"`, its doc
 /// the user doc. This one list makes [`Tier`] (a built-in buffer, as a pipeline's buffer or as
@@ -80,9 +81,17 @@ pub struct PluginBuffer {
     pub tiers: Vec<Tier>,
     /// The block's `max_memory`, `timeout` and `recycle_after`.
     pub limits: PluginLimits,
+    /// `max_state_size`: the most bytes the policy's key-value state may keep (keys and
+    /// values, entries that will expire included until they do). A write whose `state-set`
+    /// would pass it is refused as a plugin fault (the client gets 503, nothing of the write
+    /// kept). Default `64mb`.
+    pub max_state_size: ByteSize,
     /// Every other key: options for the plugin's `configure`.
     pub options: BTreeMap<String, serde_yaml::Value>,
 }
+
+/// The default `max_state_size` of a buffer policy.
+pub const DEFAULT_MAX_STATE_SIZE: ByteSize = ByteSize::mib(64);
 
 impl PluginBuffer {
     /// The plugin resolved, as the pipeline starts it.
@@ -96,6 +105,10 @@ impl PluginBuffer {
         mut block: BTreeMap<String, serde_yaml::Value>,
     ) -> Result<Self, String> {
         let limits = take_limits(&mut block)?;
+        let max_state_size = match block.remove("max_state_size") {
+            None => DEFAULT_MAX_STATE_SIZE,
+            Some(v) => serde_yaml::from_value(v).map_err(|e| format!("`max_state_size`: {e}"))?,
+        };
         // Missing or empty `tiers` is reported by `check_buffer_plugin`, after the name is
         // known to be a plugin's (a misspelt built-in is told so first).
         let tiers = match block.remove("tiers") {
@@ -113,6 +126,7 @@ impl PluginBuffer {
             name,
             tiers,
             limits,
+            max_state_size,
             options: block,
         })
     }

@@ -104,8 +104,7 @@ pub async fn run(
         let name = b.name;
         sources.spawn(b.source.run(stop_rx.clone()));
         for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
-            let (plugin, timeout) = (decoder.current.plugin().name(), decoder.limits().timeout);
-            let slot = options.watchdog.slot(&name, i, plugin, timeout);
+            let slot = options.watchdog.slot(&name, i);
             workers.spawn(worker::run(
                 reader,
                 decoder,

@@ -1,12 +1,12 @@
-//! Which workers are stuck in their plugin. A worker marks when it hands a batch to its
-//! deserializer and when it gets the outcomes back; a batch that has been in the plugin longer
-//! than the plugin's per-call deadline (faults and their retries, or a call the deadline failed
-//! to end) is a stall. Stalls make `/health` answer 503 naming the pipeline, show in the
-//! `sluice_workers_stalled{pipeline}` gauge while they last, and are counted per batch in
-//! `sluice_worker_stalls{pipeline, plugin}`.
+//! Which workers are stuck in a plugin. A worker marks when it hands a batch to a plugin (its
+//! deserializer, then each processor in turn) and when it gets the answer back; a batch that
+//! has been in one plugin longer than that plugin's per-call deadline (faults and their
+//! retries, or a call the deadline failed to end) is a stall. Stalls make `/health` answer 503
+//! naming the pipeline and the stage (plugin and kind), and show in the
+//! `sluice_workers_stalled{pipeline}` gauge while they last; each plugin counts its own in
+//! `sluice_worker_stalls{pipeline, plugin, kind}` (`crate::follow`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Every worker's slot. Cheap to clone; shared by the run loop and the health endpoint.
@@ -16,22 +16,32 @@ pub struct Watchdog {
     slots: Arc<Mutex<Vec<Arc<Slot>>>>,
 }
 
-/// One worker's mark: when its current batch went into the plugin (0: not in the plugin).
+/// One worker's mark: the plugin its batch is in now, if any.
 #[derive(Debug)]
 pub struct Slot {
     pipeline: String,
     worker: usize,
-    plugin: String,
-    deadline: Duration,
-    since_nanos: AtomicU64,
+    // A std mutex: held only to set, clear or copy the mark.
+    busy: Mutex<Option<Busy>>,
 }
 
-/// A worker whose batch has been in its plugin longer than the deadline.
+/// A batch in a plugin.
+#[derive(Debug, Clone)]
+struct Busy {
+    plugin: String,
+    kind: &'static str,
+    deadline: Duration,
+    since: Instant,
+}
+
+/// A worker whose batch has been in a plugin longer than the plugin's deadline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stall {
     pub pipeline: String,
     pub worker: usize,
+    /// The stage it is stuck in: the plugin's name and kind (`deserializer`, `processor`).
     pub plugin: String,
+    pub kind: &'static str,
     /// How long the batch has been in the plugin so far.
     pub busy: Duration,
     /// The plugin's per-call deadline.
@@ -39,20 +49,12 @@ pub struct Stall {
 }
 
 impl Watchdog {
-    /// A slot for worker `worker` of `pipeline`, whose plugin has a per-call `deadline`.
-    pub fn slot(
-        &self,
-        pipeline: &str,
-        worker: usize,
-        plugin: &str,
-        deadline: Duration,
-    ) -> Arc<Slot> {
+    /// A slot for worker `worker` of `pipeline`.
+    pub fn slot(&self, pipeline: &str, worker: usize) -> Arc<Slot> {
         let slot = Arc::new(Slot {
             pipeline: pipeline.to_owned(),
             worker,
-            plugin: plugin.to_owned(),
-            deadline,
-            since_nanos: AtomicU64::new(0),
+            busy: Mutex::new(None),
         });
         self.slots
             .lock()
@@ -68,18 +70,18 @@ impl Watchdog {
             .lock()
             .expect("watchdog lock is never poisoned")
             .clone();
-        let now = nanos();
         slots
             .iter()
             .filter_map(|slot| {
-                let since = slot.since_nanos.load(Ordering::Relaxed);
-                let busy = Duration::from_nanos(now.saturating_sub(since));
-                (since != 0 && busy > slot.deadline).then(|| Stall {
+                let busy = slot.busy.lock().expect("slot lock").clone()?;
+                let so_far = busy.since.elapsed();
+                (so_far > busy.deadline).then(|| Stall {
                     pipeline: slot.pipeline.clone(),
                     worker: slot.worker,
-                    plugin: slot.plugin.clone(),
-                    busy,
-                    deadline: slot.deadline,
+                    plugin: busy.plugin,
+                    kind: busy.kind,
+                    busy: so_far,
+                    deadline: busy.deadline,
                 })
             })
             .collect()
@@ -108,23 +110,20 @@ impl Watchdog {
 }
 
 impl Slot {
-    /// The batch goes into the plugin.
-    pub fn begin(&self) {
-        self.since_nanos.store(nanos().max(1), Ordering::Relaxed);
+    /// The batch goes into the `kind` plugin `plugin`, whose per-call deadline is `deadline`.
+    pub fn enter(&self, plugin: &str, kind: &'static str, deadline: Duration) {
+        *self.busy.lock().expect("slot lock") = Some(Busy {
+            plugin: plugin.to_owned(),
+            kind,
+            deadline,
+            since: Instant::now(),
+        });
     }
 
-    /// The outcomes came back. True when the batch was in the plugin longer than the deadline.
-    pub fn end(&self) -> bool {
-        let since = self.since_nanos.swap(0, Ordering::Relaxed);
-        since != 0 && Duration::from_nanos(nanos().saturating_sub(since)) > self.deadline
+    /// The plugin answered.
+    pub fn leave(&self) {
+        *self.busy.lock().expect("slot lock") = None;
     }
-}
-
-/// Nanoseconds since the first call in this process (never 0 after the first nanosecond).
-fn nanos() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    let base = *BASE.get_or_init(Instant::now);
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -134,28 +133,29 @@ mod tests {
     #[test]
     fn a_batch_in_the_plugin_longer_than_the_deadline_is_a_stall_until_it_returns() {
         let watchdog = Watchdog::default();
-        let slot = watchdog.slot("p", 0, "sleepy", Duration::from_millis(20));
-        let other = watchdog.slot("q", 0, "json", Duration::from_secs(60));
+        let slot = watchdog.slot("p", 0);
+        let other = watchdog.slot("q", 0);
         assert!(
             watchdog.stalled().is_empty(),
             "idle workers are not stalled"
         );
-        slot.begin();
-        other.begin();
+        slot.enter("sleepy", "processor", Duration::from_millis(20));
+        other.enter("json", "deserializer", Duration::from_secs(60));
         assert!(watchdog.stalled().is_empty(), "within the deadline");
         std::thread::sleep(Duration::from_millis(40));
         let stalled = watchdog.stalled();
         assert_eq!(stalled.len(), 1, "{stalled:?}");
         assert_eq!(stalled[0].pipeline, "p");
-        assert_eq!(stalled[0].plugin, "sleepy");
+        assert_eq!(
+            (stalled[0].plugin.as_str(), stalled[0].kind),
+            ("sleepy", "processor")
+        );
         assert!(stalled[0].busy >= Duration::from_millis(40));
         assert_eq!(
             watchdog.stalled_per_pipeline(),
             vec![("p".to_owned(), 1), ("q".to_owned(), 0)]
         );
-        assert!(slot.end(), "the batch was stalled");
-        assert!(watchdog.stalled().is_empty());
-        other.begin();
-        assert!(!other.end(), "a quick batch was not");
+        slot.leave();
+        assert!(watchdog.stalled().is_empty(), "the plugin answered");
     }
 }

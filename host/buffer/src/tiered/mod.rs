@@ -104,6 +104,8 @@ struct Inner {
     /// One call at a time (a Wasm store is single-threaded); a std Mutex, locked only in
     /// blocking tasks.
     policy: Mutex<Box<dyn Policy>>,
+    /// The policy's name, for logs.
+    policy_name: String,
     wanted_headers: Vec<String>,
     state: Arc<State>,
     clock: Arc<dyn Clock>,
@@ -138,6 +140,7 @@ impl TieredBuffer {
                 pipeline: pipeline.to_owned(),
                 tiers,
                 writers,
+                policy_name: policy.name().to_owned(),
                 policy: Mutex::new(policy),
                 wanted_headers,
                 state,
@@ -179,17 +182,17 @@ impl Inner {
     ) -> (Result<T, PolicyFault>, Context) {
         let inner = self.clone();
         let mut cx = Context::new(self.tier_states(), self.clock.now_ms(), self.state.clone());
+        let run = move || {
+            let mut policy = inner.policy.lock().unwrap_or_else(|p| p.into_inner());
+            let answer = call(policy.as_mut(), &mut cx);
+            (cx.checked(answer), cx)
+        };
         if tokio::runtime::Handle::current().runtime_flavor()
             == tokio::runtime::RuntimeFlavor::MultiThread
         {
             let state = self.state.clone();
             return tokio::task::block_in_place(move || {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let mut policy = inner.policy.lock().unwrap_or_else(|p| p.into_inner());
-                    let answer = call(policy.as_mut(), &mut cx);
-                    (answer, cx)
-                }))
-                .unwrap_or_else(|_| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|_| {
                     (
                         Err(PolicyFault("the policy call panicked".into())),
                         Context::new(Vec::new(), 0, state),
@@ -197,24 +200,20 @@ impl Inner {
                 })
             });
         }
-        tokio::task::spawn_blocking(move || {
-            let mut policy = inner.policy.lock().unwrap_or_else(|p| p.into_inner());
-            let answer = call(policy.as_mut(), &mut cx);
-            (answer, cx)
-        })
-        .await
-        .unwrap_or_else(|panic| {
-            let cx = Context::new(Vec::new(), 0, self.state.clone());
-            (
-                Err(PolicyFault(format!("the policy call panicked: {panic}"))),
-                cx,
-            )
-        })
+        tokio::task::spawn_blocking(run)
+            .await
+            .unwrap_or_else(|panic| {
+                let cx = Context::new(Vec::new(), 0, self.state.clone());
+                (
+                    Err(PolicyFault(format!("the policy call panicked: {panic}"))),
+                    cx,
+                )
+            })
     }
 
     fn fault(&self, what: &str, fault: &PolicyFault) {
         self.stats.policy_faults.add(1);
-        tracing::warn!(pipeline = %self.pipeline, error = %fault, "buffer policy failed in {what}");
+        tracing::warn!(pipeline = %self.pipeline, policy = %self.policy_name, error = %fault, "buffer policy failed in {what}");
     }
 
     /// Checks a reply against the contract: one placement per record, tiers that exist.
@@ -288,7 +287,6 @@ impl Buffer for TieredBuffer {
 
     fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
-        self.inner.moves.close();
         for tier in &self.inner.tiers {
             tier.close();
         }
@@ -312,6 +310,8 @@ impl Buffer for TieredBuffer {
         for tier in &self.inner.tiers {
             tier.update_gauges();
         }
+        metrics::gauge!("sluice_buffer_policyStateBytes", "pipeline" => self.inner.pipeline.clone())
+            .set(self.inner.state.bytes() as f64);
     }
 
     fn log_summary(&self) {
@@ -498,26 +498,36 @@ impl BufferReader for TieredReader {
             Ok(None) => {}
             Err(fault) => self.inner.fault("next-read", &fault),
         }
-        // In turn: the first tier from `turn` that has a batch, else wait for any.
+        // In turn: the first tier from `turn` that has a batch, else wait for any, or for a
+        // batch a move gave back.
         let start = self.turn;
-        let channels = &mut self.channels;
-        let taken = std::future::poll_fn(|cx| {
-            let mut open = false;
-            for i in 0..n {
-                let tier = (start + i) % n;
-                match channels[tier].poll_recv(cx) {
-                    Poll::Ready(Some(batch)) => return Poll::Ready(Some((tier, batch))),
-                    Poll::Ready(None) => {}
-                    Poll::Pending => open = true,
+        let taken = loop {
+            let channels = &mut self.channels;
+            let any = std::future::poll_fn(|cx| {
+                let mut open = false;
+                for i in 0..n {
+                    let tier = (start + i) % n;
+                    match channels[tier].poll_recv(cx) {
+                        Poll::Ready(Some(batch)) => return Poll::Ready(Some((tier, batch))),
+                        Poll::Ready(None) => {}
+                        Poll::Pending => open = true,
+                    }
+                }
+                if open {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(None)
+                }
+            });
+            tokio::select! {
+                taken = any => break taken,
+                () = self.inner.moves.returned_ready.notified() => {
+                    if let Some(batch) = self.inner.moves.take_returned() {
+                        return Some(batch);
+                    }
                 }
             }
-            if open {
-                Poll::Pending
-            } else {
-                Poll::Ready(None)
-            }
-        })
-        .await;
+        };
         let Some((tier, batch)) = taken else {
             // Every tier is drained: what moves gave back, once no tick is under way.
             loop {

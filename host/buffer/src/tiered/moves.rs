@@ -1,9 +1,11 @@
 //! Moves between tiers, asked for by the policy's `tick` (about once a second): records are
 //! taken from a tier that can hand them over (memory; never Kafka, whose records are its
 //! consumer group's), written to the other tier, and acknowledged in the first only once the
-//! second holds them. A crash mid-move can duplicate a record, never lose one. A move the
-//! target cannot take yet is kept and retried on the next tick; once the buffer is closed it
-//! goes to the readers instead, so the drain delivers it from where it is.
+//! second holds them. A crash mid-move can duplicate a record, never lose one. A move takes
+//! only what its target has room for now (a policy asking for more moves the rest on later
+//! ticks, if it asks again); a batch its target still does not take goes to the readers at
+//! once, so records waiting to move are delivered from where they are and a move never holds
+//! them back.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -24,20 +26,20 @@ const MOVE_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 pub(super) struct Moves {
     /// One tick at a time; held for a whole tick, so readers can tell one is under way.
     running: tokio::sync::Mutex<()>,
-    /// Batches taken from a tier that their target did not take yet: (target, batch).
-    pending: Mutex<Vec<(usize, Batch)>>,
-    /// Once closed: batches no move will finish, for the readers to deliver.
+    /// Batches taken from a tier that their target did not take, for the readers to deliver.
     returned: Mutex<VecDeque<Batch>>,
+    /// Wakes a reader waiting for its tiers when a batch is returned.
+    pub(super) returned_ready: tokio::sync::Notify,
 }
 
 impl Moves {
-    /// At close: what waits to be moved goes to the readers.
-    pub(super) fn close(&self) {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+    /// Gives a batch its target did not take to the readers.
+    fn give_back(&self, batch: Batch) {
         self.returned
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend(pending.into_iter().map(|(_, batch)| batch));
+            .push_back(batch);
+        self.returned_ready.notify_one();
     }
 
     /// A batch a move gave back, for a reader.
@@ -56,17 +58,11 @@ impl Moves {
 }
 
 impl Inner {
-    /// One tick: finish the moves earlier ticks could not, then ask the policy for more and
-    /// make them.
+    /// One tick: ask the policy for moves and make what its targets have room for.
     pub(super) async fn tick(self: &Arc<Self>) {
         let _one = self.moves.running.lock().await;
         if self.closed.load(Ordering::SeqCst) {
             return;
-        }
-        let pending =
-            std::mem::take(&mut *self.moves.pending.lock().unwrap_or_else(|p| p.into_inner()));
-        for (to, batch) in pending {
-            self.move_batch(to, batch).await;
         }
         let (answer, _) = self.call(|policy, cx| policy.tick(cx)).await;
         let moves = match answer {
@@ -78,7 +74,7 @@ impl Inner {
                 self.fault("tick", &fault);
                 continue;
             }
-            let mut left = m.max_records;
+            let mut left = m.max_records.min(self.room(m.to));
             while left > 0 {
                 let Some(batch) = self.tiers[m.from].take_now(left) else {
                     break;
@@ -88,6 +84,18 @@ impl Inner {
                     break;
                 }
             }
+        }
+    }
+
+    /// How many records tier `to` can take now: its capacity less what it holds (no limit for
+    /// a tier without a capacity).
+    fn room(&self, to: usize) -> usize {
+        let target = self.tiers[to].tier_state();
+        match target.capacity {
+            Some(capacity) => {
+                usize::try_from(capacity.saturating_sub(target.held)).unwrap_or(usize::MAX)
+            }
+            None => usize::MAX,
         }
     }
 
@@ -119,8 +127,7 @@ impl Inner {
     }
 
     /// Writes `batch`'s records to tier `to` and, once it holds them, acknowledges the batch
-    /// where it came from. Otherwise keeps the batch for the next tick (or, once closed, for
-    /// the readers). Whether it moved.
+    /// where it came from. Otherwise gives the batch to the readers. Whether it moved.
     async fn move_batch(&self, to: usize, batch: Batch) -> bool {
         let n = batch.records.len();
         match self.writers[to]
@@ -138,21 +145,9 @@ impl Inner {
                     tier = to,
                     records = n,
                     error = %e,
-                    "buffer policy's move not written yet; tried again on the next tick"
+                    "buffer policy's move not written; the records are delivered from where they were"
                 );
-                if self.closed.load(Ordering::SeqCst) {
-                    self.moves
-                        .returned
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push_back(batch);
-                } else {
-                    self.moves
-                        .pending
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((to, batch));
-                }
+                self.moves.give_back(batch);
                 false
             }
         }

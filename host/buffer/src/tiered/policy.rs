@@ -121,6 +121,15 @@ impl Context {
         self.state.apply(self.overlay, self.now_ms)
     }
 
+    /// The call's answer, or a fault if one of its `state-set`s did not fit in the state's
+    /// bytes cap (the write is refused, none of its changes kept).
+    pub(crate) fn checked<T>(&self, answer: Result<T, PolicyFault>) -> Result<T, PolicyFault> {
+        match self.overlay.over_limit() {
+            Some(full) => Err(PolicyFault(full.to_string())),
+            None => answer,
+        }
+    }
+
     /// The state as this call sees it.
     pub fn state(&mut self) -> View<'_> {
         View {
@@ -133,6 +142,11 @@ impl Context {
 
 /// A buffer's policy. Calls are made one at a time, off the async reactor.
 pub trait Policy: Send {
+    /// Its name, for logs (a component's: its plugin's).
+    fn name(&self) -> &str {
+        "policy"
+    }
+
     /// The request headers it reads (case-insensitive names), asked once.
     fn wanted_headers(&self) -> Vec<String> {
         Vec::new()

@@ -387,7 +387,7 @@ impl Policy for Spill {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_tick_moves_records_back_once_the_target_holds_them_and_keeps_them_until_then() {
+async fn a_move_its_target_refuses_goes_to_the_readers_and_a_later_tick_moves_the_rest() {
     let tiers = [tier(20), tier(20)];
     let (buffer, _) = buffer(&tiers, Box::new(Spill), Arc::default());
     let writer = buffer.writer();
@@ -396,16 +396,17 @@ async fn a_tick_moves_records_back_once_the_target_holds_them_and_keeps_them_unt
         writer.write(vec![record(i, "r")], WAIT).await.unwrap();
     }
     assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 7));
-    // Tier 0 still down: the move's write fails, the records stay held where they were.
+    // Tier 0 still down: the move's write fails; its 5 records stay held where they were,
+    // for the readers.
     buffer.tick().await;
     assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 7));
     assert_eq!(buffer.stats().records_moved.get(), 0);
     tiers[0].down.store(false, Ordering::SeqCst);
-    // The kept move first (5 records), then the policy's next move of at most 5: 2 left.
+    // The policy's next move of at most 5: the 2 not handed out.
     buffer.tick().await;
-    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (7, 0));
-    assert_eq!(buffer.stats().records_moved.get(), 7);
-    // Read back in the order written.
+    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (2, 5));
+    assert_eq!(buffer.stats().records_moved.get(), 2);
+    // The refused move first, from where it was, then the moved records.
     let mut reader = buffer.reader();
     let mut ids = Vec::new();
     while let Some(batch) = read(&mut reader).await {
@@ -413,6 +414,72 @@ async fn a_tick_moves_records_back_once_the_target_holds_them_and_keeps_them_unt
         batch.ack.acknowledge();
     }
     assert_eq!(ids, (0..7).collect::<Vec<_>>());
+    assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 0));
+}
+
+/// Places everything in tier 1 and asks, every tick, to move all of it to tier 0.
+struct Hostage;
+
+impl Policy for Hostage {
+    fn on_write(
+        &mut self,
+        _: &mut Context,
+        records: &[Incoming],
+    ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
+        Ok(Ok(records
+            .iter()
+            .map(|_| Placement::Tier { tier: 1, key: None })
+            .collect()))
+    }
+    fn next_read(&mut self, _: &mut Context, _: u32) -> Result<Option<usize>, PolicyFault> {
+        Ok(None)
+    }
+    fn tick(&mut self, _: &mut Context) -> Result<Vec<Move>, PolicyFault> {
+        Ok(vec![Move {
+            from: 1,
+            to: 0,
+            max_records: usize::MAX,
+        }])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_move_larger_than_its_target_moves_what_fits_and_holds_nothing_back() {
+    let tiers = [tier(4), tier(40)];
+    let (buffer, _) = buffer(&tiers, Box::new(Hostage), Arc::default());
+    let writer = buffer.writer();
+    for i in 0..19 {
+        writer.write(vec![record(i, "r")], WAIT).await.unwrap();
+    }
+    buffer.tick().await;
+    assert_eq!(
+        (tiers[0].memory.used(), tiers[1].memory.used()),
+        (4, 15),
+        "what the target had room for"
+    );
+    // Every record is read while the buffer runs and the policy keeps asking.
+    let ticking = {
+        let buffer = buffer.clone();
+        tokio::spawn(async move {
+            loop {
+                buffer.tick().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let mut reader = buffer.reader();
+    let mut ids = Vec::new();
+    while ids.len() < 19 {
+        let batch = tokio::time::timeout(Duration::from_secs(5), reader.read())
+            .await
+            .expect("no record is held back by the move")
+            .expect("the buffer is open");
+        ids.extend(batch.records.iter().map(id));
+        batch.ack.acknowledge();
+    }
+    ticking.abort();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..19).collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -424,7 +491,7 @@ async fn a_move_not_finished_at_shutdown_is_delivered_from_where_it_was() {
     for i in 0..3 {
         writer.write(vec![record(i, "r")], WAIT).await.unwrap();
     }
-    buffer.tick().await; // taken from tier 1, not written to tier 0: kept for the next tick
+    buffer.tick().await; // taken from tier 1, not written to tier 0: given to the readers
     assert_eq!(tiers[1].memory.tier_state().lag, 0);
     assert_eq!(tiers[1].memory.used(), 3);
     let mut reader = buffer.reader();

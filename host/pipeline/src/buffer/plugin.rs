@@ -70,7 +70,7 @@ pub async fn build(
         &p.name,
         tiers,
         Box::new(policy),
-        Arc::new(State::new(MAX_STATE_ENTRIES)),
+        Arc::new(State::new(MAX_STATE_ENTRIES).with_max_bytes(b.max_state_size.bytes())),
         Arc::new(SystemClock),
         dropped,
     ))
@@ -79,6 +79,10 @@ pub async fn build(
 /// The policy follows new versions of its plugin before each call: its key-value state is the
 /// host's, so it carries over.
 impl Policy for Following<BufferPolicy> {
+    fn name(&self) -> &str {
+        self.current.plugin().name()
+    }
+
     fn wanted_headers(&self) -> Vec<String> {
         self.current.wanted_headers()
     }
@@ -89,17 +93,17 @@ impl Policy for Following<BufferPolicy> {
         records: &[Incoming],
     ) -> Result<Result<Vec<Placement>, Refusal>, PolicyFault> {
         self.follow_here();
-        self.current.on_write(cx, records)
+        self.measured(|p| p.on_write(cx, records))
     }
 
     fn next_read(&mut self, cx: &mut Context, worker: u32) -> Result<Option<usize>, PolicyFault> {
         self.follow_here();
-        self.current.next_read(cx, worker)
+        self.measured(|p| p.next_read(cx, worker))
     }
 
     fn tick(&mut self, cx: &mut Context) -> Result<Vec<Move>, PolicyFault> {
         self.follow_here();
-        self.current.tick(cx)
+        self.measured(|p| p.tick(cx))
     }
 
     fn recycle(&mut self) {

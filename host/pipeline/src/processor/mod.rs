@@ -16,6 +16,12 @@ pub trait Process: Send {
     /// The processor's name, for dead-letter reasons and logs.
     fn name(&self) -> &str;
 
+    /// Its per-call deadline, if it has one (a plugin's `timeout`): a batch in it for longer
+    /// is a stall (`/health`).
+    fn deadline(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// What becomes of each of `events`: one result per event, in order.
     fn process(&mut self, events: &[Event<'_>]) -> Vec<Processed>;
 

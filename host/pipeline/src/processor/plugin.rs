@@ -36,8 +36,12 @@ impl Process for Following<Processor> {
         self.current.plugin().name()
     }
 
+    fn deadline(&self) -> Option<std::time::Duration> {
+        Some(self.limits().timeout)
+    }
+
     fn process(&mut self, events: &[Event<'_>]) -> Vec<Processed> {
-        self.current.process(events)
+        self.measured(|p| p.process(events))
     }
 
     async fn follow(&mut self) {

@@ -7,9 +7,7 @@
 //! - this file: the loop (`run`), following new plugin versions between batches.
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
 //! - `process`: the processor stages, in order, over those events.
-//! - `metrics`: the plugin's metrics, updated per batch.
 
-mod metrics;
 mod outcome;
 mod process;
 
@@ -20,7 +18,6 @@ use std::sync::Arc;
 use sluice_buffer::BufferReader;
 use sluice_plugin::{Decoder, RawRecord};
 
-use self::metrics::PluginMetrics;
 use crate::counters::Counters;
 use crate::follow::Following;
 use crate::sink::dlq::{self, DeadLetters};
@@ -46,16 +43,13 @@ pub(crate) async fn run(
     slot: Arc<Slot>,
 ) {
     let mut stages = Some(stages);
-    let plugin_metrics = PluginMetrics::new(&outputs.pipeline, decoder.current.plugin().name());
     let mut decoder = Some(decoder);
     while let Some(mut batch) = reader.read().await {
         let mut d = decoder
             .take()
             .expect("decoder is returned after every batch");
         // A new plugin version: switch before this batch, never inside one.
-        if d.follow().await {
-            plugin_metrics.swaps.increment(1);
-        }
+        d.follow().await;
         outputs
             .counters
             .consumed
@@ -76,23 +70,23 @@ pub(crate) async fn run(
             stage.follow().await;
         }
         // Sync wasm calls must not run on the reactor.
-        slot.begin();
         let pipeline = outputs.pipeline.clone();
-        let (d, stage_list, split, counts, before, took) = tokio::task::spawn_blocking(move || {
-            let before = d.current.stats();
-            let started = std::time::Instant::now();
-            let decoded = d.current.decode_typed(&records, &content_types);
-            let took = started.elapsed();
+        let slot = slot.clone();
+        let (d, stage_list, split, counts) = tokio::task::spawn_blocking(move || {
+            slot.enter(
+                d.current.plugin().name(),
+                "deserializer",
+                d.limits().timeout,
+            );
+            let decoded = d.measured(|d| d.decode_typed(&records, &content_types));
+            slot.leave();
             let mut split = outcome::split_outcomes(&pipeline, &records, &content_types, decoded);
-            let counts = process::run_stages(&pipeline, &mut stage_list, &records, &mut split);
-            (d, stage_list, split, counts, before, took)
+            let counts =
+                process::run_stages(&pipeline, &mut stage_list, &records, &mut split, &slot);
+            (d, stage_list, split, counts)
         })
         .await
         .expect("the plugins do not panic: plugin faults are values");
-        if slot.end() {
-            plugin_metrics.stalls.increment(1);
-        }
-        plugin_metrics.batch(before, d.current.stats(), took);
         decoder = Some(d);
         stages = Some(stage_list);
         outputs.counters.dropped.add(counts.dropped);

@@ -10,6 +10,7 @@ use sluice_plugin::{Event, Processed, RawRecord};
 use super::outcome::{Split, append_events};
 use crate::processor::Stage;
 use crate::sink::dlq::{self, Rejected};
+use crate::watchdog::Slot;
 
 /// What the stages did to a batch, for the counters.
 #[derive(Debug, Default, Clone, Copy)]
@@ -27,6 +28,7 @@ pub(crate) fn run_stages(
     stages: &mut [Stage],
     records: &[RawRecord],
     split: &mut Split,
+    slot: &Slot,
 ) -> StageCounts {
     let mut done = StageCounts::default();
     for stage in stages {
@@ -48,7 +50,11 @@ pub(crate) fn run_stages(
                 origin: &records[owner].origin,
             })
             .collect();
+        if let Some(deadline) = stage.deadline() {
+            slot.enter(&name, "processor", deadline);
+        }
         let results = stage.process(&events);
+        slot.leave();
         let mut lines = Vec::with_capacity(split.events.len());
         let mut owners = Vec::with_capacity(split.owners.len());
         let mut dead: Vec<Value> = Vec::new();

@@ -74,7 +74,7 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         .await
         .unwrap();
     buffer.close();
-    let slot = Watchdog::default().slot("p", 0, "hostile", limits.timeout);
+    let slot = Watchdog::default().slot("p", 0);
     let decoder = Following::new("p", decoder, updates, vec![], limits);
     tokio::time::timeout(
         Duration::from_secs(30),

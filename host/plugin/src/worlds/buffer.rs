@@ -200,6 +200,10 @@ impl BufferPolicy {
 }
 
 impl Policy for BufferPolicy {
+    fn name(&self) -> &str {
+        self.plugin().name()
+    }
+
     fn wanted_headers(&self) -> Vec<String> {
         self.headers.clone()
     }

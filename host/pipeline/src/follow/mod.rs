@@ -2,9 +2,20 @@
 //! deserializer, a processor stage, a buffer policy) follows new versions of that plugin
 //! between calls, never inside one. A version that cannot start here is logged and skipped;
 //! the running one stays. The plugin folder itself is watched by [`crate::reload`].
+//!
+//! Every call through [`Following::measured`] updates the plugin's own metrics (`metrics`):
+//! calls, time, traps, deadline hits, recycles, stalls, labelled `{pipeline, plugin, kind}`.
+
+mod metrics;
+
+use std::time::Instant;
 
 use sluice_config::PluginSettings;
-use sluice_plugin::{BufferPolicy, Catalog, Decoder, Limits, Plugin, PluginError, Processor};
+use sluice_plugin::{
+    BufferPolicy, CallStats, Catalog, Decoder, Limits, Plugin, PluginError, Processor,
+};
+
+use self::metrics::PluginMetrics;
 use tokio::sync::watch;
 
 /// A component started from a plugin with options and limits.
@@ -22,6 +33,9 @@ pub(crate) trait FromPlugin: Sized + Send + 'static {
     /// The plugin version it runs.
     fn plugin(&self) -> &Plugin;
 
+    /// Its call counters since it started.
+    fn stats(&self) -> CallStats;
+
     /// Told before `next` replaces it, in pipeline `pipeline`.
     fn replacing(&self, _next: &Self, _pipeline: &str) {}
 }
@@ -36,6 +50,10 @@ impl FromPlugin for Decoder {
     fn plugin(&self) -> &Plugin {
         Decoder::plugin(self)
     }
+
+    fn stats(&self) -> CallStats {
+        Decoder::stats(self)
+    }
 }
 
 impl FromPlugin for Processor {
@@ -48,6 +66,10 @@ impl FromPlugin for Processor {
     fn plugin(&self) -> &Plugin {
         Processor::plugin(self)
     }
+
+    fn stats(&self) -> CallStats {
+        Processor::stats(self)
+    }
 }
 
 impl FromPlugin for BufferPolicy {
@@ -59,6 +81,10 @@ impl FromPlugin for BufferPolicy {
 
     fn plugin(&self) -> &Plugin {
         BufferPolicy::plugin(self)
+    }
+
+    fn stats(&self) -> CallStats {
+        BufferPolicy::stats(self)
     }
 
     fn replacing(&self, next: &Self, pipeline: &str) {
@@ -87,6 +113,7 @@ pub(crate) struct Following<T> {
     /// For `configure` on each new version.
     options: Vec<(String, String)>,
     limits: Limits,
+    metrics: PluginMetrics,
 }
 
 impl<T: FromPlugin> Following<T> {
@@ -115,13 +142,28 @@ impl<T: FromPlugin> Following<T> {
         options: Vec<(String, String)>,
         limits: Limits,
     ) -> Self {
+        let plugin = current.plugin();
+        let kind = plugin.kind().as_str().replace(' ', "_");
+        let metrics = PluginMetrics::new(pipeline, plugin.name(), &kind);
         Self {
             current,
             pipeline: pipeline.to_owned(),
             updates,
             options,
             limits,
+            metrics,
         }
+    }
+
+    /// Runs `call` on the running version and records what it cost in the plugin's metrics.
+    pub(crate) fn measured<R>(&mut self, call: impl FnOnce(&mut T) -> R) -> R {
+        let before = self.current.stats();
+        let started = Instant::now();
+        let answer = call(&mut self.current);
+        let took = started.elapsed();
+        self.metrics
+            .call(before, self.current.stats(), took, self.limits.timeout);
+        answer
     }
 
     /// The limits it runs within.
@@ -172,6 +214,7 @@ impl<T: FromPlugin> Following<T> {
                     "switched to the new {kind} version"
                 );
                 self.current = next;
+                self.metrics.swaps.increment(1);
                 true
             }
             Err(error) => {
