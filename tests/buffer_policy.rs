@@ -527,16 +527,19 @@ p:
     assert_eq!(s.metric("sluice_buffer_recordsDropped", "p"), Some(2.0));
 }
 
+/// POSTs `[{"n": N}]` with `X-Hostile: HOSTILE` (what `hostile_buffer` should do with it).
+fn post_hostile(s: &sluice_tests::Sluice, hostile: &str, n: u32) -> u16 {
+    s.post_with(
+        "/log/ingest",
+        &[("X-Hostile", hostile)],
+        format!(r#"[{{"n":{n}}}]"#).as_bytes(),
+    )
+}
+
 #[test]
 fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
     let s = start_sluice("hostile_buffer", "timeout: 300ms\nmax_memory: 16mb");
-    let post = |hostile: &str, n: u32| {
-        s.post_with(
-            "/log/ingest",
-            &[("X-Hostile", hostile)],
-            format!(r#"[{{"n":{n}}}]"#).as_bytes(),
-        )
-    };
+    let post = |hostile: &str, n: u32| post_hostile(&s, hostile, n);
     assert_eq!(post("no", 1), 200);
     // Each fails closed: 503, nothing accepted, the instance replaced.
     for (i, hostile) in ["trap", "loop", "bomb", "nowhere", "overclaim"]
@@ -585,13 +588,7 @@ fn a_hostile_buffer_policy_gets_503_for_its_writes_and_the_pipeline_goes_on() {
 #[test]
 fn a_policy_that_hoards_state_gets_503_past_max_state_size_and_memory_stays_bounded() {
     let s = start_sluice("hostile_buffer", "max_memory: 64mb\nmax_state_size: 40mb");
-    let post = |hostile: &str, n: u32| {
-        s.post_with(
-            "/log/ingest",
-            &[("X-Hostile", hostile)],
-            format!(r#"[{{"n":{n}}}]"#).as_bytes(),
-        )
-    };
+    let post = |hostile: &str, n: u32| post_hostile(&s, hostile, n);
     assert_eq!(post("no", 1), 200);
     let baseline = s.rss_mib();
     // Each asks to keep 8 x 16 MiB: past the 40 MiB cap at its third value.
@@ -657,11 +654,7 @@ p:
     );
     // Every tick from the first on asks to move u32::MAX records into a tier of 4.
     for n in 0..19 {
-        let body = format!(r#"[{{"n":{n}}}]"#);
-        assert_eq!(
-            s.post_with("/log/ingest", &[("X-Hostile", "hostage")], body.as_bytes()),
-            200
-        );
+        assert_eq!(post_hostile(&s, "hostage", n), 200);
     }
     let out = s.path("out/events.jsonl");
     s.wait_for(
