@@ -21,9 +21,12 @@
 //!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`; and the
 //!   dead-letter file (`dlq`).
 //! - [`counters`]: a pipeline's counts, shared by its source and workers.
-//! - [`watchdog`]: which workers have been in their plugin longer than its deadline (`/health`).
+//! - [`watchdog`]: which workers have been in a plugin (deserializer or processor) longer than
+//!   its deadline, and which (`/health`).
 //! - [`reload`]: watches the plugin folder and publishes new plugin versions; `follow` is how
-//!   a deserializer, a processor or a buffer policy switches to them between calls.
+//!   a deserializer, a processor or a buffer policy switches to them between calls, and keeps
+//!   its own metrics (`{pipeline, plugin, kind}`: calls, time, traps, deadline hits, recycles,
+//!   stalls).
 //! - [`mod@run`]: builds every pipeline from the validated config, runs them, and shuts down:
 //!   stop the sources, drain the buffers through the sinks within a deadline, exit. It names
 //!   no concrete source, buffer, processor or sink.

@@ -33,8 +33,8 @@ pub struct Delivery {
     pub counters: Arc<Counters>,
 }
 
-/// Runs until the buffer is closed and drained. `slot` marks the time each batch spends in
-/// the plugin, for the watchdog. The deserializer follows new versions of its plugin.
+/// Runs until the buffer is closed and drained. `slot` marks which plugin each batch is in,
+/// for the watchdog. The deserializer follows new versions of its plugin.
 pub(crate) async fn run(
     mut reader: Box<dyn BufferReader>,
     decoder: Following<Decoder>,
