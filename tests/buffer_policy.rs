@@ -592,15 +592,27 @@ fn a_policy_that_hoards_state_gets_503_past_max_state_size_and_memory_stays_boun
     assert_eq!(post("no", 1), 200);
     let baseline = s.rss_mib();
     // Each asks to keep 8 x 16 MiB: past the 40 MiB cap at its third value.
-    for n in 0..16 {
-        assert_eq!(post("hoard", 100 + n), 503, "hoarding write {n}");
-    }
-    let grown = s.rss_mib().saturating_sub(baseline);
-    // Before the cap: 128 MiB kept per write, 2 GiB after 16. Now at most one instance's
-    // memory (64 MiB) and the values of one call in flight.
+    let hoard = |from: u32| {
+        for n in from..from + 16 {
+            assert_eq!(post("hoard", n), 503, "hoarding write {n}");
+        }
+        s.rss_mib()
+    };
+    let (after_16, after_32) = (hoard(100), hoard(200));
+    eprintln!(
+        "sluice RSS: {baseline} MiB, after 16 hoarding writes {after_16}, after 32 {after_32}"
+    );
+    // Before the cap, every write kept 128 MiB: 2 GiB after 16. Now nothing of a refused
+    // write is kept: sluice grows while its allocator keeps a few calls' freed values, then
+    // stays flat.
     assert!(
-        grown < 200,
-        "sluice grew by {grown} MiB past its {baseline} MiB"
+        after_32.saturating_sub(after_16) < 64,
+        "sluice kept growing: {after_16} MiB after 16 writes, {after_32} after 32"
+    );
+    assert!(
+        after_32.saturating_sub(baseline) < 512,
+        "sluice grew by {} MiB past its {baseline} MiB",
+        after_32 - baseline
     );
     assert_eq!(post("no", 2), 200, "the pipeline goes on");
     let out = s.path("out/events.jsonl");
@@ -611,7 +623,7 @@ fn a_policy_that_hoards_state_gets_503_past_max_state_size_and_memory_stays_boun
         sluice_tests::json_lines(&out),
         [serde_json::json!({"n": 1}), serde_json::json!({"n": 2})]
     );
-    assert_eq!(s.metric("sluice_buffer_policyFaults", "p"), Some(16.0));
+    assert_eq!(s.metric("sluice_buffer_policyFaults", "p"), Some(32.0));
     s.wait_for("the state gauge", SECS_30, || {
         s.metric("sluice_buffer_policyStateBytes", "p").is_some()
     });
