@@ -603,15 +603,10 @@ fn a_policy_that_hoards_state_gets_503_past_max_state_size_and_memory_stays_boun
         "sluice RSS: {baseline} MiB, after 16 hoarding writes {after_16}, after 32 {after_32}"
     );
     // Before the cap, every write kept 128 MiB: 2 GiB after 16. Now nothing of a refused
-    // write is kept: sluice grows while its allocator keeps a few calls' freed values, then
-    // stays flat.
+    // write is kept, and what one call copied out of the guest goes back to the OS with it.
     assert!(
-        after_32.saturating_sub(after_16) < 64,
-        "sluice kept growing: {after_16} MiB after 16 writes, {after_32} after 32"
-    );
-    assert!(
-        after_32.saturating_sub(baseline) < 512,
-        "sluice grew by {} MiB past its {baseline} MiB",
+        after_32.saturating_sub(baseline) < 40,
+        "sluice grew by {} MiB past its {baseline} MiB: more than the 40 MiB cap",
         after_32 - baseline
     );
     assert_eq!(post("no", 2), 200, "the pipeline goes on");

@@ -225,6 +225,7 @@ fn humantime_duration(s: &str) -> Result<Duration, String> {
 const EXIT_INVALID: u8 = 2;
 
 fn main() -> ExitCode {
+    return_large_allocations();
     let args = Args::parse();
     // `run` reports its start and what it does; the other commands print their result, and
     // log only what went wrong (warnings and errors) unless RUST_LOG asks for more.
@@ -279,6 +280,26 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
         }
     }
 }
+
+/// Large allocations (4 MiB and up) come straight from the OS and go back to it when freed.
+/// A plugin's big values (a buffer policy's `state-set`, an event of many MiB) are copied out
+/// of guest memory and freed within one call; glibc would otherwise raise its mmap threshold
+/// after the first such free and keep them in its per-thread arenas (a policy refused for
+/// hoarding state left sluice ~300 MiB larger that way, though nothing was kept).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn return_large_allocations() {
+    #[expect(
+        unsafe_code,
+        reason = "mallopt only sets an allocator parameter; called first in main, before any thread"
+    )]
+    // SAFETY: no allocation is in flight and no other thread exists yet.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn return_large_allocations() {}
 
 /// Logs to stderr at `default_level`, or as `RUST_LOG` says.
 fn init_tracing(format: LogFormat, default_level: &str) {
