@@ -1,0 +1,1 @@
+//! Data Prepper's expressions. (Being written: see the `wt/event` branch.)
