@@ -15,4 +15,5 @@ pub mod expr;
 pub mod key;
 
 pub use event::{Event, Metadata};
+pub use expr::{EvalError, ExprError, Expression};
 pub use key::{Key, KeyError};
