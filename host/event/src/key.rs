@@ -219,7 +219,11 @@ mod tests {
     fn leading_and_trailing_slashes_name_the_same_path() {
         let data = json!({"a": {"b": 1}});
         for text in ["a/b", "/a/b", "/a/b/", "a/b/"] {
-            assert_eq!(Key::parse(text).unwrap().get(&data), Some(&json!(1)), "{text}");
+            assert_eq!(
+                Key::parse(text).unwrap().get(&data),
+                Some(&json!(1)),
+                "{text}"
+            );
         }
         assert_eq!(Key::parse("/").unwrap().get(&data), Some(&data));
         assert_eq!(Key::parse("").unwrap().get(&data), Some(&data));
@@ -228,7 +232,10 @@ mod tests {
     #[test]
     fn escapes_and_list_indexes_are_json_pointers() {
         let data = json!({"a/b": {"c~d": [10, 20]}});
-        assert_eq!(Key::parse("/a~1b/c~0d/1").unwrap().get(&data), Some(&json!(20)));
+        assert_eq!(
+            Key::parse("/a~1b/c~0d/1").unwrap().get(&data),
+            Some(&json!(20))
+        );
         assert_eq!(Key::parse("/a~1b/c~0d/2").unwrap().get(&data), None);
         assert_eq!(Key::field("a/b").get(&data), data.get("a/b"));
     }
@@ -236,10 +243,19 @@ mod tests {
     #[test]
     fn put_makes_the_objects_on_the_way_and_refuses_to_go_through_a_value() {
         let mut data = json!({"a": 1});
-        Key::parse("x/y/z").unwrap().put(&mut data, json!(true)).unwrap();
+        Key::parse("x/y/z")
+            .unwrap()
+            .put(&mut data, json!(true))
+            .unwrap();
         assert_eq!(data, json!({"a": 1, "x": {"y": {"z": true}}}));
-        let err = Key::parse("a/b").unwrap().put(&mut data, json!(2)).unwrap_err();
-        assert_eq!(err.to_string(), "cannot put a value at `a/b`: `a` is not an object");
+        let err = Key::parse("a/b")
+            .unwrap()
+            .put(&mut data, json!(2))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot put a value at `a/b`: `a` is not an object"
+        );
         assert_eq!(data["a"], json!(1));
     }
 
