@@ -62,44 +62,47 @@ fn error(column: usize, message: impl Into<String>) -> ExprError {
 }
 
 /// What `node` can evaluate to, or the first place it cannot work.
+///
+/// This recurses once per nesting level, so each check that can fail is a function of its own
+/// and the recursive frame stays small.
 pub(super) fn kinds(node: &Node) -> Result<Kinds, ExprError> {
     Ok(match &node.kind {
         NodeKind::Lit(lit) => lit_kinds(lit),
         NodeKind::Pointer(_) => Kinds::ANY,
         NodeKind::Set(_) => Kinds::SET,
-        NodeKind::Not(operand) => {
-            let k = kinds(operand)?;
-            if !k.can_be(Kinds::BOOL) {
-                return Err(error(
-                    operand.column,
-                    format!("`not` takes a boolean, not {}", k.describe()),
-                ));
-            }
-            Kinds::BOOL
-        }
-        NodeKind::Neg(operand) => {
-            let k = kinds(operand)?;
-            if !k.can_be(Kinds::NUM) {
-                return Err(error(
-                    operand.column,
-                    format!("`-` takes a number, not {}", k.describe()),
-                ));
-            }
-            Kinds::NUM
-        }
-        NodeKind::Chain { first, rest } => {
-            let mut acc = kinds(first)?;
-            let mut acc_column = first.column;
-            for (op, column, right) in rest {
-                let r = kinds(right)?;
-                acc = binary(*op, *column, (acc, acc_column), (r, right))?;
-                acc_column = *column;
-            }
-            acc
-        }
+        NodeKind::Not(operand) => unary("not", Kinds::BOOL, "a boolean", kinds(operand)?, operand)?,
+        NodeKind::Neg(operand) => unary("-", Kinds::NUM, "a number", kinds(operand)?, operand)?,
+        NodeKind::Chain { first, rest } => chain(first, rest)?,
         NodeKind::Regex { .. } | NodeKind::TypeOf(..) => Kinds::BOOL,
         NodeKind::Call(func, args) => call(*func, node.column, args)?,
     })
+}
+
+fn unary(
+    symbol: &str,
+    want: Kinds,
+    what: &str,
+    k: Kinds,
+    operand: &Node,
+) -> Result<Kinds, ExprError> {
+    if !k.can_be(want) {
+        return Err(error(
+            operand.column,
+            format!("`{symbol}` takes {what}, not {}", k.describe()),
+        ));
+    }
+    Ok(want)
+}
+
+fn chain(first: &Node, rest: &[(BinOp, usize, Node)]) -> Result<Kinds, ExprError> {
+    let mut acc = kinds(first)?;
+    let mut acc_column = first.column;
+    for (op, column, right) in rest {
+        let r = kinds(right)?;
+        acc = binary(*op, *column, (acc, acc_column), (r, right))?;
+        acc_column = *column;
+    }
+    Ok(acc)
 }
 
 fn lit_kinds(lit: &Lit) -> Kinds {

@@ -220,68 +220,90 @@ fn from_num<'a>(n: Num) -> Rv<'a> {
 }
 
 /// Evaluates `node` against `event`.
+///
+/// This recurses once per nesting level (with [`chain`] and `functions::call`), so it keeps
+/// its frame small: each operation is a function of its own.
 pub(super) fn eval<'a>(node: &'a Node, event: &'a Event) -> Result<Rv<'a>, EvalError> {
     match &node.kind {
         NodeKind::Lit(lit) => Ok(Rv::from_lit(lit)),
         NodeKind::Pointer(key) => read(key, event),
         NodeKind::Set(members) => Ok(Rv::Set(members)),
-        NodeKind::Not(operand) => Ok(match eval(operand, event)? {
-            Rv::Bool(b) => Rv::Bool(!b),
-            _ => Rv::Bool(false),
-        }),
-        NodeKind::Neg(operand) => {
-            let value = eval(operand, event)?;
-            match Num::of(&value) {
-                Some(Num::I(n)) => Ok(Rv::Int(n.wrapping_neg())),
-                Some(Num::L(n)) => Ok(Rv::Long(n.wrapping_neg())),
-                Some(Num::F(f)) => Ok(Rv::Float {
-                    value: -f,
-                    exact: None,
-                }),
-                Some(Num::D(d)) => Ok(Rv::Double(-d)),
-                None => Err(EvalError::Operand {
-                    op: "-",
-                    operand: value.type_name(),
-                }),
-            }
-        }
-        NodeKind::Chain { first, rest } => {
-            let mut acc = eval(first, event)?;
-            for (op, _, right) in rest {
-                let right = eval(right, event)?;
-                acc = binary(*op, acc, right)?;
-            }
-            Ok(acc)
-        }
+        NodeKind::Not(operand) => Ok(not(eval(operand, event)?)),
+        NodeKind::Neg(operand) => neg(eval(operand, event)?),
+        NodeKind::Chain { first, rest } => chain(first, rest, event),
         NodeKind::Regex {
             negate,
             subject,
             pattern,
-        } => {
-            let subject = eval(subject, event)?;
-            let Rv::Str(text) = subject else {
-                // Data Prepper: a null subject does not match, and any other type is an
-                // argument error, which a boolean operator turns into false, for `!~` too.
-                return Ok(Rv::Bool(false));
-            };
-            let matched = match pattern {
-                Pattern::Compiled(regex) => regex.is_match(&text),
-                Pattern::Pointer(key) => match read(key, event)? {
-                    Rv::Str(pattern) => match compile_regex(&pattern) {
-                        Ok(regex) => regex.is_match(&text),
-                        Err(_) => return Ok(Rv::Bool(false)),
-                    },
-                    _ => return Ok(Rv::Bool(false)),
-                },
-            };
-            Ok(Rv::Bool(matched != *negate))
-        }
-        NodeKind::TypeOf(key, ty) => {
-            let value = read(key, event)?;
-            Ok(Rv::Bool(is_type(&value, *ty)))
-        }
+        } => regex(eval(subject, event)?, pattern, *negate, event),
+        NodeKind::TypeOf(key, ty) => type_of(key, *ty, event),
         NodeKind::Call(func, args) => functions::call(*func, args, event),
     }
+}
+
+fn chain<'a>(
+    first: &'a Node,
+    rest: &'a [(BinOp, usize, Node)],
+    event: &'a Event,
+) -> Result<Rv<'a>, EvalError> {
+    let mut acc = eval(first, event)?;
+    for (op, _, right) in rest {
+        let right = eval(right, event)?;
+        acc = binary(*op, acc, right)?;
+    }
+    Ok(acc)
+}
+
+fn not(value: Rv<'_>) -> Rv<'_> {
+    match value {
+        Rv::Bool(b) => Rv::Bool(!b),
+        _ => Rv::Bool(false),
+    }
+}
+
+fn neg(value: Rv<'_>) -> Result<Rv<'_>, EvalError> {
+    match Num::of(&value) {
+        Some(Num::I(n)) => Ok(Rv::Int(n.wrapping_neg())),
+        Some(Num::L(n)) => Ok(Rv::Long(n.wrapping_neg())),
+        Some(Num::F(f)) => Ok(Rv::Float {
+            value: -f,
+            exact: None,
+        }),
+        Some(Num::D(d)) => Ok(Rv::Double(-d)),
+        None => Err(EvalError::Operand {
+            op: "-",
+            operand: value.type_name(),
+        }),
+    }
+}
+
+fn regex<'a>(
+    subject: Rv<'a>,
+    pattern: &'a Pattern,
+    negate: bool,
+    event: &'a Event,
+) -> Result<Rv<'a>, EvalError> {
+    let Rv::Str(text) = subject else {
+        // Data Prepper: a null subject does not match, and any other type is an argument
+        // error, which a boolean operator turns into false, for `!~` too.
+        return Ok(Rv::Bool(false));
+    };
+    let matched = match pattern {
+        Pattern::Compiled(regex) => regex.is_match(&text),
+        Pattern::Pointer(key) => match read(key, event)? {
+            Rv::Str(pattern) => match compile_regex(&pattern) {
+                Ok(regex) => regex.is_match(&text),
+                Err(_) => return Ok(Rv::Bool(false)),
+            },
+            _ => return Ok(Rv::Bool(false)),
+        },
+    };
+    Ok(Rv::Bool(matched != negate))
+}
+
+fn type_of<'a>(key: &'a Key, ty: DataType, event: &'a Event) -> Result<Rv<'a>, EvalError> {
+    let value = read(key, event)?;
+    Ok(Rv::Bool(is_type(&value, ty)))
 }
 
 /// The value at `key`, `null` when there is none.

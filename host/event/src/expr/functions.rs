@@ -171,6 +171,11 @@ pub(super) fn call<'a>(func: Func, args: &'a [Arg], event: &'a Event) -> Result<
             Arg::Value(node) => eval(node, event).map(ArgValue::Value),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    apply(func, &values, event)
+}
+
+/// `func` on its evaluated arguments.
+fn apply<'a>(func: Func, values: &[ArgValue<'a>], event: &'a Event) -> Result<Rv<'a>, EvalError> {
     // The parser checked the count; a function never sees another.
     if func.signature(values.len()).is_err() {
         return Err(fail(func, "was called with the wrong number of arguments"));
@@ -179,7 +184,7 @@ pub(super) fn call<'a>(func: Func, args: &'a [Arg], event: &'a Event) -> Result<
         Func::Length => length(&values[0], event),
         Func::HasTags => {
             let mut all = true;
-            for value in &values {
+            for value in values {
                 match value {
                     ArgValue::Value(Rv::Str(tag)) if !tag.is_empty() => {
                         all &= event.metadata.has_tag(tag);
@@ -206,7 +211,7 @@ pub(super) fn call<'a>(func: Func, args: &'a [Arg], event: &'a Event) -> Result<
             // Data Prepper reads the arguments in order and answers false at the first key
             // that has no value.
             let mut texts = Vec::with_capacity(2);
-            for value in &values {
+            for value in values {
                 match string_arg(func, value, event)? {
                     Some(text) => texts.push(text),
                     None => return Ok(Rv::Bool(false)),
@@ -285,7 +290,7 @@ pub(super) fn call<'a>(func: Func, args: &'a [Arg], event: &'a Event) -> Result<
             Ok(Rv::Bool(any))
         }
         Func::Join => {
-            let (delimiter, key) = match values.as_slice() {
+            let (delimiter, key) = match values {
                 [ArgValue::Key(key)] => (Cow::Borrowed(","), *key),
                 // Data Prepper removes the backslashes that escape a comma (`"\\,"`).
                 [ArgValue::Value(Rv::Str(d)), ArgValue::Key(key)] => {

@@ -16,9 +16,11 @@ use super::lexer::{Tok, Token};
 use super::tree::{Arg, BinOp, DataType, Lit, Node, NodeKind, Pattern};
 use crate::key::Key;
 
-/// How deep operands may nest: far beyond what a person writes, and a few hundred kilobytes
-/// of stack at most for the parse, the check and the evaluation.
-pub(super) const MAX_NESTING: usize = 256;
+/// How deep operands may nest: far beyond what a person writes. A debug build needs about
+/// 6 KiB of stack per level for the parse, check and evaluation (release: under 1 KiB), so
+/// 128 levels stay well inside a 2 MiB thread; the test
+/// `the_deepest_expression_allowed_fits_in_a_megabyte_of_stack` holds it to that.
+pub(super) const MAX_NESTING: usize = 128;
 
 /// The compiled size a regex may reach (the regex crate's own default is 10 MiB; a condition
 /// needs far less, and each expression holds its regexes for the life of the pipeline).
@@ -139,65 +141,59 @@ impl Parser<'_> {
     }
 
     /// Operators of `min_level` and tighter, left to right.
+    ///
+    /// This, [`Parser::operand`], [`Parser::primary`] and [`Parser::call`] recurse once per
+    /// nesting level, so they keep their frames small (a debug build gives every temporary
+    /// its own slot): anything that only builds an error or a leaf is in a function of its
+    /// own.
     fn expression(&mut self, min_level: u8) -> Result<Node, ExprError> {
         let mut left = self.operand()?;
         while let Some(op) = binary_operator(&self.peek().kind) {
             if op.level() < min_level {
                 break;
             }
-            let column = self.advance().column;
+            let column = self.advance_column();
             let right = if matches!(op, BinOp::In | BinOp::NotIn) {
-                let next = self.peek();
-                if next.kind != Tok::LBrace {
-                    return Err(error(
-                        next.column,
-                        format!(
-                            "`{}` takes a set such as `{{200, 202}}` on its right, found {}",
-                            op.symbol(),
-                            next.kind.describe()
-                        ),
-                    ));
-                }
-                self.set()?
+                self.set_operand(op)?
             } else {
                 self.expression(op.level() + 1)?
             };
-            left = match left {
-                Node {
-                    kind: NodeKind::Chain { first, mut rest },
-                    column: chain_column,
-                } if rest
-                    .first()
-                    .is_some_and(|(o, _, _)| o.level() == op.level()) =>
-                {
-                    rest.push((op, column, right));
-                    Node {
-                        kind: NodeKind::Chain { first, rest },
-                        column: chain_column,
-                    }
-                }
-                other => {
-                    let chain_column = other.column;
-                    Node {
-                        kind: NodeKind::Chain {
-                            first: Box::new(other),
-                            rest: vec![(op, column, right)],
-                        },
-                        column: chain_column,
-                    }
-                }
-            };
+            left = chain(left, op, column, right);
         }
         Ok(left)
     }
 
+    fn advance_column(&mut self) -> usize {
+        let column = self.peek().column;
+        if self.peek().kind != Tok::Eof {
+            self.at += 1;
+        }
+        column
+    }
+
+    /// The set literal on the right of `in`.
+    #[inline(never)]
+    fn set_operand(&mut self, op: BinOp) -> Result<Node, ExprError> {
+        let next = self.peek();
+        if next.kind != Tok::LBrace {
+            return Err(error(
+                next.column,
+                format!(
+                    "`{}` takes a set such as `{{200, 202}}` on its right, found {}",
+                    op.symbol(),
+                    next.kind.describe()
+                ),
+            ));
+        }
+        self.set()
+    }
+
     /// A unary operation, a regex match, a `typeof`, or a primary.
     fn operand(&mut self) -> Result<Node, ExprError> {
-        let token = self.peek().clone();
-        match token.kind {
+        match self.peek().kind {
             Tok::Not => {
-                self.advance();
-                self.enter(token.column)?;
+                let column = self.advance_column();
+                self.enter(column)?;
                 // `not` takes a primary or another `not` (the grammar's
                 // `unaryOperator (primary | unaryOperatorExpression)`): `not /a == 1` is
                 // `(not /a) == 1`.
@@ -207,52 +203,50 @@ impl Parser<'_> {
                     self.primary()?
                 };
                 self.leave();
-                Ok(Node {
-                    kind: NodeKind::Not(Box::new(operand)),
-                    column: token.column,
-                })
+                Ok(unary(true, operand, column))
             }
             Tok::Minus => {
-                self.advance();
-                self.enter(token.column)?;
+                let column = self.advance_column();
+                self.enter(column)?;
                 let operand = self.operand()?;
                 self.leave();
-                Ok(Node {
-                    kind: NodeKind::Neg(Box::new(operand)),
-                    column: token.column,
-                })
+                Ok(unary(false, operand, column))
             }
             Tok::Pointer(_) | Tok::EscapedPointer(_) | Tok::Str(_)
                 if matches!(self.peek2(), Tok::Match | Tok::NotMatch) =>
             {
                 self.regex()
             }
-            Tok::Pointer(ref text) if *self.peek2() == Tok::TypeOf => {
-                let key = self.key(text, token.column)?;
-                self.advance();
-                self.advance();
-                let ty = self.peek().clone();
-                match &ty.kind {
-                    Tok::DataType(name) if DataType::parse(name).is_some() => {
-                        self.advance();
-                        Ok(Node {
-                            kind: NodeKind::TypeOf(
-                                key,
-                                DataType::parse(name).unwrap_or(DataType::String),
-                            ),
-                            column: token.column,
-                        })
-                    }
-                    other => Err(error(
-                        ty.column,
-                        format!(
-                            "`typeof` takes a type (integer, long, double, big_decimal, boolean, string, map, array), found {}",
-                            other.describe()
-                        ),
-                    )),
-                }
-            }
+            Tok::Pointer(_) if *self.peek2() == Tok::TypeOf => self.type_of(),
             _ => self.primary(),
+        }
+    }
+
+    /// `/key typeof integer` (the current token is the key).
+    #[inline(never)]
+    fn type_of(&mut self) -> Result<Node, ExprError> {
+        let token = self.advance();
+        let Tok::Pointer(text) = &token.kind else {
+            return Err(error(
+                token.column,
+                "`typeof` takes a key such as `/a` on its left",
+            ));
+        };
+        let key = self.key(text, token.column)?;
+        self.advance();
+        let ty = self.advance();
+        match &ty.kind {
+            Tok::DataType(name) if let Some(data_type) = DataType::parse(name) => Ok(Node {
+                kind: NodeKind::TypeOf(key, data_type),
+                column: token.column,
+            }),
+            other => Err(error(
+                ty.column,
+                format!(
+                    "`typeof` takes a type (integer, long, double, big_decimal, boolean, string, map, array), found {}",
+                    other.describe()
+                ),
+            )),
         }
     }
 
@@ -327,6 +321,55 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> Result<Node, ExprError> {
+        match self.peek().kind {
+            Tok::LParen => {
+                let column = self.advance_column();
+                self.enter(column)?;
+                let inner = self.expression(0)?;
+                self.close_paren()?;
+                self.leave();
+                Ok(inner)
+            }
+            Tok::Identifier(_) if *self.peek2() == Tok::LParen => self.call(),
+            _ => self.leaf(),
+        }
+    }
+
+    #[inline(never)]
+    fn close_paren(&mut self) -> Result<(), ExprError> {
+        self.expect(&Tok::RParen, "`)`").map(|_| ())
+    }
+
+    /// `name(args...)`.
+    fn call(&mut self) -> Result<Node, ExprError> {
+        let (func, column) = self.function_name()?;
+        self.advance_column();
+        self.enter(column)?;
+        self.in_arguments += 1;
+        let args = self.arguments()?;
+        self.in_arguments -= 1;
+        self.leave();
+        Ok(Node {
+            kind: NodeKind::Call(func, args),
+            column,
+        })
+    }
+
+    #[inline(never)]
+    fn function_name(&mut self) -> Result<(Func, usize), ExprError> {
+        let token = self.advance();
+        let Tok::Identifier(name) = &token.kind else {
+            return Err(error(token.column, "expected a function's name"));
+        };
+        match Func::lookup(name) {
+            Some(func) => Ok((func, token.column)),
+            None => Err(error(token.column, format!("unknown function `{name}`"))),
+        }
+    }
+
+    /// A primary that holds no other: a key, a literal, a set.
+    #[inline(never)]
+    fn leaf(&mut self) -> Result<Node, ExprError> {
         let token = self.advance();
         let column = token.column;
         let kind = match token.kind {
@@ -339,32 +382,13 @@ impl Parser<'_> {
                 self.at -= 1;
                 return self.set();
             }
-            Tok::LParen => {
-                self.enter(column)?;
-                let inner = self.expression(0)?;
-                self.expect(&Tok::RParen, "`)`")?;
-                self.leave();
-                return Ok(inner);
-            }
             Tok::Identifier(name) => {
-                if self.peek().kind != Tok::LParen {
-                    return Err(error(
-                        column,
-                        format!(
-                            "`{name}` is not a value: keys start with `/`, strings are quoted, functions are called (`{name}(...)`)"
-                        ),
-                    ));
-                }
-                let Some(func) = Func::lookup(&name) else {
-                    return Err(error(column, format!("unknown function `{name}`")));
-                };
-                self.advance();
-                self.enter(column)?;
-                self.in_arguments += 1;
-                let args = self.arguments()?;
-                self.in_arguments -= 1;
-                self.leave();
-                NodeKind::Call(func, args)
+                return Err(error(
+                    column,
+                    format!(
+                        "`{name}` is not a value: keys start with `/`, strings are quoted, functions are called (`{name}(...)`)"
+                    ),
+                ));
             }
             Tok::Variable(name) => {
                 return Err(error(
@@ -400,33 +424,51 @@ impl Parser<'_> {
     fn arguments(&mut self) -> Result<Vec<Arg>, ExprError> {
         let mut args = Vec::new();
         if self.peek().kind == Tok::RParen {
-            self.advance();
+            self.advance_column();
             return Ok(args);
         }
         loop {
-            let token = self.peek().clone();
-            let arg = match &token.kind {
-                Tok::Pointer(text) if matches!(self.peek2(), Tok::Comma | Tok::RParen) => {
-                    self.advance();
-                    Arg::Key(self.key(text, token.column)?, token.column)
-                }
-                _ => Arg::Value(self.expression(0)?),
+            let arg = if matches!(self.peek().kind, Tok::Pointer(_))
+                && matches!(self.peek2(), Tok::Comma | Tok::RParen)
+            {
+                self.key_argument()?
+            } else {
+                Arg::Value(self.expression(0)?)
             };
             args.push(arg);
-            let next = self.advance();
-            match next.kind {
-                Tok::Comma => {}
-                Tok::RParen => return Ok(args),
-                other => {
-                    return Err(error(
-                        next.column,
-                        format!(
-                            "expected `,` or `)` after an argument, found {}",
-                            other.describe()
-                        ),
-                    ));
-                }
+            if self.after_argument()? {
+                return Ok(args);
             }
+        }
+    }
+
+    /// A bare key as an argument.
+    #[inline(never)]
+    fn key_argument(&mut self) -> Result<Arg, ExprError> {
+        let token = self.advance();
+        match &token.kind {
+            Tok::Pointer(text) => Ok(Arg::Key(self.key(text, token.column)?, token.column)),
+            other => Err(error(
+                token.column,
+                format!("expected a key, found {}", other.describe()),
+            )),
+        }
+    }
+
+    /// `,` (false: another argument follows) or `)` (true: the last).
+    #[inline(never)]
+    fn after_argument(&mut self) -> Result<bool, ExprError> {
+        let next = self.advance();
+        match next.kind {
+            Tok::Comma => Ok(false),
+            Tok::RParen => Ok(true),
+            other => Err(error(
+                next.column,
+                format!(
+                    "expected `,` or `)` after an argument, found {}",
+                    other.describe()
+                ),
+            )),
         }
     }
 
@@ -489,6 +531,51 @@ impl Parser<'_> {
             kind: NodeKind::Set(members),
             column: open.column,
         })
+    }
+}
+
+/// `left op right`, appended to `left` when it is a chain of the same level (left to right,
+/// so `(a - b) - c` is the same chain as `a - b - c`).
+#[inline(never)]
+fn chain(left: Node, op: BinOp, column: usize, right: Node) -> Node {
+    match left {
+        Node {
+            kind: NodeKind::Chain { first, mut rest },
+            column: chain_column,
+        } if rest
+            .first()
+            .is_some_and(|(o, _, _)| o.level() == op.level()) =>
+        {
+            rest.push((op, column, right));
+            Node {
+                kind: NodeKind::Chain { first, rest },
+                column: chain_column,
+            }
+        }
+        other => {
+            let chain_column = other.column;
+            Node {
+                kind: NodeKind::Chain {
+                    first: Box::new(other),
+                    rest: vec![(op, column, right)],
+                },
+                column: chain_column,
+            }
+        }
+    }
+}
+
+/// `not operand` or `-operand`.
+#[inline(never)]
+fn unary(not: bool, operand: Node, column: usize) -> Node {
+    let operand = Box::new(operand);
+    Node {
+        kind: if not {
+            NodeKind::Not(operand)
+        } else {
+            NodeKind::Neg(operand)
+        },
+        column,
     }
 }
 
