@@ -309,7 +309,7 @@ fn type_of<'a>(key: &'a Key, ty: DataType, event: &'a Event) -> Result<Rv<'a>, E
 /// The value at `key`, `null` when there is none.
 pub(super) fn read<'a>(key: &'a Key, event: &'a Event) -> Result<Rv<'a>, EvalError> {
     match event.get(key) {
-        Some(value) => Rv::from_json(value, key),
+        Some(value) => Rv::from_json(value, &format_args!("`{key}`")),
         None => Ok(Rv::Null),
     }
 }

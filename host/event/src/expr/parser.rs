@@ -363,6 +363,10 @@ impl Parser<'_> {
         };
         match Func::lookup(name) {
             Some(func) => Ok((func, token.column)),
+            None if name == "formatDateTime" => Err(error(
+                token.column,
+                "`formatDateTime()` (Java date patterns) is not supported",
+            )),
             None => Err(error(token.column, format!("unknown function `{name}`"))),
         }
     }
