@@ -20,6 +20,7 @@ fn check_with(path: &Path, known: &[String]) -> Result<sluice_config::Config, St
         &text,
         sluice_config::Context {
             deserializers: Some(known),
+            builtins: Some(sluice_pipeline::check_builtin),
         },
     )
     .map_err(|e| e.to_string())
@@ -90,6 +91,7 @@ fn defaults_follow_data_prepper() {
         "p:\n  source:\n    http:\n  sink:\n    - stdout:\n",
         sluice_config::Context {
             deserializers: Some(&known),
+            builtins: Some(sluice_pipeline::check_builtin),
         },
     )
     .unwrap();
@@ -294,6 +296,7 @@ fn every_kafka_key_sluice_sets_is_refused_in_the_properties() {
             &yaml,
             sluice_config::Context {
                 deserializers: Some(&known()),
+                builtins: Some(sluice_pipeline::check_builtin),
             },
         )
         .map(|_| "(parsed without error)".to_owned())

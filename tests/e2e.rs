@@ -24,3 +24,6 @@ mod plugin_cli;
 mod otlp;
 // Sinks that leave the machine (kafka, s3, http) against real servers, with their faults.
 mod sinks;
+// Data Prepper's documented processor examples: `validate` on each, and each input → output
+// through the real binary.
+mod dataprepper;

@@ -464,6 +464,7 @@ fn load_config(file: &Path, plugins: &Catalog) -> anyhow::Result<Option<sluice_c
     let names = plugins.names();
     let context = sluice_config::Context {
         deserializers: Some(&names),
+        builtins: Some(sluice_pipeline::check_builtin),
     };
     match sluice_config::parse(&file.display().to_string(), &text, context) {
         Ok(config) => Ok(Some(config)),

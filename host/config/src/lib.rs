@@ -16,6 +16,9 @@
 //! - [`listener`]: the keys the push sources' listener shares (limits, timeouts, TLS,
 //!   `authentication`), their one check, and [`ListenerSettings`]; [`http`]: the shapes that
 //!   protect a listener.
+//! - [`processor`]: the processor list; Data Prepper's built-in processors, one file each.
+//! - `route`: the pipeline's `route:` list and the sinks' `routes`.
+//! - `event`: keys and expressions (`sluice-event`) read from the file.
 //! - [`location`]: which line each key is on, for errors found after parsing.
 //! - [`error`]: [`ConfigError`]s that name the key path and line, and suggest the fix.
 //! - [`units`]: durations (`250ms`) and sizes (`10mb`).
@@ -23,6 +26,7 @@
 pub mod buffer;
 mod component;
 pub mod error;
+mod event;
 mod explain;
 pub mod http;
 pub mod kafka;
@@ -33,6 +37,7 @@ pub mod otlp;
 pub mod parse;
 pub mod pipeline;
 pub mod processor;
+mod route;
 pub mod secret;
 pub mod sink;
 pub mod source;
@@ -47,8 +52,10 @@ pub use kafka::{
 };
 pub use limits::{PluginLimits, PluginSettings};
 pub use listener::ListenerSettings;
-pub use parse::{Context, parse};
-pub use pipeline::{Config, PIPELINE_FIELDS, Pipeline};
+pub use parse::{CheckBuiltin, Context, parse};
+pub use pipeline::{
+    Config, DEFAULT_ROUTE, PIPELINE_FIELDS, Pipeline, Route, RoutedSink, SinkContext,
+};
 pub use processor::{BuiltinProcessor, PluginProcessor, Processor};
 pub use sink::{Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink};
 pub use source::{

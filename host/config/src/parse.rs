@@ -9,19 +9,27 @@ use serde_path_to_error::Segment;
 use serde_yaml::{Mapping, Value};
 use std::time::Duration;
 
+use crate::component::WithPlugins;
 use crate::error::{ConfigError, ConfigErrors, Errors};
 use crate::explain::{describe, explain, quoted_and_expected, render, unknown_field};
 use crate::location::{LocationIndex, join};
 use crate::pipeline::{PIPELINE_FIELDS, default_delay, default_workers};
+use crate::pipeline::{RoutedSink, SinkContext};
 use crate::units;
-use crate::{Buffer, Config, Pipeline};
+use crate::{Buffer, BuiltinProcessor, Config, Pipeline, Processor, Sink};
 
 /// What validation may check beyond the file itself.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Context<'a> {
-    /// The deserializer plugins that exist. `None` skips the check.
+    /// The plugins that exist (every kind). `None` skips the check.
     pub deserializers: Option<&'a [String]>,
+    /// Builds a built-in processor to find what only building can (grok patterns compiled,
+    /// pattern files read): the key inside its block at fault and why. `None` skips it.
+    pub builtins: Option<CheckBuiltin>,
 }
+
+/// See [`Context::builtins`].
+pub type CheckBuiltin = fn(&crate::BuiltinProcessor) -> Result<(), (String, String)>;
 
 /// Parses and validates a pipeline file. `file` is only used in messages.
 pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, ConfigErrors> {
@@ -98,7 +106,7 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
         }
         match body {
             Value::Mapping(body) => {
-                if let Some(p) = parse_pipeline(&name, body, errors) {
+                if let Some(p) = parse_pipeline(&name, body, errors, context) {
                     pipelines.push(p);
                 }
             }
@@ -112,7 +120,12 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
     Some(Config { pipelines })
 }
 
-fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipeline> {
+fn parse_pipeline(
+    name: &str,
+    body: Mapping,
+    errors: &mut Errors,
+    context: Context<'_>,
+) -> Option<Pipeline> {
     let before = errors.list.len();
     let mut workers = default_workers();
     let mut delay = default_delay();
@@ -120,6 +133,8 @@ fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipe
     let mut buffer = Buffer::default();
     let mut processor = Vec::new();
     let mut sink = Vec::new();
+    let mut route = Vec::new();
+    let mut route_key: Option<String> = None;
     let mut dlq_path = None;
 
     for (key, value) in body {
@@ -142,11 +157,17 @@ fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipe
             ),
             "source" => source = component(value, &path, Kind::Source, errors),
             "buffer" => set(&mut buffer, component(value, &path, Kind::Buffer, errors)),
-            "processor" => set(
-                &mut processor,
-                components(value, &path, Kind::Processor, errors),
-            ),
-            "sink" => set(&mut sink, components(value, &path, Kind::Sink, errors)),
+            "processor" => set(&mut processor, processors(value, &path, errors, context)),
+            "route" | "routes" => {
+                if let Some(first) = route_key.replace(key.to_owned()) {
+                    errors.at(
+                        &path,
+                        format!("pipeline `{name}` has both `{first}` and `{key}`; they are the same list, keep one"),
+                    );
+                }
+                set(&mut route, crate::route::routes(value, &path, errors));
+            }
+            "sink" => set(&mut sink, sinks(value, &path, errors)),
             "dlq_path" => dlq_path = field(value, &path, Kind::Field, errors),
             other => errors.at(&path, unknown_field(other, name, PIPELINE_FIELDS)),
         }
@@ -174,6 +195,7 @@ fn parse_pipeline(name: &str, body: Mapping, errors: &mut Errors) -> Option<Pipe
         source,
         buffer,
         processor,
+        route,
         sink,
         dlq_path,
     })
@@ -241,6 +263,91 @@ fn components<T: DeserializeOwned>(
             None
         }
     }
+}
+
+/// The `processor` list: components, except that a built-in's name that is also a plugin's
+/// (in the plugin folder) is the plugin: a user's component replaces the built-in.
+fn processors(
+    value: Value,
+    path: &str,
+    errors: &mut Errors,
+    context: Context<'_>,
+) -> Option<Vec<Processor>> {
+    let plugins = context.deserializers.unwrap_or_default();
+    let Value::Sequence(items) = value else {
+        return components(value, path, Kind::Processor, errors);
+    };
+    let before = errors.list.len();
+    let mut parsed = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let path = format!("{path}[{i}]");
+        let replaced = match &item {
+            Value::Mapping(m) if m.len() == 1 => m
+                .iter()
+                .next()
+                .and_then(|(name, block)| Some((name.as_str()?, block)))
+                .filter(|(name, _)| {
+                    BuiltinProcessor::NAMES.contains(name) && plugins.iter().any(|p| p == name)
+                }),
+            _ => None,
+        };
+        let processor = match replaced {
+            Some((name, block)) => {
+                let block = match field(block.clone(), &join(&path, name), Kind::Field, errors) {
+                    Some(Some(block)) => block,
+                    Some(None) => Default::default(),
+                    None => continue,
+                };
+                match <Processor as WithPlugins>::plugin(name.to_owned(), block) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        errors.at(&path, format!("invalid value for `{path}`: {e}"));
+                        None
+                    }
+                }
+            }
+            None => component(item, &path, Kind::Processor, errors),
+        };
+        parsed.extend(processor);
+    }
+    (errors.list.len() == before).then_some(parsed)
+}
+
+/// The `sink` list: each sink's block holds the keys every sink takes ([`SinkContext`]:
+/// `routes`, `tags_target_key`, ...) beside its own; they are read apart.
+fn sinks(value: Value, path: &str, errors: &mut Errors) -> Option<Vec<RoutedSink>> {
+    let Value::Sequence(items) = value else {
+        return components::<Sink>(value, path, Kind::Sink, errors)
+            .map(|list| list.into_iter().map(RoutedSink::from).collect());
+    };
+    let before = errors.list.len();
+    let mut parsed = Vec::with_capacity(items.len());
+    for (i, mut item) in items.into_iter().enumerate() {
+        let path = format!("{path}[{i}]");
+        let mut taken = Mapping::new();
+        let mut block_path = path.clone();
+        if let Value::Mapping(m) = &mut item
+            && m.len() == 1
+            && let Some((Value::String(name), Value::Mapping(block))) = m.iter_mut().next()
+        {
+            block_path = join(&path, name);
+            for key in SinkContext::KEYS {
+                if let Some(v) = block.remove(*key) {
+                    taken.insert(Value::String((*key).to_owned()), v);
+                }
+            }
+        }
+        let context = if taken.is_empty() {
+            Some(SinkContext::default())
+        } else {
+            field::<SinkContext>(Value::Mapping(taken), &block_path, Kind::Field, errors)
+        };
+        let sink = component::<Sink>(item, &path, Kind::Sink, errors);
+        if let (Some(sink), Some(context)) = (sink, context) {
+            parsed.push(RoutedSink { sink, context });
+        }
+    }
+    (errors.list.len() == before).then_some(parsed)
 }
 
 /// One component: a map with exactly one key, the plugin name, whose value is its settings.

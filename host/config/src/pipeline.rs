@@ -10,6 +10,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Deserialize;
+use sluice_event::{Expression, Key};
+
 use crate::{Buffer, Processor, Sink, Source};
 
 /// A whole pipeline file: pipelines in the order they are written.
@@ -36,8 +39,12 @@ pub struct Pipeline {
     /// Processors: plugins from the plugin folder, applied in order to every event between the
     /// deserializer and the sinks (`- name: {options}`). Default: none.
     pub processor: Vec<Processor>,
-    /// Where the events go; each event goes to every sink. At least one is required.
-    pub sink: Vec<Sink>,
+    /// Named conditions (`route:`, or Data Prepper's newer spelling `routes:`): `- name:
+    /// "expression"`. A sink with `routes` takes the events of those routes. Default: none.
+    pub route: Vec<Route>,
+    /// Where the events go: each event goes to every sink without `routes`, and to each sink
+    /// one of whose `routes` it matches. At least one is required.
+    pub sink: Vec<RoutedSink>,
     /// The dead-letter file: one JSON line per record that could not be deserialized. Default:
     /// `<data dir>/dlq/<pipeline>.jsonl`.
     pub dlq_path: Option<PathBuf>,
@@ -50,6 +57,8 @@ pub const PIPELINE_FIELDS: &[&str] = &[
     "source",
     "buffer",
     "processor",
+    "route",
+    "routes",
     "sink",
     "dlq_path",
 ];
@@ -60,4 +69,70 @@ pub(crate) const fn default_workers() -> usize {
 
 pub(crate) const fn default_delay() -> Duration {
     Duration::from_millis(3000)
+}
+
+/// One route: a name the sinks' `routes` use, and the condition of the events it takes.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub name: String,
+    pub condition: Expression,
+}
+
+/// The name a sink's `routes` uses for the events that matched no route.
+pub const DEFAULT_ROUTE: &str = "_default";
+
+/// A sink and the keys every sink takes (Data Prepper's `SinkModel`), read from the sink's
+/// block beside its own keys.
+#[derive(Debug, Clone)]
+pub struct RoutedSink {
+    pub sink: Sink,
+    pub context: SinkContext,
+}
+
+impl From<Sink> for RoutedSink {
+    fn from(sink: Sink) -> Self {
+        Self {
+            sink,
+            context: SinkContext::default(),
+        }
+    }
+}
+
+/// The keys every sink takes.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkContext {
+    /// The routes whose events this sink takes; `_default` is the events that matched none.
+    /// Default: every event.
+    #[serde(default)]
+    pub routes: Vec<String>,
+    /// Writes each event's tags (a list) under this key in what the sink sends.
+    #[serde(default, deserialize_with = "crate::event::opt_key")]
+    pub tags_target_key: Option<Key>,
+    /// Only these top-level keys of each event are sent. Not with `exclude_keys`.
+    #[serde(default)]
+    pub include_keys: Vec<String>,
+    /// These top-level keys of each event are not sent.
+    #[serde(default)]
+    pub exclude_keys: Vec<String>,
+    #[serde(default)]
+    pub forward_to: Option<crate::processor::Unsupported>,
+}
+
+impl SinkContext {
+    /// The keys of a sink's block that are the context's, not the sink's.
+    pub const KEYS: &[&str] = &[
+        "routes",
+        "tags_target_key",
+        "include_keys",
+        "exclude_keys",
+        "forward_to",
+    ];
+
+    /// Whether the sink changes the events it is given (tags, keys).
+    pub fn reshapes(&self) -> bool {
+        self.tags_target_key.is_some()
+            || !self.include_keys.is_empty()
+            || !self.exclude_keys.is_empty()
+    }
 }

@@ -184,6 +184,17 @@ macro_rules! source_enum {
 crate::for_each_source!(source_enum);
 
 impl Source {
+    /// The type of its events, as Data Prepper's sources set it (`getEventType()`): `TRACE`,
+    /// `METRIC` for the OTLP trace and metrics sources, `LOG` for the rest.
+    pub fn event_type(&self) -> &'static str {
+        match self.otlp() {
+            Some((OtlpKind::One(crate::otlp::Signal::Traces), _)) => "TRACE",
+            Some((OtlpKind::One(crate::otlp::Signal::Metrics), _)) => "METRIC",
+            // `otlp` takes all three: each record's content type says which it holds.
+            _ => "LOG",
+        }
+    }
+
     /// The OTLP source this is, if it is one.
     pub fn otlp(&self) -> Option<(OtlpKind, &OtlpSource)> {
         match self {

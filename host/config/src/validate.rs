@@ -51,8 +51,9 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
         }
         for (i, sink) in p.sink.iter().enumerate() {
             let path = format!("{}[{i}]", join(name, "sink"));
-            check_sink(sink, &path, errors);
+            check_sink(&sink.sink, &path, errors);
         }
+        crate::route::check_sink_routes(p, errors);
         let path = join(name, &format!("source.{}", p.source.key()));
         p.source.check(&path, errors, context);
         if let Some(port) = p.source.port()

@@ -1,6 +1,8 @@
 //! One event: its data, a JSON object, and its metadata, which travels beside the data through
 //! every stage (it is not part of what the sinks write unless a sink asks, `tags_target_key`).
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::key::Key;
@@ -18,8 +20,9 @@ pub struct Event {
 /// attributes) and component processors.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Metadata {
-    /// `LOG`, `TRACE`, `METRIC`, ... as the source sets it (`getEventType()`).
-    pub event_type: String,
+    /// `LOG`, `TRACE`, `METRIC`, ... as the source sets it (`getEventType()`). Borrowed:
+    /// every event of a source has the same, and a batch makes one per event.
+    pub event_type: Cow<'static, str>,
     /// When the source received the record the event came from, in milliseconds since the
     /// Unix epoch.
     pub time_received_ms: u64,
@@ -31,9 +34,9 @@ pub struct Metadata {
 
 impl Metadata {
     /// Metadata of an event of type `event_type` received at `time_received_ms`.
-    pub fn new(event_type: &str, time_received_ms: u64) -> Self {
+    pub fn new(event_type: impl Into<Cow<'static, str>>, time_received_ms: u64) -> Self {
         Self {
-            event_type: event_type.to_owned(),
+            event_type: event_type.into(),
             time_received_ms,
             attributes: Map::new(),
             tags: Vec::new(),

@@ -7,13 +7,16 @@
 //!   time received, attributes, tags).
 //! - [`key`]: a [`Key`] is a path into an event's data as Data Prepper writes it (`a/b`,
 //!   `/a/b`, JSON pointer escapes), with get, put and delete.
+//! - [`template`]: format strings (`${/host}-${/service}`).
 //! - [`expr`]: Data Prepper's expressions (`/status == 200 and hasTags("x")`): parsed and
 //!   type-checked once, evaluated per event.
 
 pub mod event;
 pub mod expr;
 pub mod key;
+pub mod template;
 
 pub use event::{Event, Metadata};
 pub use expr::{EvalError, ExprError, Expression};
 pub use key::{Key, KeyError};
+pub use template::{Template, TemplateError};

@@ -29,6 +29,8 @@ pub struct Counters {
     pub dropped: Count,
     /// eventsFailedInProcessors (sluice_): events a processor failed or trapped on.
     pub processor_failed: Count,
+    /// eventsUnrouted (sluice_): events no sink took (their routes matched no sink's).
+    pub unrouted: Count,
     /// batchesAcknowledged (sluice_).
     pub acknowledged: Count,
 }
@@ -48,6 +50,7 @@ impl Counters {
             dead_lettered: own("recordsDeadLettered"),
             dropped: own("eventsDropped"),
             processor_failed: own("eventsFailedInProcessors"),
+            unrouted: own("eventsUnrouted"),
             acknowledged: own("batchesAcknowledged"),
         }
     }

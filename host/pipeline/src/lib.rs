@@ -44,4 +44,6 @@ pub mod worker;
 
 pub use buffer::kafka::default_instance_id;
 pub use run::{PipelineError, RunOptions, run};
+/// For `sluice_config::Context::builtins`: builds a built-in processor to check it.
+pub use sluice_processors::check as check_builtin;
 pub use watchdog::{Stall, Watchdog};

@@ -48,6 +48,12 @@ pub enum PipelineError {
     MissingPlugin { pipeline: String, plugin: String },
     #[error("pipeline `{pipeline}`: processor `{plugin}` is not loaded")]
     MissingProcessor { pipeline: String, plugin: String },
+    #[error("pipeline `{pipeline}`: processor `{processor}`: `{}`: {}", .error.key, .error.message)]
+    Builtin {
+        pipeline: String,
+        processor: &'static str,
+        error: sluice_processors::BuildError,
+    },
     #[error("pipeline `{pipeline}`: {error}")]
     Plugin {
         pipeline: String,
@@ -240,7 +246,9 @@ async fn build(
         })?;
     let mut sinks = Vec::new();
     for sink in &p.sink {
-        let output = crate::sink::build(&name, sink).await.map_err(sink_error)?;
+        let output = crate::sink::build(&name, &sink.sink)
+            .await
+            .map_err(sink_error)?;
         sinks.push(Arc::new(crate::sink::Sink::new(
             &name,
             output,
@@ -250,6 +258,8 @@ async fn build(
     let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
+        event_type: p.source.event_type(),
+        router: crate::worker::Router::new(&p.route, &p.sink),
         sinks,
         dead_letters,
         counters: counters.clone(),

@@ -1,10 +1,11 @@
-//! Processor stages: what a processor does to a worker's events ([`Process`]), and `build`,
-//! made from `sluice_config`'s processor list: a built-in's config type implements
-//! [`BuildProcess`] in its runtime file (adding one: its config file, its runtime file here,
-//! and its line in the list); any other name is a plugin, built by [`plugin`]. The worker runs
-//! the stages in order (`worker::process`) and never names a concrete processor.
+//! Processor stages: a [`Stage`] is a built-in processor (`sluice-processors`: Data Prepper's,
+//! run on parsed events) or a plugin's ([`Process`], on event text), made by `build` from
+//! `sluice_config`'s processor list. The worker runs the stages in order (`worker::process`),
+//! a run of consecutive built-ins on events parsed once, and never names a concrete processor.
 
 pub mod plugin;
+
+use std::sync::Arc;
 
 use sluice_plugin::{Catalog, Event, Processed};
 
@@ -31,33 +32,35 @@ pub trait Process: Send {
 }
 
 /// A processor stage as the workers hold it.
-pub type Stage = Box<dyn Process>;
-
-/// How a built-in processor's config type becomes its stage; each type of `sluice_config`'s
-/// processor list implements it in its runtime file. It cannot fail: a built-in's rules are
-/// its config's (`validate`), checked before anything starts.
-pub trait BuildProcess {
-    /// The stage of one worker of pipeline `pipeline`.
-    fn build(&self, pipeline: &str) -> Stage;
+pub enum Stage {
+    /// Data Prepper's processor, built in; shared by the pipeline's workers.
+    Builtin(Arc<dyn sluice_processors::Processor>),
+    /// A plugin's, one instance per worker.
+    Plugin(Box<dyn Process>),
 }
 
-macro_rules! build_processor {
-    ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
-        /// One worker's stage for the processor `processor` of pipeline `pipeline`: a
-        /// built-in's [`BuildProcess`] (one arm per line of the processor list), or a plugin's
-        /// instance.
-        pub(crate) async fn build(
-            pipeline: &str,
-            processor: &sluice_config::Processor,
-            plugins: &Catalog,
-        ) -> Result<Stage, PipelineError> {
-            match processor {
-                sluice_config::Processor::Builtin(builtin) => match *builtin {
-                    $( sluice_config::BuiltinProcessor::$variant(ref config) => Ok(config.build(pipeline)), )*
-                },
-                sluice_config::Processor::Plugin(p) => plugin::build(pipeline, &p.settings(), plugins).await,
+/// One worker's stage for the processor `processor` of pipeline `pipeline`: a built-in, or a
+/// plugin's instance (a plugin with a built-in's name replaces it: the config says which).
+pub(crate) async fn build(
+    pipeline: &str,
+    processor: &sluice_config::Processor,
+    plugins: &Catalog,
+) -> Result<Stage, PipelineError> {
+    match processor {
+        sluice_config::Processor::Builtin(builtin) => sluice_processors::build(builtin)
+            .map(|p| Stage::Builtin(Arc::from(p)))
+            .map_err(|error| PipelineError::Builtin {
+                pipeline: pipeline.to_owned(),
+                processor: builtin.plugin_name(),
+                error,
+            }),
+        sluice_config::Processor::Plugin(p) => {
+            if sluice_config::BuiltinProcessor::NAMES.contains(&p.name.as_str()) {
+                tracing::info!(pipeline, processor = %p.name, "the plugin in the plugin folder replaces the built-in processor of that name");
             }
+            plugin::build(pipeline, &p.settings(), plugins)
+                .await
+                .map(Stage::Plugin)
         }
-    };
+    }
 }
-sluice_config::for_each_processor!(build_processor);

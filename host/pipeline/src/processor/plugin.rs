@@ -4,7 +4,7 @@
 use sluice_config::PluginSettings;
 use sluice_plugin::{Catalog, Event, Processed, Processor};
 
-use super::{Process, Stage};
+use super::Process;
 use crate::follow::{Following, Unstarted};
 use crate::run::PipelineError;
 
@@ -14,7 +14,7 @@ pub(crate) async fn build(
     pipeline: &str,
     settings: &PluginSettings,
     plugins: &Catalog,
-) -> Result<Stage, PipelineError> {
+) -> Result<Box<dyn Process>, PipelineError> {
     let stage = Following::<Processor>::start(pipeline, settings, plugins)
         .await
         .map_err(|e| match e {

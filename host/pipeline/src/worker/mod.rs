@@ -7,10 +7,13 @@
 //! - this file: the loop (`run`), following new plugin versions between batches.
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
 //! - `process`: the processor stages, in order, over those events.
+//! - `route`: which sinks take which events ([`Router`]).
 
 mod outcome;
 mod process;
+mod route;
 
+pub use self::route::Router;
 pub use crate::processor::Stage;
 
 use std::sync::Arc;
@@ -24,11 +27,15 @@ use crate::sink::dlq::{self, DeadLetters};
 use crate::sink::{Receipt, Sink};
 use crate::watchdog::Slot;
 
-/// Where a pipeline's workers deliver: every sink gets every event, the dead-letter file
-/// every record that gave none; the counters count both.
+/// Where a pipeline's workers deliver: each sink the events its routes select, the
+/// dead-letter file every record that gave none; the counters count both.
 pub struct Delivery {
     pub pipeline: String,
+    /// The type of the source's events (`getEventType()`): `LOG`, `TRACE`, `METRIC`.
+    pub event_type: &'static str,
     pub sinks: Vec<Arc<Sink>>,
+    /// Which sink takes which event, one entry per sink of `sinks`.
+    pub router: Router,
     pub dead_letters: Arc<DeadLetters>,
     pub counters: Arc<Counters>,
 }
@@ -67,12 +74,15 @@ pub(crate) async fn run(
             .take()
             .expect("stages are returned after every batch");
         for stage in &mut stage_list {
-            stage.follow().await;
+            if let Stage::Plugin(plugin) = stage {
+                plugin.follow().await;
+            }
         }
         // Sync wasm calls must not run on the reactor.
-        let pipeline = outputs.pipeline.clone();
+        let delivery = outputs.clone();
         let slot = slot.clone();
-        let (d, stage_list, split, counts) = tokio::task::spawn_blocking(move || {
+        let (d, stage_list, split, routed, counts) = tokio::task::spawn_blocking(move || {
+            let pipeline = &delivery.pipeline;
             slot.enter(
                 d.current.plugin().name(),
                 "deserializer",
@@ -80,10 +90,17 @@ pub(crate) async fn run(
             );
             let decoded = d.measured(|d| d.decode_typed(&records, &content_types));
             slot.leave();
-            let mut split = outcome::split_outcomes(&pipeline, &records, &content_types, decoded);
+            let mut split = outcome::split_outcomes(
+                pipeline,
+                delivery.event_type,
+                &records,
+                &content_types,
+                decoded,
+            );
             let counts =
-                process::run_stages(&pipeline, &mut stage_list, &records, &mut split, &slot);
-            (d, stage_list, split, counts)
+                process::run_stages(pipeline, &mut stage_list, &records, &mut split, &slot);
+            let routed = delivery.router.route(&mut split);
+            (d, stage_list, split, routed, counts)
         })
         .await
         .expect("the plugins do not panic: plugin faults are values");
@@ -93,11 +110,11 @@ pub(crate) async fn run(
         outputs.counters.processor_failed.add(counts.failed);
 
         let outcome::Split {
-            events,
             event_count,
             mut dead,
             ..
         } = split;
+        outputs.counters.unrouted.add(routed.unrouted);
         outputs
             .counters
             .failed_to_parse
@@ -129,9 +146,8 @@ pub(crate) async fn run(
             counters.events.add(n_events);
             counters.acknowledged.add(1);
         });
-        let events = crate::sink::events(events);
-        for (sink, receipt) in outputs.sinks.iter().zip(receipts) {
-            sink.take(events.clone(), receipt).await;
+        for ((sink, receipt), events) in outputs.sinks.iter().zip(receipts).zip(routed.per_sink) {
+            sink.take(events, receipt).await;
         }
     }
 }

@@ -3,6 +3,7 @@
 //! never half-delivered.
 
 use serde_json::Value;
+use sluice_event::{Event, Metadata};
 use sluice_plugin::{Decoded, Events, RawRecord};
 
 use crate::sink::dlq::{self, Rejected};
@@ -10,14 +11,54 @@ use crate::sink::dlq::{self, Rejected};
 /// What a batch becomes.
 #[derive(Debug, Default)]
 pub(crate) struct Split {
-    /// The events, one JSON object per line, ready for every sink.
+    /// The events, one JSON object per line, ready for every sink (stale while `parsed`
+    /// holds them).
     pub(crate) events: Vec<u8>,
-    /// How many lines `events` holds.
+    /// How many events there are.
     pub(crate) event_count: usize,
-    /// For each line, the index of the record it came from.
+    /// For each event, the index of the record it came from.
     pub(crate) owners: Vec<usize>,
+    /// For each line of `events`, its metadata (stale while `parsed` holds them).
+    pub(crate) metadata: Vec<Metadata>,
+    /// The events parsed, while built-in processors or routes work on them: a run of
+    /// built-ins parses once and serializes once.
+    pub(crate) parsed: Option<Vec<Event>>,
     /// One dead-letter entry per record that gave no events.
     pub(crate) dead: Vec<Value>,
+}
+
+impl Split {
+    /// The events parsed (parsing the lines the first time).
+    pub(crate) fn parsed(&mut self) -> &mut Vec<Event> {
+        let lines = std::mem::take(&mut self.events);
+        let metadata = std::mem::take(&mut self.metadata);
+        self.parsed.get_or_insert_with(|| {
+            lines
+                .split(|&b| b == b'\n')
+                .zip(metadata)
+                .map(|(line, metadata)| {
+                    // Every line is a JSON object: checked when it was appended.
+                    let data = serde_json::from_slice(line).expect("lines are JSON objects");
+                    Event::new(data, metadata)
+                })
+                .collect()
+        })
+    }
+
+    /// Makes `events` and `metadata` current (serializing parsed events once).
+    pub(crate) fn lines(&mut self) {
+        if let Some(events) = self.parsed.take() {
+            let mut lines = Vec::with_capacity(events.len() * 128);
+            let mut metadata = Vec::with_capacity(events.len());
+            for event in events {
+                serde_json::to_writer(&mut lines, &event.data).expect("a Value serializes");
+                lines.push(b'\n');
+                metadata.push(event.metadata);
+            }
+            self.events = lines;
+            self.metadata = metadata;
+        }
+    }
 }
 
 /// The record as the dead-letter file shows it.
@@ -32,9 +73,11 @@ pub(crate) fn rejected<'a>(record: &'a RawRecord, content_type: Option<&'a str>)
 }
 
 /// Splits `decoded` (one outcome per record of `records`, in order) into events and dead
-/// letters. `content_types` has one entry per record.
+/// letters. `content_types` has one entry per record; every event gets the metadata of an
+/// event of `event_type` received when its record was.
 pub(crate) fn split_outcomes(
     pipeline: &str,
+    event_type: &'static str,
     records: &[RawRecord],
     content_types: &[Option<String>],
     decoded: Vec<Decoded>,
@@ -50,6 +93,12 @@ pub(crate) fn split_outcomes(
                     Ok(()) => {
                         out.event_count += texts.len();
                         out.owners.extend(std::iter::repeat_n(i, texts.len()));
+                        let metadata = Metadata::new(
+                            event_type_of(content_type.as_deref(), event_type),
+                            record.received_at_ms,
+                        );
+                        out.metadata
+                            .extend(std::iter::repeat_n(metadata, texts.len()));
                         continue;
                     }
                     Err(reason) => {
@@ -69,6 +118,17 @@ pub(crate) fn split_outcomes(
         ));
     }
     out
+}
+
+/// The type of a record's events: what its content type says for the OTLP sources
+/// (`application/x-protobuf; otlp=traces`), else the source's.
+fn event_type_of(content_type: Option<&str>, source: &'static str) -> &'static str {
+    match content_type.and_then(|t| t.split("otlp=").nth(1)) {
+        Some(signal) if signal.starts_with("traces") => "TRACE",
+        Some(signal) if signal.starts_with("metrics") => "METRIC",
+        Some(signal) if signal.starts_with("logs") => "LOG",
+        _ => source,
+    }
 }
 
 /// Checks that each text is one JSON object and appends it as one line. The plugin's text is
@@ -122,7 +182,7 @@ mod tests {
     fn run(decoded: Vec<Decoded>) -> Split {
         let records: Vec<RawRecord> = (0..decoded.len() as u8).map(record).collect();
         let types = vec![Some("application/json".to_owned()); records.len()];
-        split_outcomes("p", &records, &types, decoded)
+        split_outcomes("p", "LOG", &records, &types, decoded)
     }
 
     fn reasons(split: &Split) -> Vec<(&str, &str)> {

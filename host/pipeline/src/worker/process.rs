@@ -1,14 +1,20 @@
 //! The processor stages: each processor of the pipeline (see [`crate::processor`]), in order,
-//! over the events a batch deserialized into. An event a processor keeps stays as it was; one it replaces
-//! becomes the events it returned (each checked: one JSON object, made one line); one it drops
-//! is gone; one it fails (or traps on) goes to the dead-letter file with the processor's name
-//! and reason. Runs on the worker's blocking thread, right after the deserializer.
+//! over the events a batch deserialized into.
+//!
+//! - A run of consecutive built-in processors works on the events parsed once (`Split::parsed`):
+//!   each processor changes an event in place or drops it (counted).
+//! - A plugin processor works on the events' text: an event it keeps stays as it was; one it
+//!   replaces becomes the events it returned (each checked: one JSON object, made one line,
+//!   with the metadata of the event it came from); one it drops is gone; one it fails (or
+//!   traps on) goes to the dead-letter file with the processor's name and reason.
+//!
+//! Runs on the worker's blocking thread, right after the deserializer.
 
 use serde_json::Value;
 use sluice_plugin::{Event, Processed, RawRecord};
 
 use super::outcome::{Split, append_events};
-use crate::processor::Stage;
+use crate::processor::{Process, Stage};
 use crate::sink::dlq::{self, Rejected};
 use crate::watchdog::Slot;
 
@@ -35,75 +41,125 @@ pub(crate) fn run_stages(
         if split.event_count == 0 {
             break;
         }
-        let name = stage.name().to_owned();
-        let bodies: Vec<&[u8]> = split
-            .events
-            .split(|&b| b == b'\n')
-            .take(split.event_count)
-            .collect();
-        let events: Vec<Event<'_>> = bodies
-            .iter()
-            .zip(&split.owners)
-            .map(|(body, &owner)| Event {
-                body,
-                received_at_ms: records[owner].received_at_ms,
-                origin: &records[owner].origin,
-            })
-            .collect();
-        if let Some(deadline) = stage.deadline() {
-            slot.enter(&name, "processor", deadline);
-        }
-        let results = stage.process(&events);
-        slot.leave();
-        let mut lines = Vec::with_capacity(split.events.len());
-        let mut owners = Vec::with_capacity(split.owners.len());
-        let mut dead: Vec<Value> = Vec::new();
-        let reject = |event: &Event<'_>, reason: String, dead: &mut Vec<Value>| {
-            tracing::debug!(pipeline, processor = %name, origin = %event.origin, %reason, "dead-lettering an event");
-            let rejected = Rejected {
-                origin: event.origin,
-                payload: event.body,
-                key: None,
-                content_type: Some("application/json"),
-                received_at_ms: event.received_at_ms,
-            };
-            dead.push(dlq::entry(pipeline, rejected, &reason));
-        };
-        for ((event, &owner), result) in events.iter().zip(&split.owners).zip(results) {
-            match result {
-                Processed::Keep => {
-                    lines.extend_from_slice(event.body);
-                    lines.push(b'\n');
-                    owners.push(owner);
-                }
-                Processed::Drop => done.dropped += 1,
-                Processed::Replace(replacement) => {
-                    let mark = lines.len();
-                    match append_events(&replacement, &mut lines) {
-                        Ok(()) => owners.extend(std::iter::repeat_n(owner, replacement.len())),
-                        Err(reason) => {
-                            lines.truncate(mark);
-                            reject(event, format!("processor `{name}`: {reason}"), &mut dead);
-                        }
-                    }
-                }
-                Processed::Failed(reason) => reject(
-                    event,
-                    format!("processor `{name}` failed: {reason}"),
-                    &mut dead,
-                ),
-                Processed::Trapped(reason) => reject(
-                    event,
-                    format!("processor `{name}` trapped: {reason}"),
-                    &mut dead,
-                ),
+        match stage {
+            Stage::Builtin(processor) => {
+                done.dropped += run_builtin(&**processor, split);
+            }
+            Stage::Plugin(stage) => {
+                let counts = run_plugin(pipeline, &mut **stage, records, split, slot);
+                done.dropped += counts.dropped;
+                done.failed += counts.failed;
             }
         }
-        done.failed += dead.len() as u64;
-        split.event_count = owners.len();
-        split.events = lines;
-        split.owners = owners;
-        split.dead.extend(dead);
     }
+    done
+}
+
+/// One built-in over the parsed events; returns how many it dropped.
+fn run_builtin(processor: &dyn sluice_processors::Processor, split: &mut Split) -> u64 {
+    let events = std::mem::take(split.parsed());
+    let mut kept = Vec::with_capacity(events.len());
+    let mut owners = Vec::with_capacity(events.len());
+    for (mut event, &owner) in events.into_iter().zip(&split.owners) {
+        match processor.process(&mut event) {
+            sluice_processors::Fate::Keep => {
+                kept.push(event);
+                owners.push(owner);
+            }
+            sluice_processors::Fate::Drop => {}
+        }
+    }
+    let dropped = (split.owners.len() - owners.len()) as u64;
+    split.event_count = kept.len();
+    split.owners = owners;
+    split.parsed = Some(kept);
+    dropped
+}
+
+/// One plugin over the events' text.
+fn run_plugin(
+    pipeline: &str,
+    stage: &mut dyn Process,
+    records: &[RawRecord],
+    split: &mut Split,
+    slot: &Slot,
+) -> StageCounts {
+    let mut done = StageCounts::default();
+    let name = stage.name().to_owned();
+    let count = split.event_count;
+    split.lines();
+    let (text, metadata) = (&split.events, &split.metadata);
+    let bodies: Vec<&[u8]> = text.split(|&b| b == b'\n').take(count).collect();
+    let events: Vec<Event<'_>> = bodies
+        .iter()
+        .zip(&split.owners)
+        .map(|(body, &owner)| Event {
+            body,
+            received_at_ms: records[owner].received_at_ms,
+            origin: &records[owner].origin,
+        })
+        .collect();
+    if let Some(deadline) = stage.deadline() {
+        slot.enter(&name, "processor", deadline);
+    }
+    let results = stage.process(&events);
+    slot.leave();
+    let mut lines = Vec::with_capacity(text.len());
+    let mut owners = Vec::with_capacity(split.owners.len());
+    let mut kept_metadata = Vec::with_capacity(split.owners.len());
+    let mut dead: Vec<Value> = Vec::new();
+    let reject = |event: &Event<'_>, reason: String, dead: &mut Vec<Value>| {
+        tracing::debug!(pipeline, processor = %name, origin = %event.origin, %reason, "dead-lettering an event");
+        let rejected = Rejected {
+            origin: event.origin,
+            payload: event.body,
+            key: None,
+            content_type: Some("application/json"),
+            received_at_ms: event.received_at_ms,
+        };
+        dead.push(dlq::entry(pipeline, rejected, &reason));
+    };
+    for (((event, &owner), result), meta) in
+        events.iter().zip(&split.owners).zip(results).zip(metadata)
+    {
+        match result {
+            Processed::Keep => {
+                lines.extend_from_slice(event.body);
+                lines.push(b'\n');
+                owners.push(owner);
+                kept_metadata.push(meta.clone());
+            }
+            Processed::Drop => done.dropped += 1,
+            Processed::Replace(replacement) => {
+                let mark = lines.len();
+                match append_events(&replacement, &mut lines) {
+                    Ok(()) => {
+                        owners.extend(std::iter::repeat_n(owner, replacement.len()));
+                        kept_metadata.extend(std::iter::repeat_n(meta.clone(), replacement.len()));
+                    }
+                    Err(reason) => {
+                        lines.truncate(mark);
+                        reject(event, format!("processor `{name}`: {reason}"), &mut dead);
+                    }
+                }
+            }
+            Processed::Failed(reason) => reject(
+                event,
+                format!("processor `{name}` failed: {reason}"),
+                &mut dead,
+            ),
+            Processed::Trapped(reason) => reject(
+                event,
+                format!("processor `{name}` trapped: {reason}"),
+                &mut dead,
+            ),
+        }
+    }
+    done.failed = dead.len() as u64;
+    split.event_count = owners.len();
+    split.owners = owners;
+    split.events = lines;
+    split.metadata = kept_metadata;
+    split.dead.extend(dead);
     done
 }

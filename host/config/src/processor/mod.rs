@@ -9,8 +9,8 @@
 //! ```
 //!
 //! Processors run in order on every event between the deserializer and the sinks. A name is
-//! a built-in processor's (the list [`for_each_processor!`](crate::for_each_processor)), else
-//! a plugin's.
+//! a built-in processor's (the list [`for_each_processor!`](crate::for_each_processor): Data
+//! Prepper's processors with its keys, one file each here), else a plugin's.
 //!
 //! Three keys of the block are sluice's, not the plugin's: the sandbox limits `max_memory`,
 //! `timeout` and `recycle_after`, as a deserializer has them (same defaults). Every other key is
@@ -30,20 +30,83 @@ use crate::parse::Context;
 
 /// The built-in processors, one line each: `Variant(config type) = "name in the file"`, its
 /// doc the user doc. This one list makes [`BuiltinProcessor`] (its variants, names and rules,
-/// here) and the pipeline crate's builder; adding a processor is its config file (in
-/// `processor/`), its runtime file and a line here. Every other name is a plugin's. None yet:
-/// every processor is a plugin.
+/// here) and the processors crate's builder; adding a processor is its config file (in
+/// `processor/`), its runtime file (`sluice-processors`) and a line here. Every other name is a
+/// plugin's; a plugin in the plugin folder with a built-in's name replaces the built-in.
 #[macro_export]
 macro_rules! for_each_processor {
     ($m:ident $($prefix:tt)*) => {
-        $m! { $($prefix)* }
+        $m! {
+            $($prefix)*
+            /// Adds keys or metadata attributes.
+            AddEntries($crate::processor::add_entries::AddEntries) = "add_entries",
+            /// Removes keys.
+            DeleteEntries($crate::processor::delete_entries::DeleteEntries) = "delete_entries",
+            /// Moves values to new keys.
+            RenameKeys($crate::processor::rename_keys::RenameKeys) = "rename_keys",
+            /// Copies values to other keys.
+            CopyValues($crate::processor::copy_values::CopyValues) = "copy_values",
+            /// Keeps only the given keys.
+            SelectEntries($crate::processor::select_entries::SelectEntries) = "select_entries",
+            /// Drops the events a condition selects.
+            DropEvents($crate::processor::drop_events::DropEvents) = "drop_events",
+            /// Lowercases text values.
+            LowercaseString($crate::processor::with_keys::LowercaseString) = "lowercase_string",
+            /// Uppercases text values.
+            UppercaseString($crate::processor::with_keys::UppercaseString) = "uppercase_string",
+            /// Trims white space from both ends of text values.
+            TrimString($crate::processor::with_keys::TrimString) = "trim_string",
+            /// Replaces regular expression matches in text values.
+            SubstituteString($crate::processor::substitute_string::SubstituteString) = "substitute_string",
+            /// Splits text values into lists.
+            SplitString($crate::processor::split_string::SplitString) = "split_string",
+            /// Captures named parts of text with grok patterns.
+            Grok($crate::processor::grok::Grok) = "grok",
+        }
     };
 }
+
+pub mod add_entries;
+pub mod copy_values;
+pub mod delete_entries;
+pub mod drop_events;
+pub mod grok;
+pub mod rename_keys;
+pub mod select_entries;
+pub mod split_string;
+pub mod substitute_string;
+pub mod with_keys;
 
 crate::for_each_processor! {
     kind_enum
     /// A built-in processor (see [`for_each_processor!`](crate::for_each_processor)).
     pub enum BuiltinProcessor: dyn ProcessorConfig;
+}
+
+/// A key of Data Prepper's that sluice does not support yet: any value is an error naming it,
+/// so a pipeline never runs with an option silently ignored.
+#[derive(Debug, Clone)]
+pub struct Unsupported;
+
+impl<'de> Deserialize<'de> for Unsupported {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Err(serde::de::Error::custom(
+            "this Data Prepper option is not supported by sluice yet; remove it",
+        ))
+    }
+}
+
+/// Checks that each of `regexes` compiles; `path` is their key.
+pub(crate) fn regexes(regexes: &[String], path: &str, errors: &mut Errors) {
+    for regex in regexes {
+        if let Err(e) = regex::Regex::new(regex) {
+            errors.at(
+                path,
+                format!("`{path}`: regular expression `{regex}` does not compile: {e}"),
+            );
+        }
+    }
 }
 
 /// A built-in processor's own rules; each config type of the list implements it.
@@ -56,7 +119,8 @@ pub(crate) trait ProcessorConfig {
 /// One processor: a built-in, or a plugin from the plugin folder.
 #[derive(Debug, Clone)]
 pub enum Processor {
-    Builtin(BuiltinProcessor),
+    /// Boxed: a built-in's options are larger than a plugin's block.
+    Builtin(Box<BuiltinProcessor>),
     Plugin(PluginProcessor),
 }
 
@@ -103,7 +167,7 @@ impl WithPlugins for Processor {
         "a processor: its plugin's name, then its options".to_owned()
     }
     fn builtin(builtin: BuiltinProcessor) -> Self {
-        Processor::Builtin(builtin)
+        Processor::Builtin(Box::new(builtin))
     }
     fn plugin(
         name: String,
@@ -127,7 +191,17 @@ pub(crate) fn check_processor(
     context: Context<'_>,
 ) {
     match p {
-        Processor::Builtin(b) => b.config().check(&join(path, b.plugin_name()), errors),
+        Processor::Builtin(b) => {
+            let path = join(path, b.plugin_name());
+            let before = errors.list.len();
+            b.config().check(&path, errors);
+            if let (true, Some(check)) = (errors.list.len() == before, context.builtins)
+                && let Err((key, message)) = check(b)
+            {
+                let at = join(&path, &key);
+                errors.at(&at, format!("`{at}`: {message}"));
+            }
+        }
         Processor::Plugin(p) => check_plugin(p, path, errors, context),
     }
 }
@@ -146,17 +220,14 @@ fn check_plugin(p: &PluginProcessor, path: &str, errors: &mut Errors, context: C
         .collect();
     let hint = match closest(&p.name, names.iter().copied()) {
         Some(best) => format!(", did you mean `{best}`?"),
-        None if names.is_empty() => {
-            "; no plugins are loaded (see `sluice plugins list`)".to_owned()
-        }
-        None => format!("; the loaded plugins are {}", list(&names)),
+        None => format!(
+            ": it is neither one of Data Prepper's processors built into sluice ({}) nor a plugin in the plugin folder (`sluice plugins list`)",
+            list(BuiltinProcessor::NAMES)
+        ),
     };
     errors.at(
         path,
-        format!(
-            "unknown processor `{}` in `{path}`{hint} (processors are plugins from the plugin folder)",
-            p.name
-        ),
+        format!("unknown processor `{}` in `{path}`{hint}", p.name),
     );
 }
 

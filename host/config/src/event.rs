@@ -1,0 +1,53 @@
+//! Keys and expressions as processors, routes and sinks write them, read through
+//! `sluice_event` when the file is parsed: a bad key or expression is an error at `validate`
+//! naming its key path (serde's path) and, for an expression, the column inside it.
+//!
+//! Each function is a `deserialize_with` for one shape: `key`, `opt_key`, `keys`,
+//! `condition` (`*_when`, routes: must be able to be true or false), `opt_condition`,
+//! `expression`, `opt_expression`.
+
+use serde::de::{Deserialize, Deserializer, Error as _};
+use sluice_event::{Expression, Key};
+
+/// A key (`/a/b`, `a/b`).
+pub(crate) fn key<'de, D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+    let text = String::deserialize(d)?;
+    Key::parse(&text).map_err(D::Error::custom)
+}
+
+pub(crate) fn opt_key<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Key>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|text| Key::parse(&text).map_err(D::Error::custom))
+        .transpose()
+}
+
+/// A list of keys.
+pub(crate) fn keys<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Key>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|text| Key::parse(text).map_err(D::Error::custom))
+        .collect()
+}
+
+/// A condition (`*_when`, a route).
+pub(crate) fn condition<'de, D: Deserializer<'de>>(d: D) -> Result<Expression, D::Error> {
+    let text = String::deserialize(d)?;
+    Expression::parse_condition(&text)
+        .map_err(|e| D::Error::custom(format!("expression `{text}` {e}")))
+}
+
+pub(crate) fn opt_condition<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Expression>, D::Error> {
+    condition(d).map(Some)
+}
+
+/// An expression whose value is used (`value_expression`).
+pub(crate) fn opt_expression<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Expression>, D::Error> {
+    let text = String::deserialize(d)?;
+    Expression::parse(&text)
+        .map(Some)
+        .map_err(|e| D::Error::custom(format!("expression `{text}` {e}")))
+}

@@ -1,0 +1,131 @@
+//! Data Prepper's processors, built into the host: each reads and changes one [`Event`] at a
+//! time (data and metadata), with Data Prepper's options (`sluice_config::processor`). The
+//! pipeline runs a run of consecutive built-ins on events parsed once, so twenty processors
+//! cost one JSON parse and one serialization per event, not twenty.
+//!
+//! # Layout
+//! - this file: [`Processor`], [`Fate`], [`BuildProcessor`] and [`build`], made from
+//!   `sluice_config`'s processor list (one arm per line, generated), and [`when`], how every
+//!   `*_when` condition is read.
+//! - one file per processor, each the runtime of the config type of the same name.
+//!
+//! Adding a processor: its config file in `sluice-config` (`processor/`), its file here (an
+//! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
+
+mod add_entries;
+mod copy_values;
+mod delete_entries;
+mod drop_events;
+mod grok;
+mod rename_keys;
+mod select_entries;
+mod split_string;
+mod substitute_string;
+mod with_keys;
+
+use sluice_config::BuiltinProcessor;
+use sluice_event::{Event, Expression};
+
+/// What becomes of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// It goes on (changed or not).
+    Keep,
+    /// Dropped on purpose (`drop_events`): counted, not dead-lettered.
+    Drop,
+}
+
+/// A built-in processor, ready to run: its options read, regexes compiled. Shared by a
+/// pipeline's workers.
+pub trait Processor: Send + Sync {
+    /// Its name in the file (`add_entries`).
+    fn name(&self) -> &'static str;
+
+    /// Changes `event` in place, or drops it. Never fails: what Data Prepper logs or tags on
+    /// failure, this does too, and the event goes on.
+    fn process(&self, event: &mut Event) -> Fate;
+}
+
+/// How a built-in's config becomes its processor; each config type of the list implements it
+/// in its file here. What the config's own rules could not check (grok patterns compiled,
+/// pattern files read) fails here, and `sluice validate` builds every built-in to report it
+/// ([`check`]).
+pub trait BuildProcessor {
+    fn build(&self) -> Result<Box<dyn Processor>, BuildError>;
+}
+
+/// Why a built-in's config does not make a processor.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BuildError {
+    /// The key of the processor's block at fault (`match.message`), for the error's path.
+    pub key: String,
+    pub message: String,
+}
+
+macro_rules! build_processor {
+    ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
+        /// The processor a built-in's config makes.
+        pub fn build(builtin: &BuiltinProcessor) -> Result<Box<dyn Processor>, BuildError> {
+            match *builtin {
+                $( BuiltinProcessor::$variant(ref config) => config.build(), )*
+            }
+        }
+    };
+}
+sluice_config::for_each_processor!(build_processor);
+
+/// Builds `builtin` to see that it can be: for `sluice_config::Context::builtins`, so
+/// `validate` reports what only building finds, at the processor's key.
+pub fn check(builtin: &BuiltinProcessor) -> Result<(), (String, String)> {
+    build(builtin).map(drop).map_err(|e| (e.key, e.message))
+}
+
+/// Whether a processor's `*_when` lets it act on `event`: no condition is yes; a condition that
+/// cannot be evaluated (a type mismatch) is no, as Data Prepper's processors skip the event.
+pub(crate) fn when(condition: Option<&Expression>, event: &Event) -> bool {
+    let Some(condition) = condition else {
+        return true;
+    };
+    condition.matches(event).unwrap_or_else(|e| {
+        tracing::debug!(condition = condition.source(), error = %e, "condition could not be evaluated; the processor skips the event");
+        false
+    })
+}
+
+/// A regular expression that must match a whole key, as Java's `Matcher.matches()` (the
+/// `*_regex` options that select keys).
+pub(crate) fn whole(regex: &str) -> regex::Regex {
+    regex::Regex::new(&format!("^(?:{regex})$")).expect("checked at validate")
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use serde_json::Value;
+    use sluice_event::{Event, Metadata};
+
+    use super::{Fate, Processor};
+
+    /// The processor of a `processor:` list item written in YAML.
+    pub(crate) fn processor(yaml: &str) -> Box<dyn Processor> {
+        let text = format!(
+            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
+            yaml.replace('\n', "\n      ")
+        );
+        let mut config = sluice_config::parse("t.yaml", &text, Default::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        match config.pipelines.remove(0).processor.remove(0) {
+            sluice_config::Processor::Builtin(b) => super::build(&b).unwrap(),
+            sluice_config::Processor::Plugin(p) => panic!("`{}` is not built in", p.name),
+        }
+    }
+
+    /// The event after `processor`, or `None` if dropped.
+    pub(crate) fn run(processor: &dyn Processor, data: Value) -> Option<Value> {
+        let mut event = Event::new(data, Metadata::new("LOG", 0));
+        match processor.process(&mut event) {
+            Fate::Keep => Some(event.data),
+            Fate::Drop => None,
+        }
+    }
+}

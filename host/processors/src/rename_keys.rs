@@ -1,0 +1,141 @@
+//! `rename_keys`, as Data Prepper's `RenameKeyProcessor`: for each entry in order, when its
+//! `rename_when` holds, the value at `from_key` (or at each top-level key matching
+//! `from_key_regex`) moves to `to_key`, unless `to_key` exists and
+//! `overwrite_if_to_key_exists` is false.
+
+use regex::Regex;
+use sluice_config::processor::rename_keys::{RenameEntry, RenameKeys};
+use sluice_event::{Event, Expression, Key};
+
+use crate::{BuildProcessor, Fate, Processor, when};
+
+struct Rename {
+    entries: Vec<Entry>,
+}
+
+struct Entry {
+    from: From,
+    to: Key,
+    overwrite: bool,
+    when: Option<Expression>,
+}
+
+enum From {
+    Key(Key),
+    Regex(Regex),
+}
+
+impl BuildProcessor for RenameKeys {
+    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
+        Ok(Box::new(Rename {
+            entries: self.entries.iter().map(entry).collect(),
+        }))
+    }
+}
+
+fn entry(e: &RenameEntry) -> Entry {
+    let from = match (&e.from_key, &e.from_key_regex) {
+        (Some(key), _) => From::Key(key.clone()),
+        (None, Some(regex)) => From::Regex(crate::whole(regex)),
+        (None, None) => unreachable!("checked: one of from_key and from_key_regex"),
+    };
+    Entry {
+        from,
+        to: e.to_key.clone(),
+        overwrite: e.overwrite_if_to_key_exists,
+        when: e.rename_when.clone(),
+    }
+}
+
+impl Processor for Rename {
+    fn name(&self) -> &'static str {
+        "rename_keys"
+    }
+
+    fn process(&self, event: &mut Event) -> Fate {
+        for entry in &self.entries {
+            if !when(entry.when.as_ref(), event) {
+                continue;
+            }
+            match &entry.from {
+                From::Key(from) => entry.rename(event, from),
+                From::Regex(regex) => {
+                    let matching: Vec<Key> = event
+                        .data
+                        .as_object()
+                        .map(|m| {
+                            m.keys()
+                                .filter(|k| regex.is_match(k))
+                                .map(|k| Key::field(k))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    for from in &matching {
+                        entry.rename(event, from);
+                    }
+                }
+            }
+        }
+        Fate::Keep
+    }
+}
+
+impl Entry {
+    fn rename(&self, event: &mut Event, from: &Key) {
+        if from.segments() == self.to.segments() || !event.contains(from) {
+            return;
+        }
+        if event.contains(&self.to) && !self.overwrite {
+            return;
+        }
+        let value = event.delete(from).expect("checked: the key is there");
+        if let Err(e) = event.put(&self.to, value.clone()) {
+            // Put it back: a rename that cannot complete changes nothing.
+            let _ = event.put(from, value);
+            tracing::debug!(error = %e, "rename_keys: entry skipped");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testing::{processor, run};
+
+    #[test]
+    fn renames_unless_the_target_exists() {
+        let p = processor(
+            "rename_keys:\n  entries:\n    - from_key: message\n      to_key: newMessage",
+        );
+        assert_eq!(
+            run(&*p, json!({"message": "x"})),
+            Some(json!({"newMessage": "x"}))
+        );
+        assert_eq!(
+            run(&*p, json!({"message": "x", "newMessage": 1})),
+            Some(json!({"message": "x", "newMessage": 1}))
+        );
+        let p = processor(
+            "rename_keys:\n  entries:\n    - from_key: message\n      to_key: newMessage\n      overwrite_if_to_key_exists: true",
+        );
+        assert_eq!(
+            run(&*p, json!({"message": "x", "newMessage": 1})),
+            Some(json!({"newMessage": "x"}))
+        );
+    }
+
+    #[test]
+    fn entries_chain_in_order_and_regexes_rename_top_level_keys() {
+        let p = processor(
+            "rename_keys:\n  entries:\n    - from_key: a\n      to_key: b\n    - from_key: b\n      to_key: /c/d",
+        );
+        assert_eq!(run(&*p, json!({"a": 1})), Some(json!({"c": {"d": 1}})));
+        let p =
+            processor("rename_keys:\n  entries:\n    - from_key_regex: 'old.*'\n      to_key: new");
+        assert_eq!(
+            run(&*p, json!({"old1": 1, "x": 2})),
+            Some(json!({"x": 2, "new": 1}))
+        );
+    }
+}
