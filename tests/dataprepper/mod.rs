@@ -20,7 +20,6 @@ pub(crate) const NOT_BUILT_IN: &[&str] = &[
     "parse_json",
     "key_value",
     "csv",
-    "date",
     "truncate",
     "obfuscate",
     "flatten",

@@ -8,15 +8,18 @@
 //!   `sluice_config`'s processor list (one arm per line, generated), and [`when`], how every
 //!   `*_when` condition is read.
 //! - one file per processor, each the runtime of the config type of the same name.
+//! - [`java_time`]: Java `DateTimeFormatter` patterns (`date`).
 //!
 //! Adding a processor: its config file in `sluice-config` (`processor/`), its file here (an
 //! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
 
 mod add_entries;
 mod copy_values;
+mod date;
 mod delete_entries;
 mod drop_events;
 mod grok;
+pub mod java_time;
 mod rename_keys;
 mod select_entries;
 mod split_string;

@@ -62,12 +62,15 @@ macro_rules! for_each_processor {
             SplitString($crate::processor::split_string::SplitString) = "split_string",
             /// Captures named parts of text with grok patterns.
             Grok($crate::processor::grok::Grok) = "grok",
+            /// Reads dates with Java patterns and writes them formatted.
+            Date($crate::processor::date::Date) = "date",
         }
     };
 }
 
 pub mod add_entries;
 pub mod copy_values;
+pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
 pub mod grok;
