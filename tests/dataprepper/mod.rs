@@ -11,6 +11,7 @@
 
 mod conformance;
 mod docs_examples;
+mod pipeline;
 
 /// Data Prepper processors the docs show that sluice has no built-in for yet (issue 25 goes on:
 /// each comes off this list with its file).

@@ -1,0 +1,264 @@
+//! A Data Prepper style pipeline end to end, event by event: Apache log lines posted to the
+//! http source and log records from the OpenTelemetry Python SDK to `otel_logs_source`, each
+//! through the Kafka buffer, then `grok`, `date`, `drop_events`, `add_entries`, and routes to
+//! sinks (one of them `_default`, one route no sink takes); kill -9 in the middle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_tests::{Sluice, free_port, json_lines, kafka_bootstrap, otel_python, root, unique};
+
+const VERBS: [&str; 4] = ["GET", "POST", "HEAD", "GET"];
+const STATUSES: [u16; 5] = [200, 404, 500, 301, 503];
+
+/// Line `i`: an Apache access log line, or (every 7th) one no pattern matches.
+fn line(i: usize) -> String {
+    if i % 7 == 6 {
+        return format!("garbage line {i}");
+    }
+    format!(
+        r#"10.0.0.{} - u{i} [10/Oct/2000:13:{:02}:36 -0700] "{} /item/{i} HTTP/1.1" {} {}"#,
+        i % 250,
+        i % 60,
+        VERBS[i % 4],
+        STATUSES[i % 5],
+        100 + i
+    )
+}
+
+/// Where line `i` must end: `None` when dropped (HEAD) or routed to no sink (301).
+fn expected_sink(i: usize) -> Option<&'static str> {
+    if i % 7 == 6 {
+        return Some("rest");
+    }
+    if VERBS[i % 4] == "HEAD" {
+        return None;
+    }
+    match STATUSES[i % 5] {
+        500 | 503 => Some("errors"),
+        404 => Some("client"),
+        301 => None,
+        _ => Some("rest"),
+    }
+}
+
+fn yaml(bootstrap: &str, otlp_port: u16) -> String {
+    let (http_topic, otlp_topic) = (unique("dp-http"), unique("dp-otlp"));
+    format!(
+        r#"
+apache:
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      topics:
+        - name: {http_topic}
+          group_id: {http_topic}-g
+          create_topic: true
+          commit_interval: 500ms
+  processor:
+    - grok:
+        match:
+          log: ['%{{IPORHOST:client}} %{{USER:ident}} %{{USER:auth}} \[%{{HTTPDATE:timestamp}}\] "%{{WORD:verb}} %{{NOTSPACE:request}} HTTP/%{{NUMBER:httpversion}}" %{{NUMBER:response:int}} %{{NUMBER:bytes:int}}']
+        tags_on_match_failure: [_grokparsefailure]
+    - date:
+        match:
+          - key: timestamp
+            patterns: ['dd/MMM/yyyy:HH:mm:ss Z']
+        destination: '@timestamp'
+    - drop_events:
+        drop_when: '/verb == "HEAD"'
+    - add_entries:
+        entries:
+          - key: kind
+            value_expression: getEventType()
+          - key: class
+            format: '${{/verb}} ${{/response}}'
+            add_when: '/response != null'
+  route:
+    - errors: '/response >= 500'
+    - client: '/response >= 400 and /response < 500'
+    - moved: '/response == 301'
+  sink:
+    - file:
+        path: {{dir}}/errors.jsonl
+        routes: [errors]
+    - file:
+        path: {{dir}}/client.jsonl
+        routes: [client]
+        exclude_keys: [ident]
+    - file:
+        path: {{dir}}/rest.jsonl
+        routes: [_default]
+        tags_target_key: tags
+  dlq_path: {{dir}}/apache-dlq.jsonl
+otlp:
+  delay: 20ms
+  source:
+    otel_logs_source:
+      port: {otlp_port}
+      ssl: false
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      topics:
+        - name: {otlp_topic}
+          group_id: {otlp_topic}-g
+          create_topic: true
+          commit_interval: 500ms
+  processor:
+    - grok:
+        match:
+          body: ['order %{{INT:order:int}} placed']
+    - drop_events:
+        drop_when: '/order % 4 == 0'
+    - add_entries:
+        entries:
+          - key: kind
+            value_expression: getEventType()
+  routes:
+    - even: '/order % 2 == 0'
+  sink:
+    - file:
+        path: {{dir}}/even.jsonl
+        routes: [even]
+    - file:
+        path: {{dir}}/odd.jsonl
+        routes: [_default]
+  dlq_path: {{dir}}/otlp-dlq.jsonl
+"#
+    )
+}
+
+/// Posts lines `range` as `[{{"log": ...}}]`; true if accepted.
+fn post(s: &Sluice, range: std::ops::Range<usize>) -> bool {
+    let body: Vec<Value> = range.map(|i| json!({"log": line(i), "n": i})).collect();
+    s.try_post(
+        "/log/ingest",
+        &serde_json::to_vec(&body).unwrap(),
+        Duration::from_secs(10),
+    ) == Ok(200)
+}
+
+#[test]
+fn apache_and_otlp_logs_are_parsed_dropped_enriched_and_routed_event_by_event_across_a_kill_9() {
+    let otlp_port = free_port();
+    let mut s = Sluice::start(&yaml(&kafka_bootstrap(), otlp_port));
+    let mut accepted: BTreeSet<usize> = BTreeSet::new();
+    for batch in 0..12 {
+        let range = batch * 10..batch * 10 + 10;
+        if post(&s, range.clone()) {
+            accepted.extend(range);
+        }
+        if batch == 5 {
+            // Mid-stream: whatever was accepted is in Kafka and must come out once restarted.
+            s.kill9();
+            s.restart(&[]);
+        }
+    }
+    assert_eq!(accepted.len(), 120, "every post accepted:\n{}", s.log());
+    let sent = std::process::Command::new(otel_python())
+        .arg(root().join("tests/otlp/send_logs.py"))
+        .arg(format!("http://127.0.0.1:{otlp_port}"))
+        .arg("12")
+        .env("OTLP_TRANSPORT", "grpc")
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&sent.stderr),
+        s.log()
+    );
+
+    // Apache: every accepted line in its sink (at least once: kill -9 may repeat a batch),
+    // in no other.
+    let sinks = ["errors", "client", "rest"];
+    let expected: BTreeMap<&str, BTreeSet<usize>> = sinks
+        .iter()
+        .map(|&sink| {
+            let ids = accepted
+                .iter()
+                .copied()
+                .filter(|&i| expected_sink(i) == Some(sink));
+            (sink, ids.collect())
+        })
+        .collect();
+    let seen = |sink: &str| -> BTreeSet<usize> {
+        json_lines(&s.path(&format!("{sink}.jsonl")))
+            .iter()
+            .map(|e| e["n"].as_u64().unwrap() as usize)
+            .collect()
+    };
+    s.wait_for(
+        "every apache line in its sink",
+        Duration::from_secs(90),
+        || sinks.iter().all(|sink| seen(sink) == expected[sink]),
+    );
+    for event in json_lines(&s.path("errors.jsonl")) {
+        let i = event["n"].as_u64().unwrap() as usize;
+        assert_eq!(event["response"], STATUSES[i % 5], "{event}");
+        assert_eq!(event["bytes"], 100 + i, "typed by grok: {event}");
+        assert_eq!(event["kind"], "LOG", "{event}");
+        assert_eq!(
+            event["class"],
+            format!("{} {}", VERBS[i % 4], STATUSES[i % 5]),
+            "{event}"
+        );
+        assert_eq!(
+            event["@timestamp"],
+            format!("2000-10-10T20:{:02}:36.000Z", i % 60),
+            "{event}"
+        );
+        assert!(
+            event.get("tags").is_none(),
+            "only the rest sink writes tags: {event}"
+        );
+    }
+    for event in json_lines(&s.path("client.jsonl")) {
+        assert!(event.get("ident").is_none(), "exclude_keys: {event}");
+        assert_eq!(event["response"], 404, "{event}");
+    }
+    for event in json_lines(&s.path("rest.jsonl")) {
+        let i = event["n"].as_u64().unwrap() as usize;
+        if i % 7 == 6 {
+            assert_eq!(event["tags"], json!(["_grokparsefailure"]), "{event}");
+            assert!(event.get("class").is_none(), "add_when: {event}");
+        } else {
+            assert_eq!(event["tags"], json!([]), "{event}");
+            assert_eq!(event["response"], 200, "{event}");
+        }
+    }
+    let moved = accepted
+        .iter()
+        .filter(|&&i| i % 7 != 6 && VERBS[i % 4] != "HEAD" && STATUSES[i % 5] == 301)
+        .count();
+    assert!(moved > 0);
+    s.wait_for("301s counted as unrouted", Duration::from_secs(10), || {
+        s.metric("sluice_eventsUnrouted", "apache").unwrap_or(0.0) >= moved as f64
+    });
+
+    // OTLP: orders 0..12, every fourth dropped, even ones to `even`, odd to `_default`.
+    let orders = |sink: &str| -> Vec<i64> {
+        let mut o: Vec<i64> = json_lines(&s.path(&format!("{sink}.jsonl")))
+            .iter()
+            .map(|e| {
+                assert_eq!(e["kind"], "LOG", "{e}");
+                e["order"].as_i64().unwrap()
+            })
+            .collect();
+        o.sort_unstable();
+        o
+    };
+    s.wait_for(
+        "the otlp events in their sinks",
+        Duration::from_secs(60),
+        || orders("even") == [2, 6, 10] && orders("odd") == [1, 3, 5, 7, 9, 11],
+    );
+    assert!(json_lines(&s.path("apache-dlq.jsonl")).is_empty());
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}
