@@ -10,6 +10,8 @@
 //! - `policy`: what a buffer policy component adds to each source write.
 //! - `otlp`: OTLP spans end to end against their protobuf through raw librdkafka.
 //! - `sinks`: the s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
+//! - `processors`: Data Prepper's processors built in (grok, date, drop_events, add_entries)
+//!   end to end against the same pipeline without them; grok against the grok crate natively.
 
 use clap::{Parser, Subcommand};
 
@@ -44,6 +46,8 @@ enum Bench {
     Otlp(kafka::otlp::Args),
     /// The s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
     Sinks(sinks::Args),
+    /// Built-in processors end to end, and grok against the grok crate natively.
+    Processors(kafka::processors::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -55,5 +59,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Policy(args) => policy::run(&args),
         Bench::Otlp(args) => kafka::otlp::run(&args),
         Bench::Sinks(args) => sinks::run(&args),
+        Bench::Processors(args) => kafka::processors::run(&args),
     }
 }

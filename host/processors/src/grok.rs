@@ -233,28 +233,38 @@ impl Grok {
     /// Matches and merges; `attempted` counts the patterns tried.
     fn grok(&self, event: &mut Event, started: Instant, attempted: &mut u64) {
         let mut captures: Vec<(String, Value)> = Vec::new();
+        let mut failed = None;
         'keys: for (key, patterns) in &self.matches {
-            let text = match event.get(key) {
-                Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
+            // Borrowed while matching: the captures are owned, and the event changes after.
+            let number;
+            let text: &str = match event.get(key) {
+                Some(Value::String(s)) if !s.is_empty() => s,
+                Some(v @ (Value::Number(_) | Value::Bool(_))) => {
+                    number = v.to_string();
+                    &number
+                }
                 Some(Value::Array(_) | Value::Object(_)) => {
-                    event.metadata.add_tags(&self.tags_on_match_failure);
-                    return;
+                    failed = Some(&self.tags_on_match_failure);
+                    break;
                 }
                 _ => continue,
             };
             for compiled in patterns {
                 if self.timeout.is_some_and(|t| started.elapsed() > t) {
-                    event.metadata.add_tags(&self.tags_on_timeout);
-                    return;
+                    failed = Some(&self.tags_on_timeout);
+                    break 'keys;
                 }
                 *attempted += 1;
                 let before = captures.len();
-                compiled.capture(&text, self.keep_empty_captures, &mut captures);
+                compiled.capture(text, self.keep_empty_captures, &mut captures);
                 if captures.len() > before && self.break_on_match {
                     break 'keys;
                 }
             }
+        }
+        if let Some(tags) = failed {
+            event.metadata.add_tags(tags);
+            return;
         }
         if captures.is_empty() {
             event.metadata.add_tags(&self.tags_on_match_failure);
@@ -290,22 +300,28 @@ impl Compiled {
         if keep_empty {
             for name in self.pattern.capture_names() {
                 let value = matches.get(name);
-                out.extend(self.value(name, value));
+                self.push(name, value, out);
             }
         } else {
             for (name, value) in matches.iter() {
-                out.extend(self.value(name, Some(value)));
+                self.push(name, Some(value), out);
             }
         }
     }
 
-    /// The capture `name` as it goes into the event: quotes stripped, converted.
-    fn value(&self, name: &str, text: Option<&str>) -> Vec<(String, Value)> {
+    /// Appends the capture `name` as it goes into the event: quotes stripped, converted.
+    fn push(&self, name: &str, text: Option<&str>, out: &mut Vec<(String, Value)>) {
         let Some(text) = text else {
-            return vec![(name.to_owned(), Value::Null)];
+            out.push((name.to_owned(), Value::Null));
+            return;
         };
         let text = strip_quotes(text);
-        let converted = match self.types.get(name) {
+        let conversion = if self.types.is_empty() {
+            None
+        } else {
+            self.types.get(name)
+        };
+        let converted = match conversion {
             None | Some(Conversion::Text) => Ok(Value::String(text.to_owned())),
             Some(Conversion::Int) => text
                 .parse::<i64>()
@@ -323,11 +339,11 @@ impl Compiled {
             Some(Conversion::Boolean) => Ok(Value::Bool(text.eq_ignore_ascii_case("true"))),
         };
         match converted {
-            Ok(value) => vec![(name.to_owned(), value)],
-            Err(reason) => vec![
-                (name.to_owned(), Value::String(text.to_owned())),
-                (format!("{name}_grokfailure"), Value::String(reason)),
-            ],
+            Ok(value) => out.push((name.to_owned(), value)),
+            Err(reason) => {
+                out.push((name.to_owned(), Value::String(text.to_owned())));
+                out.push((format!("{name}_grokfailure"), Value::String(reason)));
+            }
         }
     }
 }
@@ -345,17 +361,35 @@ fn strip_quotes(text: &str) -> &str {
 /// Puts a capture at `name` in `data`: set when absent or `overwrite`, else the existing value
 /// and the capture become a list (or the capture joins the existing list).
 fn merge(data: &mut Value, name: &str, value: Value, overwrite: bool) {
+    // Most names are one level: no key to parse.
+    if !name.contains('/')
+        && let Value::Object(map) = data
+    {
+        match map.get_mut(name) {
+            Some(slot) if !overwrite => append(slot, value),
+            Some(slot) => *slot = value,
+            None => {
+                map.insert(name.to_owned(), value);
+            }
+        }
+        return;
+    }
     let key = Key::unchecked(name);
     match key.get_mut(data) {
-        Some(slot) if !overwrite => match slot {
-            Value::Array(list) => list.push(value),
-            other => {
-                let old = other.take();
-                *other = Value::Array(vec![old, value]);
-            }
-        },
+        Some(slot) if !overwrite => append(slot, value),
         _ => {
             let _ = key.put(data, value);
+        }
+    }
+}
+
+/// The existing value and the capture become a list (or the capture joins the list).
+fn append(slot: &mut Value, value: Value) {
+    match slot {
+        Value::Array(list) => list.push(value),
+        other => {
+            let old = other.take();
+            *other = Value::Array(vec![old, value]);
         }
     }
 }

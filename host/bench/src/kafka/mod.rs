@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::ensure;
 
 pub(crate) mod otlp;
+pub(crate) mod processors;
 mod raw;
 mod sluice;
 

@@ -76,6 +76,8 @@ pub(crate) struct Shape<'a> {
     pub(super) extra: &'a str,
     /// A chain of this many `passthrough` processors.
     pub(super) processors: usize,
+    /// A `processor:` list in YAML flow style, instead of the passthrough chain.
+    pub(super) processor_list: Option<&'a str>,
     /// The `kafka` block as the one tier of this buffer policy component (from the plugin
     /// folder) instead of the built-in buffer.
     pub(super) policy: Option<&'a str>,
@@ -128,7 +130,10 @@ topics:
 "#,
         source = shape.ingest.source_yaml(),
         buffer = sluice_tests::kafka_buffer_yaml(&kafka, shape.policy),
-        chain = vec!["passthrough"; shape.processors].join(", "),
+        chain = shape.processor_list.map_or_else(
+            || vec!["passthrough"; shape.processors].join(", "),
+            str::to_owned
+        ),
     );
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
     // components of the folder would dominate the start and the peak RSS.

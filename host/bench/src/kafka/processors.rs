@@ -1,0 +1,176 @@
+//! `sluice-bench processors`: Data Prepper's processors, built in, on Apache access log lines
+//! (~300 bytes):
+//! 1. end to end, http → kafka buffer → json → `grok` (COMBINEDAPACHELOG) + `date` +
+//!    `drop_events` + `add_entries` → file, against the same pipeline without processors, on
+//!    one broker, in one run (goal: ratio ≥ 0.7). `drop_events` drops none of these lines, so
+//!    both runs deliver every event; its condition is still evaluated on each.
+//! 2. the grok step alone: the `grok` processor on events against the same pattern compiled
+//!    with the grok crate, matched natively and its captures put into a JSON map.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use sluice_event::{Event, Metadata};
+
+use super::sluice::{Shape, sluice_end_to_end};
+
+/// The processors of the end-to-end run, as `processor:` takes them.
+const PROCESSORS: &str = r#"{grok: {match: {log: ['%{COMBINEDAPACHELOG}']}}}, {date: {match: [{key: timestamp, patterns: ['dd/MMM/yyyy:HH:mm:ss Z']}], destination: '@timestamp'}}, {drop_events: {drop_when: '/verb == "HEAD"'}}, {add_entries: {entries: [{key: pipeline, value: apache}, {key: status_class, format: '${/response}'}]}}"#;
+
+#[derive(clap::Args, Clone)]
+pub(crate) struct Args {
+    /// The broker, `host:port`.
+    #[arg(long)]
+    bootstrap: String,
+    /// Request bodies (= Kafka records) in the payload set.
+    #[arg(long, default_value_t = 2_000)]
+    requests: usize,
+    /// Log lines per request body.
+    #[arg(long, default_value_t = 100)]
+    events: usize,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Partitions of each topic (and consumers of each side).
+    #[arg(long, default_value_t = 2)]
+    partitions: i32,
+    /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
+    #[arg(long)]
+    plugins: std::path::PathBuf,
+    /// Times each run is repeated (in turn); the best of each is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Lines for the grok step alone.
+    #[arg(long, default_value_t = 200_000)]
+    lines: usize,
+}
+
+/// Apache combined log line `i`, about 300 bytes.
+fn line(i: usize) -> String {
+    let verbs = ["GET", "POST", "PUT", "GET"];
+    format!(
+        r#"192.168.{}.{} - user{} [10/Oct/2000:13:{:02}:{:02} -0700] "{} /shop/catalog/item-{i}/details?ref=campaign-{}&page={} HTTP/1.1" {} {} "https://www.example.com/shop/catalog/start" "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36""#,
+        i % 256,
+        (i / 256) % 256,
+        i % 1000,
+        i % 60,
+        (i / 60) % 60,
+        verbs[i % 4],
+        i % 97,
+        i % 13,
+        [200, 304, 404, 500][i % 4],
+        1000 + i % 50_000,
+    )
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let bodies: Vec<Vec<u8>> = (0..args.requests)
+        .map(|r| {
+            let events: Vec<Value> = (0..args.events)
+                .map(|e| json!({"log": line(r * args.events + e)}))
+                .collect();
+            serde_json::to_vec(&events).expect("serializable")
+        })
+        .collect();
+    let bytes: usize = bodies.iter().map(Vec::len).sum();
+    println!(
+        "payload set: {} requests x {} Apache log lines ({} bytes a line, {:.1} MB), {} partitions, {} clients",
+        args.requests,
+        args.events,
+        line(12345).len(),
+        bytes as f64 / 1e6,
+        args.partitions,
+        args.clients,
+    );
+    let kafka = super::Args {
+        bootstrap: args.bootstrap.clone(),
+        requests: args.requests,
+        events: args.events,
+        event_bytes: 0,
+        clients: args.clients,
+        partitions: args.partitions,
+        kafka_yaml: String::new(),
+        plugins: args.plugins.clone(),
+        rounds: args.rounds,
+        stall: Duration::ZERO,
+    };
+    let (mut bare, mut processed) = (Duration::MAX, Duration::MAX);
+    let with = Shape {
+        processor_list: Some(PROCESSORS),
+        ..Shape::default()
+    };
+    for round in 1..=args.rounds {
+        println!("round {round} of {}", args.rounds);
+        bare = bare.min(sluice_end_to_end(&kafka, &bodies, Shape::default())?.took);
+        processed = processed.min(sluice_end_to_end(&kafka, &bodies, with)?.took);
+    }
+    let events = (args.requests * args.events) as f64;
+    println!("best of {} rounds:", args.rounds);
+    for (label, took) in [
+        ("sluice http→kafka→json→file", bare),
+        ("... + grok, date, drop_events, add_entries", processed),
+    ] {
+        println!(
+            "{label:<44} {:>6.2} s  {:>9.0} events/s",
+            took.as_secs_f64(),
+            events / took.as_secs_f64()
+        );
+    }
+    println!(
+        "ratio with the four processors/without: {:.2} (goal >= 0.70)",
+        bare.as_secs_f64() / processed.as_secs_f64()
+    );
+    grok_alone(args.lines)
+}
+
+/// The grok processor against the grok crate on the same pattern, best of three each.
+fn grok_alone(n: usize) -> anyhow::Result<()> {
+    let lines: Vec<String> = (0..n).map(line).collect();
+    let yaml = "p:\n  source:\n    http:\n  processor:\n    - grok:\n        match:\n          log: ['%{COMBINEDAPACHELOG}']\n  sink:\n    - stdout:\n";
+    let mut config = sluice_config::parse("bench.yaml", yaml, Default::default())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sluice_config::Processor::Builtin(builtin) = config.pipelines.remove(0).processor.remove(0)
+    else {
+        anyhow::bail!("grok is built in");
+    };
+    let processor = sluice_processors::build(&builtin).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let pattern = grok::Grok::with_default_patterns().compile("%{COMBINEDAPACHELOG}", true)?;
+    let (mut ours, mut native) = (Duration::MAX, Duration::MAX);
+    for _ in 0..3 {
+        let started = Instant::now();
+        for l in &lines {
+            let mut data = Map::new();
+            data.insert("log".to_owned(), Value::String(l.clone()));
+            let mut event = Event::new(Value::Object(data), Metadata::new("LOG", 0));
+            processor.process(&mut event);
+            black_box(&event);
+        }
+        ours = ours.min(started.elapsed());
+        let started = Instant::now();
+        for l in &lines {
+            let mut data = Map::new();
+            data.insert("log".to_owned(), Value::String(l.clone()));
+            if let Some(m) = pattern.match_against(l) {
+                for (name, value) in m.iter() {
+                    data.insert(name.to_owned(), Value::String(value.to_owned()));
+                }
+            }
+            black_box(&data);
+        }
+        native = native.min(started.elapsed());
+    }
+    let check = {
+        let mut event = Event::new(json!({"log": lines[0]}), Metadata::new("LOG", 0));
+        processor.process(&mut event);
+        event.data
+    };
+    anyhow::ensure!(check["verb"] == "GET", "grok captured: {check}");
+    println!(
+        "grok COMBINEDAPACHELOG, {n} lines: processor {:.0} lines/s, grok crate natively {:.0} lines/s, ratio {:.2}",
+        n as f64 / ours.as_secs_f64(),
+        n as f64 / native.as_secs_f64(),
+        native.as_secs_f64() / ours.as_secs_f64()
+    );
+    Ok(())
+}
