@@ -23,9 +23,6 @@ pub(crate) const NOT_BUILT_IN: &[&str] = &[
     "csv",
     "truncate",
     "obfuscate",
-    "flatten",
-    "list_to_map",
-    "map_to_list",
     // Stateful processors of the trace and metrics examples: issue 26.
     "otel_trace_raw",
     "otel_traces",

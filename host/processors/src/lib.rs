@@ -18,8 +18,11 @@ mod copy_values;
 mod date;
 mod delete_entries;
 mod drop_events;
+mod flatten;
 mod grok;
 pub mod java_time;
+mod list_to_map;
+mod map_to_list;
 mod rename_keys;
 mod select_entries;
 mod split_string;
@@ -120,6 +123,19 @@ pub(crate) mod testing {
         match config.pipelines.remove(0).processor.remove(0) {
             sluice_config::Processor::Builtin(b) => super::build(&b).unwrap(),
             sluice_config::Processor::Plugin(p) => panic!("`{}` is not built in", p.name),
+        }
+    }
+
+    /// The error `sluice validate` gives for a `processor:` list item written in YAML (the
+    /// processor's own rules and serde's), which must not be accepted.
+    pub(crate) fn config_error(yaml: &str) -> String {
+        let text = format!(
+            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
+            yaml.replace('\n', "\n      ")
+        );
+        match sluice_config::parse("t.yaml", &text, Default::default()) {
+            Ok(_) => panic!("accepted: {yaml}"),
+            Err(e) => e.to_string(),
         }
     }
 

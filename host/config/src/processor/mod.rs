@@ -64,6 +64,12 @@ macro_rules! for_each_processor {
             Grok($crate::processor::grok::Grok) = "grok",
             /// Reads dates with Java patterns and writes them formatted.
             Date($crate::processor::date::Date) = "date",
+            /// Flattens nested objects into one level of joined keys.
+            Flatten($crate::processor::flatten::Flatten) = "flatten",
+            /// Turns a list of objects into an object keyed by a field of each.
+            ListToMap($crate::processor::list_to_map::ListToMap) = "list_to_map",
+            /// Turns an object into a list of its entries.
+            MapToList($crate::processor::map_to_list::MapToList) = "map_to_list",
         }
     };
 }
@@ -73,7 +79,10 @@ pub mod copy_values;
 pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
+pub mod flatten;
 pub mod grok;
+pub mod list_to_map;
+pub mod map_to_list;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod split_string;
