@@ -15,13 +15,9 @@ mod docs_examples;
 /// Data Prepper processors the docs show that sluice has no built-in for yet (issue 25 goes on:
 /// each comes off this list with its file).
 pub(crate) const NOT_BUILT_IN: &[&str] = &[
-    "convert_entry_type",
-    "convert_type",
     "parse_json",
     "key_value",
     "csv",
-    "truncate",
-    "obfuscate",
     "flatten",
     "list_to_map",
     "map_to_list",

@@ -14,16 +14,19 @@
 //! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
 
 mod add_entries;
+mod convert_entry_type;
 mod copy_values;
 mod date;
 mod delete_entries;
 mod drop_events;
 mod grok;
 pub mod java_time;
+mod obfuscate;
 mod rename_keys;
 mod select_entries;
 mod split_string;
 mod substitute_string;
+mod truncate;
 mod with_keys;
 
 use sluice_config::BuiltinProcessor;

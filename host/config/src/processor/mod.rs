@@ -64,20 +64,31 @@ macro_rules! for_each_processor {
             Grok($crate::processor::grok::Grok) = "grok",
             /// Reads dates with Java patterns and writes them formatted.
             Date($crate::processor::date::Date) = "date",
+            /// Converts values to another type (integer, long, double, boolean, string).
+            ConvertType($crate::processor::convert_entry_type::ConvertEntryType) = "convert_type",
+            /// `convert_type` under its deprecated name.
+            ConvertEntryType($crate::processor::convert_entry_type::ConvertEntryType) = "convert_entry_type",
+            /// Keeps part of text values.
+            Truncate($crate::processor::truncate::Truncate) = "truncate",
+            /// Masks or hashes values, or the parts of them that patterns match.
+            Obfuscate($crate::processor::obfuscate::Obfuscate) = "obfuscate",
         }
     };
 }
 
 pub mod add_entries;
+pub mod convert_entry_type;
 pub mod copy_values;
 pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
 pub mod grok;
+pub mod obfuscate;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod split_string;
 pub mod substitute_string;
+pub mod truncate;
 pub mod with_keys;
 
 crate::for_each_processor! {
