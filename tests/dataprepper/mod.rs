@@ -16,13 +16,9 @@ mod pipeline;
 /// Data Prepper processors the docs show that sluice has no built-in for yet (issue 25 goes on:
 /// each comes off this list with its file).
 pub(crate) const NOT_BUILT_IN: &[&str] = &[
-    "convert_entry_type",
-    "convert_type",
     "parse_json",
     "key_value",
     "csv",
-    "truncate",
-    "obfuscate",
     // Stateful processors of the trace and metrics examples: issue 26.
     "otel_trace_raw",
     "otel_traces",

@@ -14,6 +14,7 @@
 //! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
 
 mod add_entries;
+mod convert_entry_type;
 mod copy_values;
 mod date;
 mod delete_entries;
@@ -23,10 +24,12 @@ mod grok;
 pub mod java_time;
 mod list_to_map;
 mod map_to_list;
+mod obfuscate;
 mod rename_keys;
 mod select_entries;
 mod split_string;
 mod substitute_string;
+mod truncate;
 mod with_keys;
 
 use sluice_config::BuiltinProcessor;

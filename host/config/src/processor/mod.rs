@@ -70,11 +70,20 @@ macro_rules! for_each_processor {
             ListToMap($crate::processor::list_to_map::ListToMap) = "list_to_map",
             /// Turns an object into a list of its entries.
             MapToList($crate::processor::map_to_list::MapToList) = "map_to_list",
+            /// Converts values to another type (integer, long, double, boolean, string).
+            ConvertType($crate::processor::convert_entry_type::ConvertEntryType) = "convert_type",
+            /// `convert_type` under its deprecated name.
+            ConvertEntryType($crate::processor::convert_entry_type::ConvertEntryType) = "convert_entry_type",
+            /// Keeps part of text values.
+            Truncate($crate::processor::truncate::Truncate) = "truncate",
+            /// Masks or hashes values, or the parts of them that patterns match.
+            Obfuscate($crate::processor::obfuscate::Obfuscate) = "obfuscate",
         }
     };
 }
 
 pub mod add_entries;
+pub mod convert_entry_type;
 pub mod copy_values;
 pub mod date;
 pub mod delete_entries;
@@ -83,10 +92,12 @@ pub mod flatten;
 pub mod grok;
 pub mod list_to_map;
 pub mod map_to_list;
+pub mod obfuscate;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod split_string;
 pub mod substitute_string;
+pub mod truncate;
 pub mod with_keys;
 
 crate::for_each_processor! {
