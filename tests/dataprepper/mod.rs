@@ -17,9 +17,6 @@ mod docs_examples;
 pub(crate) const NOT_BUILT_IN: &[&str] = &[
     "convert_entry_type",
     "convert_type",
-    "parse_json",
-    "key_value",
-    "csv",
     "truncate",
     "obfuscate",
     "flatten",

@@ -64,16 +64,25 @@ macro_rules! for_each_processor {
             Grok($crate::processor::grok::Grok) = "grok",
             /// Reads dates with Java patterns and writes them formatted.
             Date($crate::processor::date::Date) = "date",
+            /// Parses JSON text into the event.
+            ParseJson($crate::processor::parse_json::ParseJson) = "parse_json",
+            /// Parses a line of comma-separated values into keys.
+            Csv($crate::processor::csv::Csv) = "csv",
+            /// Parses `key=value` pairs from text into an object.
+            KeyValue($crate::processor::key_value::KeyValue) = "key_value",
         }
     };
 }
 
 pub mod add_entries;
 pub mod copy_values;
+pub mod csv;
 pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
 pub mod grok;
+pub mod key_value;
+pub mod parse_json;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod split_string;
