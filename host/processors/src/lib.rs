@@ -16,15 +16,18 @@
 mod add_entries;
 mod convert_entry_type;
 mod copy_values;
+mod csv;
 mod date;
 mod delete_entries;
 mod drop_events;
 mod flatten;
 mod grok;
 pub mod java_time;
+mod key_value;
 mod list_to_map;
 mod map_to_list;
 mod obfuscate;
+mod parse_json;
 mod rename_keys;
 mod select_entries;
 mod split_string;
@@ -108,6 +111,56 @@ pub(crate) fn whole(regex: &str) -> regex::Regex {
     regex::Regex::new(&format!("^(?:{regex})$")).expect("checked at validate")
 }
 
+/// A value as Data Prepper reads it with `event.get(key, String.class)`: text as is, a number
+/// or boolean as its text, `null` (or no value) as none; an object or a list cannot be read so
+/// (`Err`).
+pub(crate) fn java_string(value: Option<&serde_json::Value>) -> Result<Option<String>, ()> {
+    use serde_json::Value;
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+        Some(Value::Object(_) | Value::Array(_)) => Err(()),
+    }
+}
+
+/// Data Prepper's `JacksonEventKey.replaceInvalidCharacters` (`normalize_keys`): a key with a
+/// character a key cannot have gets `_` for each character outside `A-Za-z0-9._~@/[]()-`
+/// (so white space and `$` too); a valid key is kept as is.
+pub(crate) fn normalize_key(key: &str) -> String {
+    if sluice_event::Key::parse(key).is_ok() {
+        return key.to_owned();
+    }
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        if c.is_ascii_alphanumeric() || "._~@/[]()-".contains(c) {
+            out.push(c);
+        } else {
+            // Java replaces each UTF-16 unit.
+            for _ in 0..c.len_utf16() {
+                out.push('_');
+            }
+        }
+    }
+    out
+}
+
+/// `normalize_keys` on an object's keys, and its objects' keys, not into lists (Data
+/// Prepper's `JacksonEvent.normalizeKeys`). A later key that normalizes to an earlier one
+/// replaces its value.
+pub(crate) fn normalize_keys(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (normalize_key(&k), normalize_keys(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     use serde_json::Value;
@@ -148,6 +201,29 @@ pub(crate) mod testing {
         match processor.process(&mut event) {
             Fate::Keep => Some(event.data),
             Fate::Drop => None,
+        }
+    }
+
+    /// The event, data and metadata, after `processor` (which must keep it).
+    pub(crate) fn run_event(processor: &dyn Processor, data: Value) -> Event {
+        let mut event = Event::new(data, Metadata::new("LOG", 0));
+        assert_eq!(processor.process(&mut event), Fate::Keep);
+        event
+    }
+
+    /// The errors `sluice validate` gives for a `processor:` list item written in YAML.
+    pub(crate) fn invalid(yaml: &str) -> String {
+        let text = format!(
+            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
+            yaml.replace('\n', "\n      ")
+        );
+        let context = sluice_config::Context {
+            builtins: Some(super::check),
+            ..Default::default()
+        };
+        match sluice_config::parse("t.yaml", &text, context) {
+            Ok(_) => panic!("`{yaml}` is valid"),
+            Err(e) => e.to_string(),
         }
     }
 }

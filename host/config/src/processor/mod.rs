@@ -78,6 +78,12 @@ macro_rules! for_each_processor {
             Truncate($crate::processor::truncate::Truncate) = "truncate",
             /// Masks or hashes values, or the parts of them that patterns match.
             Obfuscate($crate::processor::obfuscate::Obfuscate) = "obfuscate",
+            /// Parses JSON text into the event.
+            ParseJson($crate::processor::parse_json::ParseJson) = "parse_json",
+            /// Parses a line of comma-separated values into keys.
+            Csv($crate::processor::csv::Csv) = "csv",
+            /// Parses `key=value` pairs from text into an object.
+            KeyValue($crate::processor::key_value::KeyValue) = "key_value",
         }
     };
 }
@@ -85,14 +91,17 @@ macro_rules! for_each_processor {
 pub mod add_entries;
 pub mod convert_entry_type;
 pub mod copy_values;
+pub mod csv;
 pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
 pub mod flatten;
 pub mod grok;
+pub mod key_value;
 pub mod list_to_map;
 pub mod map_to_list;
 pub mod obfuscate;
+pub mod parse_json;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod split_string;
