@@ -3,7 +3,7 @@
 //! naming its key path (serde's path) and, for an expression, the column inside it.
 //!
 //! Each function is a `deserialize_with` for one shape: `key`, `opt_key`, `keys`,
-//! `condition` (`*_when`, routes: must be able to be true or false), `opt_condition`,
+//! `opt_keys`, `condition` (`*_when`, routes: must be able to be true or false), `opt_condition`,
 //! `expression`, `opt_expression`.
 
 use serde::de::{Deserialize, Deserializer, Error as _};
@@ -27,6 +27,17 @@ pub(crate) fn keys<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Key>, D::Error
         .iter()
         .map(|text| Key::parse(text).map_err(D::Error::custom))
         .collect()
+}
+
+/// A list of keys, or none (`null`, or the key left out, with `#[serde(default)]`).
+pub(crate) fn opt_keys<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Key>>, D::Error> {
+    Option::<Vec<String>>::deserialize(d)?
+        .map(|keys| {
+            keys.iter()
+                .map(|text| Key::parse(text).map_err(D::Error::custom))
+                .collect()
+        })
+        .transpose()
 }
 
 /// A condition (`*_when`, a route).

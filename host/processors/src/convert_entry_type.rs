@@ -27,7 +27,7 @@
 use chrono::Utc;
 use serde_json::{Map, Value};
 use sluice_config::processor::convert_entry_type::{ConvertEntryType as Config, TargetType};
-use sluice_event::{Event, Expression, Key};
+use sluice_event::{Event, Expression, Key, java_double};
 
 use crate::java_time::{JavaPattern, Zone};
 use crate::{BuildError, BuildProcessor, Fate, Processor, when};
@@ -311,32 +311,6 @@ pub(crate) fn java_string(value: &Value) -> String {
     }
 }
 
-/// Java's `Double.toString`: the shortest digits, plain from 10^-3 to 10^7, else `d.dddE±n`.
-pub(crate) fn java_double(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".to_owned();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
-    }
-    let magnitude = d.abs();
-    if magnitude == 0.0 || (1e-3..1e7).contains(&magnitude) {
-        let text = d.to_string();
-        return if text.contains('.') {
-            text
-        } else {
-            format!("{text}.0")
-        };
-    }
-    let text = format!("{d:e}");
-    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
-    let mantissa = if mantissa.contains('.') {
-        mantissa.to_owned()
-    } else {
-        format!("{mantissa}.0")
-    };
-    format!("{mantissa}E{exponent}")
-}
 
 /// `coerce_strings`, over the whole event.
 struct Coerce<'a> {
@@ -438,32 +412,11 @@ fn decimal_len(i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
-    use sluice_event::{Event, Metadata};
+    use serde_json::json;
 
-    use super::{java_double, parse_double};
-    use crate::testing::{processor, run};
-
-    fn tagged(p: &dyn crate::Processor, data: Value) -> (Value, Vec<String>) {
-        let mut event = Event::new(data, Metadata::new("LOG", 0));
-        p.process(&mut event);
-        (event.data, event.metadata.tags)
-    }
-
-    fn refused(yaml: &str) -> String {
-        let text = format!(
-            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
-            yaml.replace('\n', "\n      ")
-        );
-        let context = sluice_config::Context {
-            builtins: Some(crate::check),
-            ..Default::default()
-        };
-        sluice_config::parse("t.yaml", &text, context)
-            .err()
-            .unwrap_or_else(|| panic!("{yaml} was accepted"))
-            .to_string()
-    }
+    use super::parse_double;
+    use sluice_event::java_double;
+    use crate::testing::{invalid, processor, run, tagged};
 
     /// convert-entry-type.md:43.
     #[test]
@@ -705,7 +658,7 @@ mod tests {
                 "coerce_strings.time_formats",
             ),
         ] {
-            let err = refused(yaml);
+            let err = invalid(yaml);
             assert!(err.contains(want), "{yaml}: {err}");
         }
         // `keys: []` and `null_conversion_values` are accepted.

@@ -101,20 +101,7 @@ impl Flattener {
             Some(target) => event
                 .put(target, Value::Object(flat))
                 .map_err(|e| e.to_string()),
-            None => {
-                let keys = flat
-                    .keys()
-                    .map(|k| match Key::parse(k) {
-                        Ok(key) if key.is_root() => Err(format!("flattened key `{k}` is empty")),
-                        Ok(key) => Ok(key),
-                        Err(e) => Err(e.to_string()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                for (key, (_, value)) in keys.iter().zip(flat) {
-                    event.put(key, value).map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            }
+            None => crate::put_all(event, flat, "flattened"),
         }
     }
 
@@ -258,7 +245,7 @@ mod tests {
     use sluice_event::{Event, Metadata};
 
     use super::{flatten, without_indexes};
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     /// The documented input event of flatten.md (lines 48, 92, 149, 209).
     fn doc_input() -> Value {
@@ -274,10 +261,7 @@ mod tests {
 
     /// The processor, and the event it makes of `input` with its tags.
     fn tagged(yaml: &str, input: Value) -> (Value, Vec<String>) {
-        let p = processor(yaml);
-        let mut event = Event::new(input, Metadata::new("LOG", 0));
-        p.process(&mut event);
-        (event.data, event.metadata.tags)
+        crate::testing::tagged(&*processor(yaml), input)
     }
 
     #[test]
@@ -608,18 +592,18 @@ mod tests {
 
     #[test]
     fn config_rules_name_the_key() {
-        let e = config_error("flatten:\n  source: a\n  target: b\n  flatten_separator: \"::\"");
+        let e = invalid("flatten:\n  source: a\n  target: b\n  flatten_separator: \"::\"");
         assert!(e.contains("`p.processor[0].flatten.flatten_separator` is `::`: it must be exactly one character"), "{e}");
-        let e = config_error("flatten:\n  source: a\n  target: b\n  remove_brackets: true");
+        let e = invalid("flatten:\n  source: a\n  target: b\n  remove_brackets: true");
         assert!(
             e.contains("can only be true with `remove_list_indices: true`"),
             "{e}"
         );
-        let e = config_error("flatten:\n  source: a");
+        let e = invalid("flatten:\n  source: a");
         assert!(e.contains("target"), "{e}");
-        let e = config_error("flatten:\n  source: a\n  target: b\n  exclude_keys: [\"a:b\"]");
+        let e = invalid("flatten:\n  source: a\n  target: b\n  exclude_keys: [\"a:b\"]");
         assert!(e.contains("key `a:b` has `:`"), "{e}");
-        let e = config_error("flatten:\n  source: a\n  target: b\n  remove_processed: true");
+        let e = invalid("flatten:\n  source: a\n  target: b\n  remove_processed: true");
         assert!(e.contains("remove_processed"), "{e}");
     }
 }

@@ -161,6 +161,28 @@ pub(crate) fn normalize_keys(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
+/// Puts each entry of `map` at the key its name spells (`a/b` nests), every name checked first
+/// so the event gets all of them or none; `what` says whose keys they are in the error
+/// (`flattened`).
+pub(crate) fn put_all(
+    event: &mut Event,
+    map: serde_json::Map<String, serde_json::Value>,
+    what: &str,
+) -> Result<(), String> {
+    let keys = map
+        .keys()
+        .map(|k| match sluice_event::Key::parse(k) {
+            Ok(key) if key.is_root() => Err(format!("{what} key `{k}` is empty")),
+            Ok(key) => Ok(key),
+            Err(e) => Err(e.to_string()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (key, (_, value)) in keys.iter().zip(map) {
+        event.put(key, value).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     use serde_json::Value;
@@ -168,13 +190,17 @@ pub(crate) mod testing {
 
     use super::{Fate, Processor};
 
-    /// The processor of a `processor:` list item written in YAML.
-    pub(crate) fn processor(yaml: &str) -> Box<dyn Processor> {
-        let text = format!(
+    /// A pipeline file whose one processor is the `processor:` list item `yaml`.
+    fn pipeline(yaml: &str) -> String {
+        format!(
             "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
             yaml.replace('\n', "\n      ")
-        );
-        let mut config = sluice_config::parse("t.yaml", &text, Default::default())
+        )
+    }
+
+    /// The processor of a `processor:` list item written in YAML.
+    pub(crate) fn processor(yaml: &str) -> Box<dyn Processor> {
+        let mut config = sluice_config::parse("t.yaml", &pipeline(yaml), Default::default())
             .unwrap_or_else(|e| panic!("{e}"));
         match config.pipelines.remove(0).processor.remove(0) {
             sluice_config::Processor::Builtin(b) => super::build(&b).unwrap(),
@@ -182,15 +208,15 @@ pub(crate) mod testing {
         }
     }
 
-    /// The error `sluice validate` gives for a `processor:` list item written in YAML (the
-    /// processor's own rules and serde's), which must not be accepted.
-    pub(crate) fn config_error(yaml: &str) -> String {
-        let text = format!(
-            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
-            yaml.replace('\n', "\n      ")
-        );
-        match sluice_config::parse("t.yaml", &text, Default::default()) {
-            Ok(_) => panic!("accepted: {yaml}"),
+    /// The errors `sluice validate` gives for a `processor:` list item written in YAML (serde's,
+    /// the processor's own rules, and what only building finds), which must not be accepted.
+    pub(crate) fn invalid(yaml: &str) -> String {
+        let context = sluice_config::Context {
+            builtins: Some(super::check),
+            ..Default::default()
+        };
+        match sluice_config::parse("t.yaml", &pipeline(yaml), context) {
+            Ok(_) => panic!("`{yaml}` is valid"),
             Err(e) => e.to_string(),
         }
     }
@@ -211,19 +237,9 @@ pub(crate) mod testing {
         event
     }
 
-    /// The errors `sluice validate` gives for a `processor:` list item written in YAML.
-    pub(crate) fn invalid(yaml: &str) -> String {
-        let text = format!(
-            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
-            yaml.replace('\n', "\n      ")
-        );
-        let context = sluice_config::Context {
-            builtins: Some(super::check),
-            ..Default::default()
-        };
-        match sluice_config::parse("t.yaml", &text, context) {
-            Ok(_) => panic!("`{yaml}` is valid"),
-            Err(e) => e.to_string(),
-        }
+    /// The event's data and tags after `processor` (which must keep it).
+    pub(crate) fn tagged(processor: &dyn Processor, data: Value) -> (Value, Vec<String>) {
+        let event = run_event(processor, data);
+        (event.data, event.metadata.tags)
     }
 }

@@ -125,20 +125,7 @@ impl ToMap {
             Some(target) => event
                 .put(target, Value::Object(map))
                 .map_err(|e| e.to_string()),
-            None => {
-                let keys = map
-                    .keys()
-                    .map(|k| match Key::parse(k) {
-                        Ok(key) if key.is_root() => Err(format!("made key `{k}` is empty")),
-                        Ok(key) => Ok(key),
-                        Err(e) => Err(e.to_string()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                for (key, (_, value)) in keys.iter().zip(map) {
-                    event.put(key, value).map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            }
+            None => crate::put_all(event, map, "made"),
         }
     }
 
@@ -163,9 +150,8 @@ impl ToMap {
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use sluice_event::{Event, Metadata};
 
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     /// The documented input event (list-to-map.md:34).
     fn doc_input() -> Value {
@@ -187,10 +173,7 @@ mod tests {
     }
 
     fn tagged(yaml: &str, input: Value) -> (Value, Vec<String>) {
-        let p = processor(yaml);
-        let mut event = Event::new(input, Metadata::new("LOG", 0));
-        p.process(&mut event);
-        (event.data, event.metadata.tags)
+        crate::testing::tagged(&*processor(yaml), input)
     }
 
     #[test]
@@ -372,22 +355,22 @@ mod tests {
 
     #[test]
     fn config_rules_name_the_key() {
-        let e = config_error("list_to_map:\n  source: l");
+        let e = invalid("list_to_map:\n  source: l");
         assert!(
             e.contains("`p.processor[0].list_to_map` needs `key`"),
             "{e}"
         );
-        let e = config_error("list_to_map:\n  source: \"\"\n  key: k");
+        let e = invalid("list_to_map:\n  source: \"\"\n  key: k");
         assert!(
             e.contains("`p.processor[0].list_to_map.source` is empty"),
             "{e}"
         );
-        let e = config_error("list_to_map:\n  source: l\n  key: k\n  target: \"\"");
+        let e = invalid("list_to_map:\n  source: l\n  key: k\n  target: \"\"");
         assert!(
             e.contains("`p.processor[0].list_to_map.target` is empty"),
             "{e}"
         );
-        let e = config_error("list_to_map:\n  source: l\n  key: k\n  flattened_element: LAST");
+        let e = invalid("list_to_map:\n  source: l\n  key: k\n  flattened_element: LAST");
         assert!(e.contains("flattened_element") && e.contains("LAST"), "{e}");
     }
 }

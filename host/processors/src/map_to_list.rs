@@ -118,7 +118,7 @@ mod tests {
     use serde_json::{Value, json};
     use sluice_event::{Event, Metadata};
 
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     fn doc_input() -> Value {
         json!({"my-map": {"key1": "value1", "key2": "value2", "key3": "value3"}})
@@ -280,14 +280,14 @@ mod tests {
 
     #[test]
     fn config_rules_name_the_key() {
-        let e = config_error("map_to_list:\n  source: m\n  target: \"\"");
+        let e = invalid("map_to_list:\n  source: m\n  target: \"\"");
         assert!(
             e.contains("`p.processor[0].map_to_list.target` is empty"),
             "{e}"
         );
-        let e = config_error("map_to_list:\n  source: m");
+        let e = invalid("map_to_list:\n  source: m");
         assert!(e.contains("target"), "{e}");
-        let e = config_error("map_to_list:\n  source: m\n  target: l\n  remove_source_keys: true");
+        let e = invalid("map_to_list:\n  source: m\n  target: l\n  remove_source_keys: true");
         assert!(e.contains("remove_source_keys"), "{e}");
     }
 }

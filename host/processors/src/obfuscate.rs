@@ -233,32 +233,10 @@ fn java_regex(pattern: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
-    use sluice_event::{Event, Metadata};
+    use serde_json::json;
 
     use super::{java_regex, padded_salt};
-    use crate::testing::{processor, run};
-
-    fn tagged(p: &dyn crate::Processor, data: Value) -> (Value, Vec<String>) {
-        let mut event = Event::new(data, Metadata::new("LOG", 0));
-        p.process(&mut event);
-        (event.data, event.metadata.tags)
-    }
-
-    fn refused(yaml: &str) -> String {
-        let text = format!(
-            "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
-            yaml.replace('\n', "\n      ")
-        );
-        let context = sluice_config::Context {
-            builtins: Some(crate::check),
-            ..Default::default()
-        };
-        sluice_config::parse("t.yaml", &text, context)
-            .err()
-            .unwrap_or_else(|| panic!("{yaml} was accepted"))
-            .to_string()
-    }
+    use crate::testing::{invalid, processor, run, tagged};
 
     /// obfuscate.md:30: two processors. The docs show the target as `newLog`; the config
     /// says `new_log`, which is where Data Prepper writes (`doc_suspect`).
@@ -492,7 +470,7 @@ mod tests {
                 "nope",
             ),
         ] {
-            let err = refused(yaml);
+            let err = invalid(yaml);
             assert!(err.contains(want), "{yaml}: {err}");
         }
         processor("obfuscate:\n  source: m\n  target: ''");

@@ -24,7 +24,7 @@ pub struct ConvertEntryType {
     #[serde(default, deserialize_with = "crate::event::opt_key")]
     pub key: Option<Key>,
     /// The keys whose values are converted. Not with `key`.
-    #[serde(default, deserialize_with = "opt_keys")]
+    #[serde(default, deserialize_with = "crate::event::opt_keys")]
     pub keys: Option<Vec<Key>>,
     /// The type to convert to: `integer` (32-bit), `long` (64-bit), `double`, `boolean` or
     /// `string`. Default `integer`. A list is converted element by element.
@@ -109,18 +109,6 @@ fn coerce_strings<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CoerceString
     Ok(Some(
         Option::<CoerceStrings>::deserialize(d)?.unwrap_or_default(),
     ))
-}
-
-/// A list of keys, or none (`null`).
-fn opt_keys<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Key>>, D::Error> {
-    use serde::de::Error as _;
-    Option::<Vec<String>>::deserialize(d)?
-        .map(|keys| {
-            keys.iter()
-                .map(|text| Key::parse(text).map_err(D::Error::custom))
-                .collect()
-        })
-        .transpose()
 }
 
 impl ProcessorConfig for ConvertEntryType {

@@ -2,7 +2,6 @@
 //! Data Prepper's `TruncateProcessorConfig`.
 
 use serde::Deserialize;
-use serde::de::Deserializer;
 use sluice_event::{Expression, Key};
 
 use super::ProcessorConfig;
@@ -28,7 +27,7 @@ pub struct Truncate {
 pub struct TruncateEntry {
     /// The keys whose text is truncated. Default: every key at the top of the event (an
     /// empty list `[]` truncates nothing, as in Data Prepper).
-    #[serde(default, deserialize_with = "opt_keys")]
+    #[serde(default, deserialize_with = "crate::event::opt_keys")]
     pub source_keys: Option<Vec<Key>>,
     /// Where the kept part starts, counted in Java characters (UTF-16 units: 1 for most
     /// characters, 2 for emoji and others beyond U+FFFF). Default 0. One of `start_at` and
@@ -46,18 +45,6 @@ pub struct TruncateEntry {
     /// Truncate only in events for which this condition is true.
     #[serde(default, deserialize_with = "crate::event::opt_condition")]
     pub truncate_when: Option<Expression>,
-}
-
-/// A list of keys, or none (`null`).
-fn opt_keys<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Key>>, D::Error> {
-    use serde::de::Error as _;
-    Option::<Vec<String>>::deserialize(d)?
-        .map(|keys| {
-            keys.iter()
-                .map(|text| Key::parse(text).map_err(D::Error::custom))
-                .collect()
-        })
-        .transpose()
 }
 
 impl ProcessorConfig for Truncate {

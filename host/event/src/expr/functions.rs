@@ -526,7 +526,8 @@ fn java_string(value: &Value) -> String {
 }
 
 /// Java's `Double.toString`: the shortest digits, plain from 10^-3 to 10^7, else `d.dddE±n`.
-fn java_double(d: f64) -> String {
+/// How Data Prepper writes a double as text (expressions, `convert_type`).
+pub fn java_double(d: f64) -> String {
     if d.is_nan() {
         return "NaN".to_owned();
     }
