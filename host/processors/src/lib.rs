@@ -5,7 +5,7 @@
 //!
 //! # Layout
 //! - this file: [`Processor`], [`Fate`], [`BuildProcessor`] and [`build`], made from
-//!   `sluice_config`'s processor list (one arm per line, generated), and [`when`], how every
+//!   `sluice_config`'s processor list (one arm per line, generated), and `when`, how every
 //!   `*_when` condition is read.
 //! - one file per processor, each the runtime of the config type of the same name.
 //! - [`java_time`]: Java `DateTimeFormatter` patterns (`date`).
