@@ -1,20 +1,35 @@
 //! `copy_values`, as Data Prepper's `CopyValueProcessor`: for each entry in order, when its
 //! `copy_when` holds, the value at `from_key` is copied to `to_key`, unless `to_key` exists and
 //! `overwrite_if_to_key_exists` is false.
+//!
+//! With `from_list` and `to_list` (unless `to_list` exists and `overwrite_if_to_list_exists`
+//! is false), `to_list` becomes a new list of one object per element of `from_list`: each
+//! entry whose `copy_when` holds on the event (evaluated once) copies the element's
+//! `from_key` (a literal key of the element) to the object's `to_key`. A `from_list` that is
+//! missing, or not a list of objects, changes nothing.
 
 use sluice_config::processor::copy_values::{CopyEntry, CopyValues};
-use sluice_event::Event;
+use serde_json::{Map, Value};
+use sluice_event::{Event, Key};
 
 use crate::{BuildProcessor, Fate, Processor, when};
 
 struct Copy {
     entries: Vec<CopyEntry>,
+    /// `from_list`, `to_list`, `overwrite_if_to_list_exists`.
+    lists: Option<(Key, Key, bool)>,
 }
 
 impl BuildProcessor for CopyValues {
     fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
         Ok(Box::new(Copy {
             entries: self.entries.clone(),
+            lists: match (&self.from_list, &self.to_list) {
+                (Some(from), Some(to)) => {
+                    Some((from.clone(), to.clone(), self.overwrite_if_to_list_exists))
+                }
+                _ => None,
+            },
         }))
     }
 }
@@ -25,6 +40,12 @@ impl Processor for Copy {
     }
 
     fn process(&self, event: &mut Event) -> Fate {
+        if let Some((from, to, overwrite)) = &self.lists {
+            if let Err(reason) = self.copy_lists(event, from, to, *overwrite) {
+                tracing::debug!(%reason, "copy_values: lists not copied");
+            }
+            return Fate::Keep;
+        }
         for entry in &self.entries {
             if !when(entry.copy_when.as_ref(), event) {
                 continue;
@@ -40,6 +61,38 @@ impl Processor for Copy {
             }
         }
         Fate::Keep
+    }
+}
+
+impl Copy {
+    fn copy_lists(&self, event: &mut Event, from: &Key, to: &Key, overwrite: bool) -> Result<(), String> {
+        if event.contains(to) && !overwrite {
+            return Ok(());
+        }
+        let list = match event.get(from) {
+            Some(Value::Array(list)) => list,
+            Some(_) => return Err(format!("`{from}` is not a list")),
+            None => return Err(format!("`{from}` is missing")),
+        };
+        let copying: Vec<&CopyEntry> = self
+            .entries
+            .iter()
+            .filter(|e| when(e.copy_when.as_ref(), event))
+            .collect();
+        let mut out = Vec::with_capacity(list.len());
+        for element in list {
+            let Value::Object(element) = element else {
+                return Err(format!("`{from}` has an element that is not an object"));
+            };
+            let mut item = Map::new();
+            for entry in &copying {
+                if let Some(value) = element.get(entry.from_key.as_str()) {
+                    item.insert(entry.to_key.as_str().to_owned(), value.clone());
+                }
+            }
+            out.push(Value::Object(item));
+        }
+        event.put(to, Value::Array(out)).map_err(|e| e.to_string())
     }
 }
 

@@ -24,6 +24,8 @@ struct Date {
     source_zone: Zone,
     destination_zone: Zone,
     when: Option<Expression>,
+    /// `origination_timestamp_to_metadata`.
+    to_metadata: bool,
 }
 
 enum Source {
@@ -125,6 +127,7 @@ impl BuildProcessor for Config {
             source_zone: zone_of("source_timezone", &self.source_timezone)?,
             destination_zone: zone_of("destination_timezone", &self.destination_timezone)?,
             when: self.date_when.clone(),
+            to_metadata: self.origination_timestamp_to_metadata,
         }))
     }
 }
@@ -160,6 +163,10 @@ impl Processor for Date {
             tracing::debug!(destination = %self.destination, "date: no pattern matched");
             return Fate::Keep;
         };
+        // Data Prepper sets it for a date read from `match` only, not `from_time_received`.
+        if self.to_metadata && matches!(self.source, Source::Key { .. }) {
+            event.metadata.external_origination_time_ms = Some(instant.timestamp_millis());
+        }
         let text = match &self.output {
             Output::Pattern(p) => p.format(instant, self.destination_zone),
             Output::Epoch(e) => epoch_text(instant, *e),

@@ -1,32 +1,48 @@
-//! `delete_entries`, as Data Prepper's `DeleteEntryProcessor`: when `delete_when` holds (or
-//! is absent), removes each of `with_keys`, and every top-level key matching a
-//! `with_keys_regex` that `exclude_from_delete` does not name.
+//! `delete_entries`, as Data Prepper's `DeleteEntryProcessor`: for each entry in order (the
+//! top-level keys make one), when its `delete_when` holds (or is absent), removes each of
+//! `with_keys`, and every top-level key matching a `with_keys_regex` that
+//! `exclude_from_delete` does not name. With `iterate_on`, it does so in each element of that
+//! list for which `delete_from_element_when` holds (evaluated on an event of the element's
+//! data and the event's metadata), and writes the list back. A value at `iterate_on` that is
+//! not a list of objects stops the event's remaining entries (Data Prepper's exception); a
+//! missing one skips the entry.
 
 use regex::Regex;
-use sluice_config::processor::delete_entries::DeleteEntries;
+use serde_json::Value;
+use sluice_config::processor::delete_entries::{DeleteEntries, DeleteEntry};
 use sluice_event::{Event, Expression, Key};
 
 use crate::{BuildProcessor, Fate, Processor, when};
 
 struct Delete {
+    entries: Vec<Entry>,
+}
+
+struct Entry {
     keys: Vec<Key>,
     regexes: Vec<Regex>,
     exclude: Vec<Key>,
     when: Option<Expression>,
+    iterate_on: Option<Key>,
+    element_when: Option<Expression>,
 }
 
 impl BuildProcessor for DeleteEntries {
     fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
         Ok(Box::new(Delete {
-            keys: self.with_keys.clone(),
-            regexes: self
-                .with_keys_regex
-                .iter()
-                .map(|r| crate::whole(r))
-                .collect(),
-            exclude: self.exclude_from_delete.clone(),
-            when: self.delete_when.clone(),
+            entries: self.all_entries().iter().map(entry).collect(),
         }))
+    }
+}
+
+fn entry(e: &DeleteEntry) -> Entry {
+    Entry {
+        keys: e.with_keys.clone(),
+        regexes: e.with_keys_regex.iter().map(|r| crate::whole(r)).collect(),
+        exclude: e.exclude_from_delete.clone(),
+        when: e.delete_when.clone(),
+        iterate_on: e.iterate_on.clone(),
+        element_when: e.delete_from_element_when.clone(),
     }
 }
 
@@ -36,14 +52,31 @@ impl Processor for Delete {
     }
 
     fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
+        for entry in &self.entries {
+            if !when(entry.when.as_ref(), event) {
+                continue;
+            }
+            let Some(on) = &entry.iterate_on else {
+                entry.delete(&mut event.data);
+                continue;
+            };
+            if let Err(reason) = entry.delete_each(event, on) {
+                tracing::debug!(%reason, "delete_entries: the event's remaining entries skipped");
+                break;
+            }
         }
+        Fate::Keep
+    }
+}
+
+impl Entry {
+    /// Deletes the entry's keys from `data` (an object).
+    fn delete(&self, data: &mut Value) {
         for key in &self.keys {
-            event.delete(key);
+            key.delete(data);
         }
         if !self.regexes.is_empty()
-            && let Some(map) = event.data.as_object_mut()
+            && let Some(map) = data.as_object_mut()
         {
             let exclude = &self.exclude;
             map.retain(|name, _| {
@@ -51,7 +84,25 @@ impl Processor for Delete {
                     || exclude.iter().any(|k| k.segments() == [name.as_str()])
             });
         }
-        Fate::Keep
+    }
+
+    /// `iterate_on`: deletes from each element of the list at `on` that
+    /// `delete_from_element_when` selects.
+    fn delete_each(&self, event: &mut Event, on: &Key) -> Result<(), String> {
+        let list = match event.get(on) {
+            None | Some(Value::Null) => return Ok(()),
+            Some(Value::Array(list)) if list.iter().all(Value::is_object) => list.clone(),
+            Some(_) => return Err(format!("`{on}` is not a list of objects")),
+        };
+        let mut out = Vec::with_capacity(list.len());
+        for item in list {
+            let mut element = Event::new(item, event.metadata.clone());
+            if when(self.element_when.as_ref(), &element) {
+                self.delete(&mut element.data);
+            }
+            out.push(element.data);
+        }
+        event.put(on, Value::Array(out)).map_err(|e| e.to_string())
     }
 }
 

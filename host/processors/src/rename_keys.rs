@@ -2,15 +2,22 @@
 //! `rename_when` holds, the value at `from_key` (or at each top-level key matching
 //! `from_key_regex`) moves to `to_key`, unless `to_key` exists and
 //! `overwrite_if_to_key_exists` is false.
+//!
+//! `transform_key` renames every key instead, as Data Prepper's `transformEvent`: in each
+//! object, key by key in order, its nested objects first (not inside lists), the value moves
+//! to the transformed key (replacing, in its place, a key of that name). A key that is not a
+//! valid key, or has a `/`, is left as it is (Data Prepper cannot read it as a path).
 
 use regex::Regex;
-use sluice_config::processor::rename_keys::{RenameEntry, RenameKeys};
+use serde_json::{Map, Value};
+use sluice_config::processor::rename_keys::{RenameEntry, RenameKeys, TransformKey};
 use sluice_event::{Event, Expression, Key};
 
 use crate::{BuildProcessor, Fate, Processor, when};
 
 struct Rename {
     entries: Vec<Entry>,
+    transform: TransformKey,
 }
 
 struct Entry {
@@ -29,6 +36,7 @@ impl BuildProcessor for RenameKeys {
     fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
         Ok(Box::new(Rename {
             entries: self.entries.iter().map(entry).collect(),
+            transform: self.transform_key,
         }))
     }
 }
@@ -53,6 +61,12 @@ impl Processor for Rename {
     }
 
     fn process(&self, event: &mut Event) -> Fate {
+        if self.transform != TransformKey::None {
+            if let Some(map) = event.data.as_object_mut() {
+                transform(map, self.transform);
+            }
+            return Fate::Keep;
+        }
         for entry in &self.entries {
             if !when(entry.when.as_ref(), event) {
                 continue;
@@ -93,6 +107,38 @@ impl Entry {
             // Put it back: a rename that cannot complete changes nothing.
             let _ = event.put(from, value);
             tracing::debug!(error = %e, "rename_keys: entry skipped");
+        }
+    }
+}
+
+/// `transform_key` on `map` and the objects in it.
+fn transform(map: &mut Map<String, Value>, how: TransformKey) {
+    let names: Vec<String> = map.keys().cloned().collect();
+    for name in names {
+        if let Some(Value::Object(child)) = map.get_mut(&name) {
+            transform(child, how);
+        }
+        if name.contains('/') || Key::parse(&name).is_err() {
+            continue;
+        }
+        // Valid keys are ASCII, so Java's `toLowerCase`/`toUpperCase` are ASCII's here.
+        let renamed = match how {
+            TransformKey::None => continue,
+            TransformKey::Lowercase => name.to_ascii_lowercase(),
+            TransformKey::Uppercase => name.to_ascii_uppercase(),
+            TransformKey::Capitalize => {
+                let mut chars = name.chars();
+                match chars.next() {
+                    Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                    // Data Prepper's `substring(0, 1)` throws: the key is left.
+                    None => continue,
+                }
+            }
+        };
+        // Data Prepper: `delete(name)` then `put(renamed, value)`; a key already named
+        // `renamed` keeps its place and takes the value.
+        if let Some(value) = map.shift_remove(&name) {
+            map.insert(renamed, value);
         }
     }
 }
