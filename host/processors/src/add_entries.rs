@@ -186,7 +186,10 @@ impl Entry {
                 continue;
             }
             let value = self.value(if each.from_root { event } else { &element })?;
-            let exists = element.data.as_object().is_some_and(|m| m.contains_key(&text));
+            let exists = element
+                .data
+                .as_object()
+                .is_some_and(|m| m.contains_key(&text));
             if !exists || self.overwrite {
                 if each.literal {
                     if let Some(map) = element.data.as_object_mut() {
@@ -232,7 +235,7 @@ fn merge(slot: &mut Value, value: Value) {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{config_error, processor, run};
 
     #[test]
     fn adds_a_value_and_leaves_an_existing_key_unless_told() {
@@ -279,5 +282,108 @@ mod tests {
             run(&*p, json!({"a": "xy", "b": 3})),
             Some(json!({"a": "xy", "b": 3, "n": {"id": "xy-3"}}))
         );
+    }
+
+    #[test]
+    fn iterate_on_adds_to_each_element_by_a_literal_key() {
+        let p = processor(
+            "add_entries:\n  entries:\n    - key: a/b\n      value: 1\n      iterate_on: items",
+        );
+        assert_eq!(
+            run(&*p, json!({"items": [{"x": 1}, {"a/b": 0}]})),
+            Some(json!({"items": [{"x": 1, "a/b": 1}, {"a/b": 0}]}))
+        );
+        // Missing, empty, not a list, a list with an element that is not an object: unchanged.
+        for data in [
+            json!({"x": 1}),
+            json!({"items": []}),
+            json!({"items": "text"}),
+            json!({"items": [{"x": 1}, 2]}),
+        ] {
+            assert_eq!(run(&*p, data.clone()), Some(data));
+        }
+    }
+
+    #[test]
+    fn iterate_on_with_a_path_and_values_from_the_element_or_the_root() {
+        let p = processor(
+            "add_entries:\n  entries:\n    - key: /n/len\n      value_expression: length(/name)\n      iterate_on: /l\n      flatten_key: false\n    - key: tag\n      format: \"${/name}-${/env}\"\n      iterate_on: /l\n    - key: env\n      value_expression: /env\n      iterate_on: /l\n      disable_root_keys: false",
+        );
+        assert_eq!(
+            run(&*p, json!({"env": "prod", "l": [{"name": "ab"}]})),
+            Some(
+                json!({"env": "prod", "l": [{"name": "ab", "n": {"len": 2}, "tag": "ab-", "env": "prod"}]})
+            )
+        );
+    }
+
+    #[test]
+    fn iterate_on_overwrites_and_appends_in_elements() {
+        let p = processor(
+            "add_entries:\n  entries:\n    - key: t\n      value: b\n      iterate_on: l\n      append_if_key_exists: true\n    - key: o\n      value: 2\n      iterate_on: l\n      overwrite_if_key_exists: true",
+        );
+        assert_eq!(
+            run(&*p, json!({"l": [{"t": "a", "o": 1}, {}]})),
+            Some(json!({"l": [{"t": ["a", "b"], "o": 2}, {"t": "b", "o": 2}]}))
+        );
+    }
+
+    #[test]
+    fn add_to_element_when_is_read_on_the_event_or_on_each_element() {
+        let once = processor(
+            "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      add_to_element_when: '/go == true'",
+        );
+        assert_eq!(
+            run(&*once, json!({"go": true, "l": [{"a": 1}, {"a": 2}]})),
+            Some(json!({"go": true, "l": [{"a": 1, "k": 1}, {"a": 2, "k": 1}]}))
+        );
+        assert_eq!(
+            run(&*once, json!({"go": false, "l": [{"a": 1}]})),
+            Some(json!({"go": false, "l": [{"a": 1}]}))
+        );
+        let each = processor(
+            "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      add_to_element_when: '/a == 2'\n      evaluate_when_on_element: true",
+        );
+        assert_eq!(
+            run(&*each, json!({"a": 2, "l": [{"a": 1}, {"a": 2}]})),
+            Some(json!({"a": 2, "l": [{"a": 1}, {"a": 2, "k": 1}]}))
+        );
+        // An element sees the event's metadata.
+        let meta = processor(
+            "add_entries:\n  entries:\n    - metadata_key: m\n      value: yes\n    - key: k\n      value: 1\n      iterate_on: l\n      add_to_element_when: 'getMetadata(\"m\") == \"yes\"'\n      evaluate_when_on_element: true",
+        );
+        assert_eq!(
+            run(&*meta, json!({"l": [{}]})),
+            Some(json!({"l": [{"k": 1}]}))
+        );
+    }
+
+    #[test]
+    fn iterate_options_need_iterate_on() {
+        for (yaml, key) in [
+            ("flatten_key: false", "flatten_key"),
+            ("disable_root_keys: false", "disable_root_keys"),
+            ("add_to_element_when: '/a == 1'", "add_to_element_when"),
+            ("evaluate_when_on_element: true", "evaluate_when_on_element"),
+        ] {
+            let err = config_error(&format!(
+                "add_entries:\n  entries:\n    - key: k\n      value: 1\n      {yaml}"
+            ));
+            assert!(
+                err.contains(&format!("entries[0].{key}` only applies with")),
+                "{err}"
+            );
+        }
+        let err = config_error(
+            "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      evaluate_when_on_element: true",
+        );
+        assert!(
+            err.contains("both `iterate_on` and `add_to_element_when`"),
+            "{err}"
+        );
+        let err = config_error(
+            "add_entries:\n  entries:\n    - metadata_key: k\n      value: 1\n      iterate_on: l",
+        );
+        assert!(err.contains("not to metadata"), "{err}");
     }
 }

@@ -8,8 +8,8 @@
 //! `from_key` (a literal key of the element) to the object's `to_key`. A `from_list` that is
 //! missing, or not a list of objects, changes nothing.
 
-use sluice_config::processor::copy_values::{CopyEntry, CopyValues};
 use serde_json::{Map, Value};
+use sluice_config::processor::copy_values::{CopyEntry, CopyValues};
 use sluice_event::{Event, Key};
 
 use crate::{BuildProcessor, Fate, Processor, when};
@@ -65,7 +65,13 @@ impl Processor for Copy {
 }
 
 impl Copy {
-    fn copy_lists(&self, event: &mut Event, from: &Key, to: &Key, overwrite: bool) -> Result<(), String> {
+    fn copy_lists(
+        &self,
+        event: &mut Event,
+        from: &Key,
+        to: &Key,
+        overwrite: bool,
+    ) -> Result<(), String> {
         if event.contains(to) && !overwrite {
             return Ok(());
         }
@@ -100,7 +106,7 @@ impl Copy {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{config_error, processor, run};
 
     #[test]
     fn copies_unless_the_target_exists() {
@@ -116,5 +122,73 @@ mod tests {
             Some(json!({"a": 1, "b": 2}))
         );
         assert_eq!(run(&*p, json!({"c": 1})), Some(json!({"c": 1})));
+    }
+
+    /// copy-values.md:105.
+    #[test]
+    fn the_documented_list_example() {
+        let p = processor(
+            "copy_values:\n  from_list: mylist\n  to_list: newlist\n  entries:\n    - from_key: name\n      to_key: fruit_name",
+        );
+        let mylist =
+            json!([{"name": "apple", "color": "red"}, {"name": "orange", "color": "orange"}]);
+        assert_eq!(
+            run(&*p, json!({"mylist": mylist})),
+            Some(
+                json!({"mylist": mylist, "newlist": [{"fruit_name": "apple"}, {"fruit_name": "orange"}]})
+            )
+        );
+    }
+
+    #[test]
+    fn list_mode_edges() {
+        let p = processor(
+            "copy_values:\n  from_list: /a/l\n  to_list: out\n  entries:\n    - from_key: x\n      to_key: y\n    - from_key: z\n      to_key: w\n      copy_when: '/go == true'",
+        );
+        // Every element makes an object, even an empty one; copy_when is read on the event.
+        assert_eq!(
+            run(
+                &*p,
+                json!({"go": false, "a": {"l": [{"x": 1, "z": 2}, {"q": 3}]}})
+            ),
+            Some(
+                json!({"go": false, "a": {"l": [{"x": 1, "z": 2}, {"q": 3}]}, "out": [{"y": 1}, {}]})
+            )
+        );
+        assert_eq!(
+            run(&*p, json!({"go": true, "a": {"l": [{"x": 1, "z": 2}]}})),
+            Some(json!({"go": true, "a": {"l": [{"x": 1, "z": 2}]}, "out": [{"y": 1, "w": 2}]}))
+        );
+        // An existing to_list stays; a missing list, or one of non-objects, changes nothing.
+        for data in [
+            json!({"a": {"l": [{"x": 1}]}, "out": 0}),
+            json!({"b": 1}),
+            json!({"a": {"l": [1, 2]}}),
+        ] {
+            assert_eq!(run(&*p, data.clone()), Some(data));
+        }
+        assert_eq!(
+            run(&*p, json!({"a": {"l": []}})),
+            Some(json!({"a": {"l": []}, "out": []}))
+        );
+        let p = processor(
+            "copy_values:\n  from_list: l\n  to_list: out\n  overwrite_if_to_list_exists: true\n  entries:\n    - from_key: x\n      to_key: y",
+        );
+        assert_eq!(
+            run(&*p, json!({"l": [{"x": 1}], "out": 0})),
+            Some(json!({"l": [{"x": 1}], "out": [{"y": 1}]}))
+        );
+    }
+
+    #[test]
+    fn from_list_and_to_list_go_together() {
+        let err = config_error(
+            "copy_values:\n  from_list: l\n  entries:\n    - from_key: x\n      to_key: y",
+        );
+        assert!(err.contains("both are needed"), "{err}");
+        let err = config_error(
+            "copy_values:\n  overwrite_if_to_list_exists: true\n  entries:\n    - from_key: x\n      to_key: y",
+        );
+        assert!(err.contains("only applies with `from_list`"), "{err}");
     }
 }

@@ -110,7 +110,7 @@ impl Entry {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{config_error, processor, run};
 
     #[test]
     fn deletes_keys_nested_keys_and_regex_matches() {
@@ -133,5 +133,94 @@ mod tests {
         let p = processor("delete_entries:\n  with_keys: [m]\n  delete_when: '/m == \"---\"'");
         assert_eq!(run(&*p, json!({"m": "---"})), Some(json!({})));
         assert_eq!(run(&*p, json!({"m": "x"})), Some(json!({"m": "x"})));
+    }
+
+    /// delete-entries.md, "Combining multiple deletion rules".
+    #[test]
+    fn the_documented_entries_example() {
+        let p = processor(
+            "delete_entries:\n  entries:\n    - with_keys: [ \"message\" ]\n    - with_keys_regex: [ \"^tes.*\" ]\n      exclude_from_delete: [ \"test\" ]",
+        );
+        assert_eq!(
+            run(
+                &*p,
+                json!({"message": "hello", "message2": "goodbye", "test": "friends", "test2": "are", "test3": "kind"})
+            ),
+            Some(json!({"message2": "goodbye", "test": "friends"}))
+        );
+    }
+
+    #[test]
+    fn entries_have_their_own_conditions_and_may_mix_keys_and_regexes() {
+        let p = processor(
+            "delete_entries:\n  entries:\n    - with_keys: [a]\n      with_keys_regex: ['x.*']\n    - with_keys: [b]\n      delete_when: '/c == 1'",
+        );
+        assert_eq!(
+            run(&*p, json!({"a": 1, "x1": 1, "b": 1, "c": 2})),
+            Some(json!({"b": 1, "c": 2}))
+        );
+        assert_eq!(run(&*p, json!({"b": 1, "c": 1})), Some(json!({"c": 1})));
+    }
+
+    #[test]
+    fn iterate_on_deletes_in_the_elements_a_condition_selects() {
+        let p = processor(
+            "delete_entries:\n  with_keys: [secret, /n/x]\n  iterate_on: users\n  delete_from_element_when: '/role != \"admin\"'",
+        );
+        assert_eq!(
+            run(
+                &*p,
+                json!({"secret": 0, "users": [{"role": "admin", "secret": 1}, {"role": "user", "secret": 2, "n": {"x": 1, "y": 2}}]})
+            ),
+            Some(
+                json!({"secret": 0, "users": [{"role": "admin", "secret": 1}, {"role": "user", "n": {"y": 2}}]})
+            )
+        );
+        let p = processor(
+            "delete_entries:\n  entries:\n    - with_keys_regex: ['tmp.*']\n      iterate_on: /l",
+        );
+        assert_eq!(
+            run(&*p, json!({"tmp": 1, "l": [{"tmp1": 1, "k": 2}, {}]})),
+            Some(json!({"tmp": 1, "l": [{"k": 2}, {}]}))
+        );
+        // Missing or empty: unchanged.
+        assert_eq!(run(&*p, json!({"a": 1})), Some(json!({"a": 1})));
+        assert_eq!(run(&*p, json!({"l": []})), Some(json!({"l": []})));
+    }
+
+    #[test]
+    fn a_list_of_non_objects_stops_the_remaining_entries() {
+        let p = processor(
+            "delete_entries:\n  entries:\n    - with_keys: [a]\n    - with_keys: [k]\n      iterate_on: l\n    - with_keys: [b]",
+        );
+        assert_eq!(
+            run(&*p, json!({"a": 1, "b": 2, "l": [{"k": 1}, "text"]})),
+            Some(json!({"b": 2, "l": [{"k": 1}, "text"]}))
+        );
+    }
+
+    #[test]
+    fn entries_and_the_top_level_keys_do_not_mix() {
+        let err =
+            config_error("delete_entries:\n  with_keys: [a]\n  entries:\n    - with_keys: [b]");
+        assert!(err.contains("takes only one of"), "{err}");
+        let err = config_error("delete_entries:\n  with_keys: [a]\n  with_keys_regex: [b]");
+        assert!(err.contains("put them in one item of `entries`"), "{err}");
+        let err = config_error(
+            "delete_entries:\n  delete_when: '/a == 1'\n  entries:\n    - with_keys: [b]",
+        );
+        assert!(
+            err.contains("delete_when` does not apply with `entries`"),
+            "{err}"
+        );
+        let err = config_error(
+            "delete_entries:\n  entries:\n    - with_keys: [b]\n      delete_from_element_when: '/a == 1'",
+        );
+        assert!(
+            err.contains("entries[0].delete_from_element_when` only applies with `iterate_on`"),
+            "{err}"
+        );
+        let err = config_error("delete_entries:\n  entries:\n    - delete_when: '/a == 1'");
+        assert!(err.contains("entries[0]` needs `with_keys`"), "{err}");
     }
 }

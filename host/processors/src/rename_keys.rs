@@ -147,7 +147,7 @@ fn transform(map: &mut Map<String, Value>, how: TransformKey) {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{config_error, processor, run};
 
     #[test]
     fn renames_unless_the_target_exists() {
@@ -183,5 +183,58 @@ mod tests {
             run(&*p, json!({"old1": 1, "x": 2})),
             Some(json!({"x": 2, "new": 1}))
         );
+    }
+
+    #[test]
+    fn transform_key_renames_nested_keys_not_in_lists() {
+        let p = processor("rename_keys:\n  transform_key: lowercase");
+        assert_eq!(
+            run(&*p, json!({"A": {"BcD": 1, "L": [{"X": 1}]}, "e": 2})),
+            Some(json!({"a": {"bcd": 1, "l": [{"X": 1}]}, "e": 2}))
+        );
+        let p = processor("rename_keys:\n  transform_key: uppercase");
+        assert_eq!(
+            run(&*p, json!({"ab": {"cd": 1}})),
+            Some(json!({"AB": {"CD": 1}}))
+        );
+        let p = processor("rename_keys:\n  transform_key: capitalize");
+        assert_eq!(
+            run(&*p, json!({"abc": 1, "xY": {"zz": 2}, "": 3})),
+            Some(json!({"": 3, "Abc": 1, "XY": {"Zz": 2}}))
+        );
+        let p = processor(
+            "rename_keys:\n  transform_key: none\n  entries:\n    - from_key: a\n      to_key: b",
+        );
+        assert_eq!(
+            run(&*p, json!({"A": 1, "a": 2})),
+            Some(json!({"A": 1, "b": 2}))
+        );
+    }
+
+    #[test]
+    fn transform_key_collisions_and_keys_it_cannot_read() {
+        // `A` moves into `a`'s place; then `a` keeps the value it now has (Data Prepper reads
+        // it again).
+        let p = processor("rename_keys:\n  transform_key: lowercase");
+        assert_eq!(run(&*p, json!({"A": 1, "a": 2})), Some(json!({"a": 1})));
+        assert_eq!(
+            run(&*p, json!({"X/Y": 1, "P%Q": 2, "B": 3})),
+            Some(json!({"X/Y": 1, "P%Q": 2, "b": 3}))
+        );
+    }
+
+    #[test]
+    fn transform_key_and_entries_are_one_or_the_other() {
+        let err = config_error(
+            "rename_keys:\n  transform_key: uppercase\n  entries:\n    - from_key: a\n      to_key: b",
+        );
+        assert!(
+            err.contains("takes one of `entries` and `transform_key`"),
+            "{err}"
+        );
+        let err = config_error("rename_keys:\n  transform_key: none");
+        assert!(err.contains("needs `entries`"), "{err}");
+        let err = config_error("rename_keys:\n  transform_key: title");
+        assert!(err.contains("title"), "{err}");
     }
 }

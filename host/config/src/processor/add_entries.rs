@@ -147,11 +147,17 @@ impl ProcessorConfig for AddEntries {
                 if set {
                     errors.at(
                         &join(&path, key),
-                        format!("`{path}.{key}` only applies with {needs}; add it or remove `{key}`"),
+                        format!(
+                            "`{path}.{key}` only applies with {needs}; add it or remove `{key}`"
+                        ),
                     );
                 }
             };
-            only_with("flatten_key", !iterates && !entry.flatten_key, "`iterate_on`");
+            only_with(
+                "flatten_key",
+                !iterates && !entry.flatten_key,
+                "`iterate_on`",
+            );
             only_with(
                 "disable_root_keys",
                 !iterates && !entry.disable_root_keys,

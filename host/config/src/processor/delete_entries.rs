@@ -142,7 +142,9 @@ impl ProcessorConfig for DeleteEntries {
             if entry.with_keys.is_empty() && entry.with_keys_regex.is_empty() {
                 errors.at(
                     &path,
-                    format!("`{path}` needs `with_keys` (or `with_keys_regex`): the keys to delete"),
+                    format!(
+                        "`{path}` needs `with_keys` (or `with_keys_regex`): the keys to delete"
+                    ),
                 );
             }
             check_entry(
