@@ -30,6 +30,11 @@ pub struct Metadata {
     pub attributes: Map<String, Value>,
     /// Tags, in the order they were first added, each once (`hasTags`).
     pub tags: Vec<String>,
+    /// When what the event records happened, in milliseconds since the Unix epoch (negative
+    /// before 1970), as the `date` processor read it with `origination_timestamp_to_metadata`
+    /// (Data Prepper's `EventMetadata.getExternalOriginationTime()`); none until then. Nothing
+    /// reads it yet.
+    pub external_origination_time_ms: Option<i64>,
 }
 
 impl Metadata {
@@ -40,6 +45,7 @@ impl Metadata {
             time_received_ms,
             attributes: Map::new(),
             tags: Vec::new(),
+            external_origination_time_ms: None,
         }
     }
 

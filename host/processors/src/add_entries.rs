@@ -3,6 +3,15 @@
 //! metadata attribute: added when absent, replaced with `overwrite_if_key_exists`, made a
 //! list with `append_if_key_exists`, else left as it was. An entry that fails (a format whose
 //! key is missing, a key through a non-object) is skipped and logged; the rest still apply.
+//!
+//! With `iterate_on`, the entry goes into each element of a list of objects instead (the list
+//! is written back; a list with an element that is not an object is left as is): `key` is one
+//! literal key of the element (`flatten_key`, the default) or a path in it; `format` and
+//! `value_expression` read the element (or the event, `disable_root_keys: false`);
+//! `add_to_element_when` is evaluated on the event, or on each element
+//! (`evaluate_when_on_element`), an element being an event of its data and the event's
+//! metadata. As Data Prepper, whether the key exists is asked of the element's literal key
+//! even when `flatten_key: false` reads it as a path.
 
 use serde_json::Value;
 use sluice_config::processor::add_entries::{AddEntries, AddEntry, Target};
@@ -20,6 +29,19 @@ struct Entry {
     overwrite: bool,
     append: bool,
     when: Option<Expression>,
+    /// `iterate_on` and its options.
+    each: Option<Each>,
+}
+
+struct Each {
+    list: Key,
+    when: Option<Expression>,
+    /// `evaluate_when_on_element`.
+    per_element: bool,
+    /// `flatten_key`.
+    literal: bool,
+    /// `disable_root_keys: false`.
+    from_root: bool,
 }
 
 enum Where {
@@ -59,6 +81,13 @@ fn entry(e: &AddEntry) -> Entry {
         overwrite: e.overwrite_if_key_exists,
         append: e.append_if_key_exists,
         when: e.add_when.clone(),
+        each: e.iterate_on.as_ref().map(|list| Each {
+            list: list.clone(),
+            when: e.add_to_element_when.clone(),
+            per_element: e.evaluate_when_on_element,
+            literal: e.flatten_key,
+            from_root: !e.disable_root_keys,
+        }),
     }
 }
 
@@ -81,12 +110,20 @@ impl Processor for Add {
 }
 
 impl Entry {
-    fn apply(&self, event: &mut Event) -> Result<(), String> {
-        let value = match &self.value {
+    /// The entry's value, read from `context`.
+    fn value(&self, context: &Event) -> Result<Value, String> {
+        Ok(match &self.value {
             What::Value(v) => v.clone(),
-            What::Format(t) => Value::String(t.render(event).map_err(|e| e.to_string())?),
-            What::Expression(x) => x.evaluate(event).map_err(|e| e.to_string())?,
-        };
+            What::Format(t) => Value::String(t.render(context).map_err(|e| e.to_string())?),
+            What::Expression(x) => x.evaluate(context).map_err(|e| e.to_string())?,
+        })
+    }
+
+    fn apply(&self, event: &mut Event) -> Result<(), String> {
+        if let Some(each) = &self.each {
+            return self.apply_each(event, each);
+        }
+        let value = self.value(event)?;
         let key = match &self.target {
             Where::Metadata(name) => {
                 let attributes = &mut event.metadata.attributes;
@@ -121,6 +158,68 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// `iterate_on`: the entry into each element of the list (all or none: an element that is
+    /// not an object, or a value that cannot be had, leaves the list as it was).
+    fn apply_each(&self, event: &mut Event, each: &Each) -> Result<(), String> {
+        let list = match event.get(&each.list) {
+            None | Some(Value::Null) => return Ok(()),
+            Some(Value::Array(list)) if list.is_empty() => return Ok(()),
+            Some(Value::Array(list)) if list.iter().all(Value::is_object) => list.clone(),
+            Some(_) => return Err(format!("`{}` is not a list of objects", each.list)),
+        };
+        // The key is made on the event, before any element is read.
+        let text = match &self.target {
+            Where::Key(key) => key.as_str().to_owned(),
+            Where::Format(t) => t.render(event).map_err(|e| e.to_string())?,
+            Where::Metadata(_) => unreachable!("checked: no metadata_key with iterate_on"),
+        };
+        let path = Key::parse(&text).map_err(|e| e.to_string())?;
+        if !each.per_element && !when(each.when.as_ref(), event) {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(list.len());
+        for item in list {
+            let mut element = Event::new(item, event.metadata.clone());
+            if each.per_element && !when(each.when.as_ref(), &element) {
+                out.push(element.data);
+                continue;
+            }
+            let value = self.value(if each.from_root { event } else { &element })?;
+            let exists = element
+                .data
+                .as_object()
+                .is_some_and(|m| m.contains_key(&text));
+            if !exists || self.overwrite {
+                if each.literal {
+                    if let Some(map) = element.data.as_object_mut() {
+                        map.insert(text.clone(), value);
+                    }
+                } else {
+                    element.put(&path, value).map_err(|e| e.to_string())?;
+                }
+            } else if self.append {
+                let slot = if each.literal {
+                    element.data.as_object_mut().and_then(|m| m.get_mut(&text))
+                } else {
+                    element.get_mut(&path)
+                };
+                match slot {
+                    Some(slot) => merge(slot, value),
+                    // Data Prepper appends to the `null` it reads at a path that is not there.
+                    None => element
+                        .put(&path, Value::Array(vec![Value::Null, value]))
+                        .map_err(|e| e.to_string())?,
+                }
+            }
+            out.push(element.data);
+        }
+        event
+            .put(&each.list, Value::Array(out))
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// `append_if_key_exists`: the existing value becomes a list (if it is not one) with the new
 /// value at its end, as one element even when it is a list (as Data Prepper).
 fn merge(slot: &mut Value, value: Value) {
@@ -136,7 +235,7 @@ fn merge(slot: &mut Value, value: Value) {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{config_error, processor, run};
 
     #[test]
     fn adds_a_value_and_leaves_an_existing_key_unless_told() {
@@ -183,5 +282,108 @@ mod tests {
             run(&*p, json!({"a": "xy", "b": 3})),
             Some(json!({"a": "xy", "b": 3, "n": {"id": "xy-3"}}))
         );
+    }
+
+    #[test]
+    fn iterate_on_adds_to_each_element_by_a_literal_key() {
+        let p = processor(
+            "add_entries:\n  entries:\n    - key: a/b\n      value: 1\n      iterate_on: items",
+        );
+        assert_eq!(
+            run(&*p, json!({"items": [{"x": 1}, {"a/b": 0}]})),
+            Some(json!({"items": [{"x": 1, "a/b": 1}, {"a/b": 0}]}))
+        );
+        // Missing, empty, not a list, a list with an element that is not an object: unchanged.
+        for data in [
+            json!({"x": 1}),
+            json!({"items": []}),
+            json!({"items": "text"}),
+            json!({"items": [{"x": 1}, 2]}),
+        ] {
+            assert_eq!(run(&*p, data.clone()), Some(data));
+        }
+    }
+
+    #[test]
+    fn iterate_on_with_a_path_and_values_from_the_element_or_the_root() {
+        let p = processor(
+            "add_entries:\n  entries:\n    - key: /n/len\n      value_expression: length(/name)\n      iterate_on: /l\n      flatten_key: false\n    - key: tag\n      format: \"${/name}-${/env}\"\n      iterate_on: /l\n    - key: env\n      value_expression: /env\n      iterate_on: /l\n      disable_root_keys: false",
+        );
+        assert_eq!(
+            run(&*p, json!({"env": "prod", "l": [{"name": "ab"}]})),
+            Some(
+                json!({"env": "prod", "l": [{"name": "ab", "n": {"len": 2}, "tag": "ab-", "env": "prod"}]})
+            )
+        );
+    }
+
+    #[test]
+    fn iterate_on_overwrites_and_appends_in_elements() {
+        let p = processor(
+            "add_entries:\n  entries:\n    - key: t\n      value: b\n      iterate_on: l\n      append_if_key_exists: true\n    - key: o\n      value: 2\n      iterate_on: l\n      overwrite_if_key_exists: true",
+        );
+        assert_eq!(
+            run(&*p, json!({"l": [{"t": "a", "o": 1}, {}]})),
+            Some(json!({"l": [{"t": ["a", "b"], "o": 2}, {"t": "b", "o": 2}]}))
+        );
+    }
+
+    #[test]
+    fn add_to_element_when_is_read_on_the_event_or_on_each_element() {
+        let once = processor(
+            "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      add_to_element_when: '/go == true'",
+        );
+        assert_eq!(
+            run(&*once, json!({"go": true, "l": [{"a": 1}, {"a": 2}]})),
+            Some(json!({"go": true, "l": [{"a": 1, "k": 1}, {"a": 2, "k": 1}]}))
+        );
+        assert_eq!(
+            run(&*once, json!({"go": false, "l": [{"a": 1}]})),
+            Some(json!({"go": false, "l": [{"a": 1}]}))
+        );
+        let each = processor(
+            "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      add_to_element_when: '/a == 2'\n      evaluate_when_on_element: true",
+        );
+        assert_eq!(
+            run(&*each, json!({"a": 2, "l": [{"a": 1}, {"a": 2}]})),
+            Some(json!({"a": 2, "l": [{"a": 1}, {"a": 2, "k": 1}]}))
+        );
+        // An element sees the event's metadata.
+        let meta = processor(
+            "add_entries:\n  entries:\n    - metadata_key: m\n      value: yes\n    - key: k\n      value: 1\n      iterate_on: l\n      add_to_element_when: 'getMetadata(\"m\") == \"yes\"'\n      evaluate_when_on_element: true",
+        );
+        assert_eq!(
+            run(&*meta, json!({"l": [{}]})),
+            Some(json!({"l": [{"k": 1}]}))
+        );
+    }
+
+    #[test]
+    fn iterate_options_need_iterate_on() {
+        for (yaml, key) in [
+            ("flatten_key: false", "flatten_key"),
+            ("disable_root_keys: false", "disable_root_keys"),
+            ("add_to_element_when: '/a == 1'", "add_to_element_when"),
+            ("evaluate_when_on_element: true", "evaluate_when_on_element"),
+        ] {
+            let err = config_error(&format!(
+                "add_entries:\n  entries:\n    - key: k\n      value: 1\n      {yaml}"
+            ));
+            assert!(
+                err.contains(&format!("entries[0].{key}` only applies with")),
+                "{err}"
+            );
+        }
+        let err = config_error(
+            "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      evaluate_when_on_element: true",
+        );
+        assert!(
+            err.contains("both `iterate_on` and `add_to_element_when`"),
+            "{err}"
+        );
+        let err = config_error(
+            "add_entries:\n  entries:\n    - metadata_key: k\n      value: 1\n      iterate_on: l",
+        );
+        assert!(err.contains("not to metadata"), "{err}");
     }
 }

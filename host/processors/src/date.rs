@@ -24,6 +24,8 @@ struct Date {
     source_zone: Zone,
     destination_zone: Zone,
     when: Option<Expression>,
+    /// `origination_timestamp_to_metadata`.
+    to_metadata: bool,
 }
 
 enum Source {
@@ -125,6 +127,7 @@ impl BuildProcessor for Config {
             source_zone: zone_of("source_timezone", &self.source_timezone)?,
             destination_zone: zone_of("destination_timezone", &self.destination_timezone)?,
             when: self.date_when.clone(),
+            to_metadata: self.origination_timestamp_to_metadata,
         }))
     }
 }
@@ -160,6 +163,10 @@ impl Processor for Date {
             tracing::debug!(destination = %self.destination, "date: no pattern matched");
             return Fate::Keep;
         };
+        // Data Prepper sets it for a date read from `match` only, not `from_time_received`.
+        if self.to_metadata && matches!(self.source, Source::Key { .. }) {
+            event.metadata.external_origination_time_ms = Some(instant.timestamp_millis());
+        }
         let text = match &self.output {
             Output::Pattern(p) => p.format(instant, self.destination_zone),
             Output::Epoch(e) => epoch_text(instant, *e),
@@ -215,7 +222,7 @@ fn epoch_text(instant: DateTime<Utc>, unit: Epoch) -> String {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{processor, run, run_event};
 
     #[test]
     fn reads_a_pattern_and_writes_the_default_format() {
@@ -263,5 +270,46 @@ mod tests {
             run(&*p, json!({"t": "yesterday"})),
             Some(json!({"t": "yesterday"}))
         );
+    }
+
+    /// date.md:348: the date read is also the event's origination time; not so for
+    /// `from_time_received`, nor when nothing matched.
+    #[test]
+    fn origination_timestamp_to_metadata() {
+        for key in [
+            "origination_timestamp_to_metadata",
+            "to_origination_metadata",
+        ] {
+            let p = processor(&format!(
+                "date:\n  match:\n    - key: t\n      patterns: ['dd/MMM/yyyy:HH:mm:ss Z']\n  {key}: true"
+            ));
+            let event = run_event(&*p, json!({"t": "10/Oct/2000:13:55:36 -0700"}));
+            assert_eq!(
+                event.metadata.external_origination_time_ms,
+                Some(971_211_336_000)
+            );
+            let event = run_event(&*p, json!({"t": "nope"}));
+            assert_eq!(event.metadata.external_origination_time_ms, None);
+        }
+        let p = processor(
+            "date:\n  match:\n    - key: t\n      patterns: [epoch_second]\n  origination_timestamp_to_metadata: true",
+        );
+        assert_eq!(
+            run_event(&*p, json!({"t": -100}))
+                .metadata
+                .external_origination_time_ms,
+            Some(-100_000)
+        );
+        let p = processor("date:\n  from_time_received: true\n  to_origination_metadata: true");
+        assert_eq!(
+            run_event(&*p, json!({}))
+                .metadata
+                .external_origination_time_ms,
+            None
+        );
+        let p =
+            processor("date:\n  match:\n    - key: t\n      patterns: ['dd/MMM/yyyy:HH:mm:ss Z']");
+        let event = run_event(&*p, json!({"t": "10/Oct/2000:13:55:36 -0700"}));
+        assert_eq!(event.metadata.external_origination_time_ms, None);
     }
 }

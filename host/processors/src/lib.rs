@@ -243,3 +243,49 @@ pub(crate) mod testing {
         (event.data, event.metadata.tags)
     }
 }
+
+/// The documented examples (`tests/data/dataprepper/conformance`) of the processors whose
+/// list and key options are built here, run through each processor alone (the binary's
+/// conformance test runs every processor's through a pipeline).
+#[cfg(test)]
+mod documented {
+    use serde_json::Value;
+
+    use crate::testing::{processor, run};
+
+    #[test]
+    fn the_documented_examples_of_the_mutate_processors_and_date() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/dataprepper/conformance"
+        );
+        let mut ran = 0;
+        for name in [
+            "add_entries",
+            "delete_entries",
+            "rename_keys",
+            "copy_values",
+            "date",
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}/{name}.json")).unwrap();
+            let cases: Vec<Value> = serde_json::from_str(&text).unwrap();
+            for case in cases {
+                let left_out = case["notes"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("nondeterministic"))
+                    || case
+                        .get("doc_suspect")
+                        .is_some_and(|s| !s.is_null() && s != false);
+                if left_out || !case["processor"].is_object() || !case["output"].is_object() {
+                    continue;
+                }
+                // JSON is YAML.
+                let p = processor(&case["processor"].to_string());
+                let out = run(&*p, case["input"].clone());
+                assert_eq!(out.as_ref(), Some(&case["output"]), "{}", case["id"]);
+                ran += 1;
+            }
+        }
+        assert!(ran >= 10, "only {ran} cases ran");
+    }
+}

@@ -2,15 +2,22 @@
 //! `rename_when` holds, the value at `from_key` (or at each top-level key matching
 //! `from_key_regex`) moves to `to_key`, unless `to_key` exists and
 //! `overwrite_if_to_key_exists` is false.
+//!
+//! `transform_key` renames every key instead, as Data Prepper's `transformEvent`: in each
+//! object, key by key in order, its nested objects first (not inside lists), the value moves
+//! to the transformed key (replacing, in its place, a key of that name). A key that is not a
+//! valid key, or has a `/`, is left as it is (Data Prepper cannot read it as a path).
 
 use regex::Regex;
-use sluice_config::processor::rename_keys::{RenameEntry, RenameKeys};
+use serde_json::{Map, Value};
+use sluice_config::processor::rename_keys::{RenameEntry, RenameKeys, TransformKey};
 use sluice_event::{Event, Expression, Key};
 
 use crate::{BuildProcessor, Fate, Processor, when};
 
 struct Rename {
     entries: Vec<Entry>,
+    transform: TransformKey,
 }
 
 struct Entry {
@@ -29,6 +36,7 @@ impl BuildProcessor for RenameKeys {
     fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
         Ok(Box::new(Rename {
             entries: self.entries.iter().map(entry).collect(),
+            transform: self.transform_key,
         }))
     }
 }
@@ -53,6 +61,12 @@ impl Processor for Rename {
     }
 
     fn process(&self, event: &mut Event) -> Fate {
+        if self.transform != TransformKey::None {
+            if let Some(map) = event.data.as_object_mut() {
+                transform(map, self.transform);
+            }
+            return Fate::Keep;
+        }
         for entry in &self.entries {
             if !when(entry.when.as_ref(), event) {
                 continue;
@@ -97,11 +111,43 @@ impl Entry {
     }
 }
 
+/// `transform_key` on `map` and the objects in it.
+fn transform(map: &mut Map<String, Value>, how: TransformKey) {
+    let names: Vec<String> = map.keys().cloned().collect();
+    for name in names {
+        if let Some(Value::Object(child)) = map.get_mut(&name) {
+            transform(child, how);
+        }
+        if name.contains('/') || Key::parse(&name).is_err() {
+            continue;
+        }
+        // Valid keys are ASCII, so Java's `toLowerCase`/`toUpperCase` are ASCII's here.
+        let renamed = match how {
+            TransformKey::None => continue,
+            TransformKey::Lowercase => name.to_ascii_lowercase(),
+            TransformKey::Uppercase => name.to_ascii_uppercase(),
+            TransformKey::Capitalize => {
+                let mut chars = name.chars();
+                match chars.next() {
+                    Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                    // Data Prepper's `substring(0, 1)` throws: the key is left.
+                    None => continue,
+                }
+            }
+        };
+        // Data Prepper: `delete(name)` then `put(renamed, value)`; a key already named
+        // `renamed` keeps its place and takes the value.
+        if let Some(value) = map.shift_remove(&name) {
+            map.insert(renamed, value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{processor, run};
+    use crate::testing::{config_error, processor, run};
 
     #[test]
     fn renames_unless_the_target_exists() {
@@ -137,5 +183,58 @@ mod tests {
             run(&*p, json!({"old1": 1, "x": 2})),
             Some(json!({"x": 2, "new": 1}))
         );
+    }
+
+    #[test]
+    fn transform_key_renames_nested_keys_not_in_lists() {
+        let p = processor("rename_keys:\n  transform_key: lowercase");
+        assert_eq!(
+            run(&*p, json!({"A": {"BcD": 1, "L": [{"X": 1}]}, "e": 2})),
+            Some(json!({"a": {"bcd": 1, "l": [{"X": 1}]}, "e": 2}))
+        );
+        let p = processor("rename_keys:\n  transform_key: uppercase");
+        assert_eq!(
+            run(&*p, json!({"ab": {"cd": 1}})),
+            Some(json!({"AB": {"CD": 1}}))
+        );
+        let p = processor("rename_keys:\n  transform_key: capitalize");
+        assert_eq!(
+            run(&*p, json!({"abc": 1, "xY": {"zz": 2}, "": 3})),
+            Some(json!({"": 3, "Abc": 1, "XY": {"Zz": 2}}))
+        );
+        let p = processor(
+            "rename_keys:\n  transform_key: none\n  entries:\n    - from_key: a\n      to_key: b",
+        );
+        assert_eq!(
+            run(&*p, json!({"A": 1, "a": 2})),
+            Some(json!({"A": 1, "b": 2}))
+        );
+    }
+
+    #[test]
+    fn transform_key_collisions_and_keys_it_cannot_read() {
+        // `A` moves into `a`'s place; then `a` keeps the value it now has (Data Prepper reads
+        // it again).
+        let p = processor("rename_keys:\n  transform_key: lowercase");
+        assert_eq!(run(&*p, json!({"A": 1, "a": 2})), Some(json!({"a": 1})));
+        assert_eq!(
+            run(&*p, json!({"X/Y": 1, "P%Q": 2, "B": 3})),
+            Some(json!({"X/Y": 1, "P%Q": 2, "b": 3}))
+        );
+    }
+
+    #[test]
+    fn transform_key_and_entries_are_one_or_the_other() {
+        let err = config_error(
+            "rename_keys:\n  transform_key: uppercase\n  entries:\n    - from_key: a\n      to_key: b",
+        );
+        assert!(
+            err.contains("takes one of `entries` and `transform_key`"),
+            "{err}"
+        );
+        let err = config_error("rename_keys:\n  transform_key: none");
+        assert!(err.contains("needs `entries`"), "{err}");
+        let err = config_error("rename_keys:\n  transform_key: title");
+        assert!(err.contains("title"), "{err}");
     }
 }

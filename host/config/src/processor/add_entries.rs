@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use sluice_event::{Expression, Key};
 
-use super::{ProcessorConfig, Unsupported};
+use super::ProcessorConfig;
 use crate::error::Errors;
 use crate::location::join;
 
@@ -54,16 +54,32 @@ pub struct AddEntry {
     /// Add the entry only to events for which this condition is true.
     #[serde(default, deserialize_with = "crate::event::opt_condition")]
     pub add_when: Option<Expression>,
+    /// A list of objects (`/items`): the entry is added to each of its elements instead of the
+    /// event, and the list written back. Only when it is a non-empty list of objects; not with
+    /// `metadata_key`.
+    #[serde(default, deserialize_with = "crate::event::opt_key")]
+    pub iterate_on: Option<Key>,
+    /// With `iterate_on`: add to the elements only when this condition is true, evaluated once
+    /// on the event (all elements or none), or on each element with
+    /// `evaluate_when_on_element`.
+    #[serde(default, deserialize_with = "crate::event::opt_condition")]
+    pub add_to_element_when: Option<Expression>,
+    /// With `iterate_on`: `key` is one key of each element, taken literally (`a/b` is one
+    /// key); false reads it as a path inside the element. Default true.
+    #[serde(default = "yes")]
+    pub flatten_key: bool,
+    /// With `iterate_on`: `format` and `value_expression` read the element (true) or the whole
+    /// event (false). Default true.
+    #[serde(default = "yes")]
+    pub disable_root_keys: bool,
+    /// With `iterate_on` and `add_to_element_when`: evaluate the condition on each element
+    /// (its data, the event's metadata) instead of once on the event. Default false.
     #[serde(default)]
-    pub iterate_on: Option<Unsupported>,
-    #[serde(default)]
-    pub add_to_element_when: Option<Unsupported>,
-    #[serde(default)]
-    pub flatten_key: Option<Unsupported>,
-    #[serde(default)]
-    pub disable_root_keys: Option<Unsupported>,
-    #[serde(default)]
-    pub evaluate_when_on_element: Option<Unsupported>,
+    pub evaluate_when_on_element: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Where an entry goes, read from `key` / `metadata_key`.
@@ -124,6 +140,44 @@ impl ProcessorConfig for AddEntries {
                     format!(
                         "`{path}` takes exactly one of `value`, `format` and `value_expression`"
                     ),
+                );
+            }
+            let iterates = entry.iterate_on.is_some();
+            let mut only_with = |key: &str, set: bool, needs: &str| {
+                if set {
+                    errors.at(
+                        &join(&path, key),
+                        format!(
+                            "`{path}.{key}` only applies with {needs}; add it or remove `{key}`"
+                        ),
+                    );
+                }
+            };
+            only_with(
+                "flatten_key",
+                !iterates && !entry.flatten_key,
+                "`iterate_on`",
+            );
+            only_with(
+                "disable_root_keys",
+                !iterates && !entry.disable_root_keys,
+                "`iterate_on`",
+            );
+            only_with(
+                "add_to_element_when",
+                !iterates && entry.add_to_element_when.is_some(),
+                "`iterate_on`",
+            );
+            only_with(
+                "evaluate_when_on_element",
+                entry.evaluate_when_on_element
+                    && (!iterates || entry.add_to_element_when.is_none()),
+                "both `iterate_on` and `add_to_element_when`",
+            );
+            if iterates && entry.metadata_key.is_some() {
+                errors.at(
+                    &join(&path, "iterate_on"),
+                    format!("`{path}.iterate_on` adds to list elements, not to metadata; use `key` instead of `metadata_key`, or remove `iterate_on`"),
                 );
             }
             if entry.overwrite_if_key_exists && entry.append_if_key_exists {

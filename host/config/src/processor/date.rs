@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use sluice_event::{Expression, Key};
 
-use super::{ProcessorConfig, Unsupported};
+use super::ProcessorConfig;
 use crate::error::Errors;
 use crate::location::join;
 
@@ -53,8 +53,11 @@ pub struct Date {
     /// Process only events for which this condition is true.
     #[serde(default, deserialize_with = "crate::event::opt_condition")]
     pub date_when: Option<Expression>,
+    /// Also keep the date read from `match` as the event's origination time (its metadata's
+    /// `external_origination_time_ms`). Not with `from_time_received`, whose time is not
+    /// kept so. Alias `to_origination_metadata`. Default false.
     #[serde(default, alias = "to_origination_metadata")]
-    pub origination_timestamp_to_metadata: Option<Unsupported>,
+    pub origination_timestamp_to_metadata: bool,
 }
 
 /// One `match` entry.

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use sluice_event::{Expression, Key};
 
-use super::{ProcessorConfig, Unsupported, regexes};
+use super::{ProcessorConfig, regexes};
 use crate::error::Errors;
 use crate::location::join;
 
@@ -13,15 +13,34 @@ use crate::location::join;
 ///       - from_key: "message"
 ///         to_key: "newMessage"
 ///         overwrite_if_to_key_exists: true
+/// - rename_keys:
+///     transform_key: lowercase
 /// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RenameKeys {
-    /// The renames, in order. Required.
+    /// The renames, in order. This or a `transform_key` other than `none` is required.
     #[serde(default)]
     pub entries: Vec<RenameEntry>,
+    /// Renames every key of the event instead, in nested objects too (not in lists):
+    /// `lowercase`, `uppercase`, `capitalize` (the first character upper-cased) or `none`.
+    /// Default `none`.
     #[serde(default)]
-    pub transform_key: Option<Unsupported>,
+    pub transform_key: TransformKey,
+}
+
+/// How `transform_key` renames keys (Data Prepper's `TransformOption`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransformKey {
+    /// Keys are left as they are (`""` too).
+    #[default]
+    #[serde(alias = "")]
+    None,
+    Lowercase,
+    Uppercase,
+    /// The first character upper-cased, the rest as it is.
+    Capitalize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -46,11 +65,16 @@ pub struct RenameEntry {
 
 impl ProcessorConfig for RenameKeys {
     fn check(&self, path: &str, errors: &mut Errors) {
-        if self.entries.is_empty() {
-            errors.at(
+        match (self.entries.is_empty(), self.transform_key) {
+            (true, TransformKey::None) => errors.at(
                 path,
-                format!("`{path}` needs `entries`, e.g. `- from_key: a` with `to_key: b`"),
-            );
+                format!("`{path}` needs `entries`, e.g. `- from_key: a` with `to_key: b` (or `transform_key`)"),
+            ),
+            (false, TransformKey::None) | (true, _) => {}
+            (false, _) => errors.at(
+                path,
+                format!("`{path}` takes one of `entries` and `transform_key`; keep one (or a second `rename_keys` for the other)"),
+            ),
         }
         for (i, entry) in self.entries.iter().enumerate() {
             let path = format!("{}[{i}]", join(path, "entries"));
