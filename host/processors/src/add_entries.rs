@@ -235,7 +235,7 @@ fn merge(slot: &mut Value, value: Value) {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     #[test]
     fn adds_a_value_and_leaves_an_existing_key_unless_told() {
@@ -366,7 +366,7 @@ mod tests {
             ("add_to_element_when: '/a == 1'", "add_to_element_when"),
             ("evaluate_when_on_element: true", "evaluate_when_on_element"),
         ] {
-            let err = config_error(&format!(
+            let err = invalid(&format!(
                 "add_entries:\n  entries:\n    - key: k\n      value: 1\n      {yaml}"
             ));
             assert!(
@@ -374,14 +374,14 @@ mod tests {
                 "{err}"
             );
         }
-        let err = config_error(
+        let err = invalid(
             "add_entries:\n  entries:\n    - key: k\n      value: 1\n      iterate_on: l\n      evaluate_when_on_element: true",
         );
         assert!(
             err.contains("both `iterate_on` and `add_to_element_when`"),
             "{err}"
         );
-        let err = config_error(
+        let err = invalid(
             "add_entries:\n  entries:\n    - metadata_key: k\n      value: 1\n      iterate_on: l",
         );
         assert!(err.contains("not to metadata"), "{err}");

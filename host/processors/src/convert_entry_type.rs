@@ -311,7 +311,6 @@ pub(crate) fn java_string(value: &Value) -> String {
     }
 }
 
-
 /// `coerce_strings`, over the whole event.
 struct Coerce<'a> {
     formats: &'a [JavaPattern],
@@ -415,8 +414,8 @@ mod tests {
     use serde_json::json;
 
     use super::parse_double;
-    use sluice_event::java_double;
     use crate::testing::{invalid, processor, run, tagged};
+    use sluice_event::java_double;
 
     /// convert-entry-type.md:43.
     #[test]

@@ -106,7 +106,7 @@ impl Copy {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     #[test]
     fn copies_unless_the_target_exists() {
@@ -182,11 +182,10 @@ mod tests {
 
     #[test]
     fn from_list_and_to_list_go_together() {
-        let err = config_error(
-            "copy_values:\n  from_list: l\n  entries:\n    - from_key: x\n      to_key: y",
-        );
+        let err =
+            invalid("copy_values:\n  from_list: l\n  entries:\n    - from_key: x\n      to_key: y");
         assert!(err.contains("both are needed"), "{err}");
-        let err = config_error(
+        let err = invalid(
             "copy_values:\n  overwrite_if_to_list_exists: true\n  entries:\n    - from_key: x\n      to_key: y",
         );
         assert!(err.contains("only applies with `from_list`"), "{err}");

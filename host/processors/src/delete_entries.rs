@@ -110,7 +110,7 @@ impl Entry {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     #[test]
     fn deletes_keys_nested_keys_and_regex_matches() {
@@ -201,26 +201,24 @@ mod tests {
 
     #[test]
     fn entries_and_the_top_level_keys_do_not_mix() {
-        let err =
-            config_error("delete_entries:\n  with_keys: [a]\n  entries:\n    - with_keys: [b]");
+        let err = invalid("delete_entries:\n  with_keys: [a]\n  entries:\n    - with_keys: [b]");
         assert!(err.contains("takes only one of"), "{err}");
-        let err = config_error("delete_entries:\n  with_keys: [a]\n  with_keys_regex: [b]");
+        let err = invalid("delete_entries:\n  with_keys: [a]\n  with_keys_regex: [b]");
         assert!(err.contains("put them in one item of `entries`"), "{err}");
-        let err = config_error(
-            "delete_entries:\n  delete_when: '/a == 1'\n  entries:\n    - with_keys: [b]",
-        );
+        let err =
+            invalid("delete_entries:\n  delete_when: '/a == 1'\n  entries:\n    - with_keys: [b]");
         assert!(
             err.contains("delete_when` does not apply with `entries`"),
             "{err}"
         );
-        let err = config_error(
+        let err = invalid(
             "delete_entries:\n  entries:\n    - with_keys: [b]\n      delete_from_element_when: '/a == 1'",
         );
         assert!(
             err.contains("entries[0].delete_from_element_when` only applies with `iterate_on`"),
             "{err}"
         );
-        let err = config_error("delete_entries:\n  entries:\n    - delete_when: '/a == 1'");
+        let err = invalid("delete_entries:\n  entries:\n    - delete_when: '/a == 1'");
         assert!(err.contains("entries[0]` needs `with_keys`"), "{err}");
     }
 }

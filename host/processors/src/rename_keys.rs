@@ -147,7 +147,7 @@ fn transform(map: &mut Map<String, Value>, how: TransformKey) {
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{config_error, processor, run};
+    use crate::testing::{invalid, processor, run};
 
     #[test]
     fn renames_unless_the_target_exists() {
@@ -225,16 +225,16 @@ mod tests {
 
     #[test]
     fn transform_key_and_entries_are_one_or_the_other() {
-        let err = config_error(
+        let err = invalid(
             "rename_keys:\n  transform_key: uppercase\n  entries:\n    - from_key: a\n      to_key: b",
         );
         assert!(
             err.contains("takes one of `entries` and `transform_key`"),
             "{err}"
         );
-        let err = config_error("rename_keys:\n  transform_key: none");
+        let err = invalid("rename_keys:\n  transform_key: none");
         assert!(err.contains("needs `entries`"), "{err}");
-        let err = config_error("rename_keys:\n  transform_key: title");
+        let err = invalid("rename_keys:\n  transform_key: title");
         assert!(err.contains("title"), "{err}");
     }
 }
