@@ -189,3 +189,145 @@ impl Shape {
         serde_json::to_vec(&out_value).expect("a Value serializes")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+    use sluice_config::{Route, RoutedSink, Sink, SinkContext, StdoutSink};
+    use sluice_event::{Expression, Key, Metadata};
+
+    use super::*;
+
+    fn route(name: &str, condition: &str) -> Route {
+        Route {
+            name: name.to_owned(),
+            condition: Expression::parse_condition(condition).unwrap(),
+        }
+    }
+
+    fn sink(routes: &[&str], context: SinkContext) -> RoutedSink {
+        RoutedSink {
+            sink: Sink::Stdout(StdoutSink {}),
+            context: SinkContext {
+                routes: routes.iter().map(|r| (*r).to_owned()).collect(),
+                ..context
+            },
+        }
+    }
+
+    /// A batch of `events`, the first tagged `t`.
+    fn split(events: &[Value]) -> Split {
+        let mut split = Split::default();
+        for (i, e) in events.iter().enumerate() {
+            split.events.extend_from_slice(e.to_string().as_bytes());
+            split.events.push(b'\n');
+            let mut metadata = Metadata::new("LOG", 0);
+            if i == 0 {
+                metadata.add_tag("t");
+            }
+            split.metadata.push(metadata);
+            split.owners.push(i);
+        }
+        split.event_count = events.len();
+        split
+    }
+
+    fn lines(events: &[Bytes]) -> Vec<Value> {
+        events
+            .iter()
+            .map(|e| serde_json::from_slice(e).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn each_sink_takes_its_routes_default_takes_the_unmatched_and_the_rest_are_counted() {
+        let routes = [
+            route("big", "/n >= 10"),
+            route("odd", "/n % 2 == 1"),
+            route("nobody", "/n == 4"),
+        ];
+        let sinks = [
+            sink(&["big"], SinkContext::default()),
+            sink(&["odd", "big"], SinkContext::default()),
+            sink(&["_default"], SinkContext::default()),
+            sink(&[], SinkContext::default()),
+        ];
+        let router = Router::new(&routes, &sinks);
+        let events: Vec<Value> = [1, 2, 4, 11, 12].iter().map(|n| json!({"n": n})).collect();
+        let routed = router.route(&mut split(&events));
+        let ns = |i: usize| -> Vec<i64> {
+            lines(&routed.per_sink[i])
+                .iter()
+                .map(|e| e["n"].as_i64().unwrap())
+                .collect()
+        };
+        assert_eq!(ns(0), [11, 12]);
+        assert_eq!(
+            ns(1),
+            [1, 11, 12],
+            "an event matching two of a sink's routes goes once"
+        );
+        assert_eq!(
+            ns(2),
+            [2],
+            "4 matched `nobody`, so it is not a default event"
+        );
+        assert_eq!(ns(3), [1, 2, 4, 11, 12], "no routes: every event");
+        assert_eq!(routed.unrouted, 0, "the last sink takes everything");
+
+        let router = Router::new(&routes, &sinks[..3]);
+        let routed = router.route(&mut split(&events));
+        assert_eq!(routed.unrouted, 1, "4 went to no sink");
+    }
+
+    #[test]
+    fn a_route_that_cannot_be_evaluated_does_not_match() {
+        let routes = [route("big", "/n >= 10")];
+        let sinks = [
+            sink(&["big"], SinkContext::default()),
+            sink(&["_default"], SinkContext::default()),
+        ];
+        let routed = Router::new(&routes, &sinks).route(&mut split(&[json!({"n": "text"})]));
+        assert!(routed.per_sink[0].is_empty());
+        assert_eq!(routed.per_sink[1].len(), 1);
+    }
+
+    #[test]
+    fn sinks_shape_what_they_send() {
+        let tags = SinkContext {
+            tags_target_key: Some(Key::parse("meta/tags").unwrap()),
+            exclude_keys: vec!["secret".to_owned()],
+            ..SinkContext::default()
+        };
+        let only = SinkContext {
+            include_keys: vec!["n".to_owned()],
+            ..SinkContext::default()
+        };
+        let sinks = [
+            sink(&[], tags),
+            sink(&[], only),
+            sink(&[], SinkContext::default()),
+        ];
+        let events = [
+            json!({"n": 1, "secret": "x"}),
+            json!({"n": 2, "secret": "y"}),
+        ];
+        let routed = Router::new(&[], &sinks).route(&mut split(&events));
+        assert_eq!(
+            lines(&routed.per_sink[0]),
+            [
+                json!({"n": 1, "meta": {"tags": ["t"]}}),
+                json!({"n": 2, "meta": {"tags": []}})
+            ]
+        );
+        assert_eq!(
+            lines(&routed.per_sink[1]),
+            [json!({"n": 1}), json!({"n": 2})]
+        );
+        assert_eq!(
+            lines(&routed.per_sink[2]),
+            events,
+            "the others send the events as they are"
+        );
+    }
+}
