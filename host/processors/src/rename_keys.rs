@@ -102,7 +102,10 @@ impl Entry {
         if event.contains(&self.to) && !self.overwrite {
             return;
         }
-        let value = event.delete(from).expect("checked: the key is there");
+        // A key through a list (`/list/0`) can be read but not deleted: nothing to move.
+        let Some(value) = event.delete(from) else {
+            return;
+        };
         if let Err(e) = event.put(&self.to, value.clone()) {
             // Put it back: a rename that cannot complete changes nothing.
             let _ = event.put(from, value);
@@ -169,6 +172,12 @@ mod tests {
             run(&*p, json!({"message": "x", "newMessage": 1})),
             Some(json!({"newMessage": "x"}))
         );
+    }
+
+    #[test]
+    fn a_key_inside_a_list_is_left_where_it_is() {
+        let p = processor("rename_keys:\n  entries:\n    - from_key: /l/0\n      to_key: x");
+        assert_eq!(run(&*p, json!({"l": [1]})), Some(json!({"l": [1]})));
     }
 
     #[test]
