@@ -262,3 +262,44 @@ fn apache_and_otlp_logs_are_parsed_dropped_enriched_and_routed_event_by_event_ac
     assert!(json_lines(&s.path("apache-dlq.jsonl")).is_empty());
     assert_eq!(s.terminate(), 0, "{}", s.log());
 }
+
+/// A component in the plugin folder named like a built-in (`uppercase_string.wasm`, here the
+/// example `redact` processor) replaces the built-in: its block is the plugin's options, and
+/// the start says so.
+#[test]
+fn a_plugin_with_a_built_in_processors_name_replaces_it() {
+    let plugins = tempfile::tempdir().unwrap();
+    for (from, to) in [("json", "json"), ("redact", "uppercase_string")] {
+        std::fs::copy(
+            sluice_tests::plugin_dir().join(format!("{from}.wasm")),
+            plugins.path().join(format!("{to}.wasm")),
+        )
+        .unwrap();
+    }
+    let yaml = "p:\n  delay: 20ms\n  source:\n    http:\n      port: {port}\n  processor:\n    - uppercase_string:\n        keys: [password]\n    - lowercase_string:\n        with_keys: [user]\n  sink:\n    - file:\n        path: {dir}/out.jsonl\n";
+    let dir = plugins.path().display().to_string();
+    let mut s = Sluice::start_with(yaml, &["--plugins", &dir]);
+    assert_eq!(
+        s.post(
+            "/log/ingest",
+            br#"[{"user": "ANA", "password": "hunter2"}]"#
+        ),
+        200
+    );
+    s.wait_for("the event", Duration::from_secs(30), || {
+        !json_lines(&s.path("out.jsonl")).is_empty()
+    });
+    assert_eq!(
+        json_lines(&s.path("out.jsonl")),
+        [json!({"user": "ana", "password": "***"})],
+        "the plugin masked, the built-in lowercased"
+    );
+    assert!(
+        s.log().contains(
+            "the plugin in the plugin folder replaces the built-in processor of that name"
+        ),
+        "{}",
+        s.log()
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}

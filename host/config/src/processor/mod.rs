@@ -304,6 +304,32 @@ mod tests {
     }
 
     #[test]
+    fn a_plugin_with_a_built_ins_name_replaces_it_with_its_block_as_options() {
+        let yaml = "p:\n  source:\n    http:\n  processor:\n    - grok:\n        anything: [1]\n    - trim_string:\n        with_keys: [a]\n  sink:\n    - stdout:\n";
+        let plugins = ["json".to_owned(), "grok".to_owned()];
+        let context = Context {
+            deserializers: Some(&plugins),
+            ..Context::default()
+        };
+        let mut config = crate::parse("t.yaml", yaml, context).unwrap();
+        let mut list = config.pipelines.remove(0).processor.into_iter();
+        match list.next() {
+            Some(Processor::Plugin(p)) => {
+                assert_eq!(p.name, "grok");
+                assert_eq!(
+                    p.settings().options,
+                    [("anything".to_owned(), "[1]".to_owned())]
+                );
+            }
+            other => panic!("the plugin, not the built-in: {other:?}"),
+        }
+        assert!(
+            matches!(list.next(), Some(Processor::Builtin(_))),
+            "no plugin of that name"
+        );
+    }
+
+    #[test]
     fn a_bad_limit_names_its_key() {
         let err = parse("    - redact:\n        timeout: soon\n").unwrap_err();
         assert!(
