@@ -17,6 +17,6 @@ pub mod key;
 pub mod template;
 
 pub use event::{Event, Metadata};
-pub use expr::{EvalError, ExprError, Expression, java_double};
+pub use expr::{EvalError, ExprError, Expression, java_double, java_string};
 pub use key::{Key, KeyError};
 pub use template::{Template, TemplateError};

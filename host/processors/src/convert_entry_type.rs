@@ -27,7 +27,7 @@
 use chrono::Utc;
 use serde_json::{Map, Value};
 use sluice_config::processor::convert_entry_type::{ConvertEntryType as Config, TargetType};
-use sluice_event::{Event, Expression, Key, java_double};
+use sluice_event::{Event, Expression, Key, java_double, java_string};
 
 use crate::java_time::{JavaPattern, Zone};
 use crate::{BuildError, BuildProcessor, Fate, Processor, when};
@@ -285,30 +285,6 @@ fn parse_double(text: &str) -> Option<f64> {
         }
     };
     Some(if negative { -magnitude } else { magnitude })
-}
-
-/// A JSON value as Java's `toString` prints what Jackson read (`1.0E10`, `{a=1}`, `[1, 2]`).
-pub(crate) fn java_string(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::String(s) => s.clone(),
-        Value::Number(n) => match n.as_f64() {
-            Some(d) if n.is_f64() => java_double(d),
-            _ => n.to_string(),
-        },
-        Value::Array(list) => {
-            let items: Vec<String> = list.iter().map(java_string).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(map) => {
-            let items: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{k}={}", java_string(v)))
-                .collect();
-            format!("{{{}}}", items.join(", "))
-        }
-    }
 }
 
 /// `coerce_strings`, over the whole event.

@@ -26,8 +26,8 @@ use sha2::{Digest as _, Sha512};
 use sluice_config::processor::obfuscate::{Action as ActionConfig, Obfuscate as Config};
 use sluice_event::{Event, Expression, Key};
 
-use crate::convert_entry_type::java_string;
 use crate::{BuildError, BuildProcessor, Fate, Processor, when};
+use sluice_event::java_string;
 
 struct Obfuscate {
     source: Key,

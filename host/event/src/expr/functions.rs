@@ -501,8 +501,9 @@ fn join<'a>(key: &Key, delimiter: &str, event: &'a Event) -> Result<Rv<'a>, Eval
     }
 }
 
-/// A JSON value as Java's `toString` prints what Jackson read (`1.0E10`, `{a=1}`, `[1, 2]`).
-fn java_string(value: &Value) -> String {
+/// A JSON value as Java's `toString` prints what Jackson read (`1.0E10`, `{a=1}`, `[1, 2]`):
+/// how Data Prepper writes a value as text (expressions, `convert_type`).
+pub fn java_string(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
         Value::Bool(b) => b.to_string(),

@@ -38,7 +38,7 @@ use serde_json::Value;
 
 use crate::event::Event;
 use check::Kinds;
-pub use functions::java_double;
+pub use functions::{java_double, java_string};
 use tree::{Node, NodeKind};
 
 /// A parsed, checked expression.
