@@ -16,8 +16,8 @@ pub struct Event {
 }
 
 /// What Data Prepper's `EventMetadata` holds: read by `getEventType()`, `getMetadata("k")`,
-/// `hasTags("t")`; set by sources (the type, the time), processors (`tags_on_failure`,
-/// attributes) and component processors.
+/// `hasTags("t")`; set by sources (the type, the time) and built-in processors
+/// (`tags_on_failure`, attributes). Plugin processors (contract 0.2) do not see it yet.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Metadata {
     /// `LOG`, `TRACE`, `METRIC`, ... as the source sets it (`getEventType()`). Borrowed:
