@@ -303,3 +303,40 @@ fn a_plugin_with_a_built_in_processors_name_replaces_it() {
     );
     assert_eq!(s.terminate(), 0, "{}", s.log());
 }
+
+/// An event that is a JSON object but holds a number no value can (`1e400`) is dead-lettered
+/// with the reason when built-in processors must read it; the rest of its batch goes on.
+#[test]
+fn an_event_the_processors_cannot_read_is_dead_lettered_and_the_rest_go_on() {
+    let yaml = "p:\n  delay: 20ms\n  source:\n    http:\n      port: {port}\n  processor:\n    - drop_events:\n        drop_when: '/b == 1'\n  sink:\n    - file:\n        path: {dir}/out.jsonl\n  dlq_path: {dir}/dlq.jsonl\n";
+    let mut s = Sluice::start(yaml);
+    assert_eq!(s.post("/log/ingest", br#"[{"a": 1e400}, {"b": 2}]"#), 200);
+    s.wait_for(
+        "the good event and the dead letter",
+        Duration::from_secs(30),
+        || {
+            !json_lines(&s.path("out.jsonl")).is_empty()
+                && !json_lines(&s.path("dlq.jsonl")).is_empty()
+        },
+    );
+    assert_eq!(json_lines(&s.path("out.jsonl")), [json!({"b": 2})]);
+    let dead = json_lines(&s.path("dlq.jsonl"));
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(
+        dead[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be read for the processors"),
+        "{}",
+        dead[0]
+    );
+    assert_eq!(
+        s.post("/log/ingest", br#"[{"b": 3}]"#),
+        200,
+        "still running"
+    );
+    s.wait_for("the next event", Duration::from_secs(30), || {
+        json_lines(&s.path("out.jsonl")).len() == 2
+    });
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}

@@ -100,6 +100,23 @@ pub(crate) async fn run(
             let counts =
                 process::run_stages(pipeline, &mut stage_list, &records, &mut split, &slot);
             let routed = delivery.router.route(&mut split);
+            let unreadable = std::mem::take(&mut split.unreadable);
+            for (owner, body, reason) in &unreadable {
+                let record = &records[*owner];
+                tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering an event");
+                let rejected = dlq::Rejected {
+                    origin: &record.origin,
+                    payload: body,
+                    key: None,
+                    content_type: Some("application/json"),
+                    received_at_ms: record.received_at_ms,
+                };
+                split.dead.push(dlq::entry(pipeline, rejected, reason));
+            }
+            let counts = process::StageCounts {
+                failed: counts.failed + unreadable.len() as u64,
+                ..counts
+            };
             (d, stage_list, split, routed, counts)
         })
         .await

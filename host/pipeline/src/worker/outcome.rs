@@ -23,26 +23,46 @@ pub(crate) struct Split {
     /// The events parsed, while built-in processors or routes work on them: a run of
     /// built-ins parses once and serializes once.
     pub(crate) parsed: Option<Vec<Event>>,
+    /// Events that are JSON objects but cannot be read into values (a number past `f64`,
+    /// `1e400`): their owner, their text and why; the worker dead-letters them.
+    pub(crate) unreadable: Vec<(usize, Vec<u8>, String)>,
     /// One dead-letter entry per record that gave no events.
     pub(crate) dead: Vec<Value>,
 }
 
 impl Split {
-    /// The events parsed (parsing the lines the first time).
+    /// The events parsed (parsing the lines the first time). An event that cannot be read
+    /// into a value leaves the batch for `unreadable`.
     pub(crate) fn parsed(&mut self) -> &mut Vec<Event> {
-        let lines = std::mem::take(&mut self.events);
-        let metadata = std::mem::take(&mut self.metadata);
-        self.parsed.get_or_insert_with(|| {
-            lines
-                .split(|&b| b == b'\n')
-                .zip(metadata)
-                .map(|(line, metadata)| {
-                    // Every line is a JSON object: checked when it was appended.
-                    let data = serde_json::from_slice(line).expect("lines are JSON objects");
-                    Event::new(data, metadata)
-                })
-                .collect()
-        })
+        if self.parsed.is_none() {
+            let lines = std::mem::take(&mut self.events);
+            let metadata = std::mem::take(&mut self.metadata);
+            let owners = std::mem::take(&mut self.owners);
+            let mut events = Vec::with_capacity(owners.len());
+            for ((line, metadata), owner) in lines.split(|&b| b == b'\n').zip(metadata).zip(owners)
+            {
+                // Every line is a JSON object (checked when it was appended), but a value
+                // holds less than JSON text can say.
+                match serde_json::from_slice::<Value>(line) {
+                    Ok(data) if data.is_object() => {
+                        events.push(Event::new(data, metadata));
+                        self.owners.push(owner);
+                    }
+                    read => self.unreadable.push((
+                        owner,
+                        line.to_vec(),
+                        format!(
+                            "the event cannot be read for the processors and routes: {}",
+                            read.err()
+                                .map_or("not an object".to_owned(), |e| e.to_string())
+                        ),
+                    )),
+                }
+            }
+            self.event_count = events.len();
+            self.parsed = Some(events);
+        }
+        self.parsed.as_mut().expect("parsed above")
     }
 
     /// Makes `events` and `metadata` current (serializing parsed events once).
@@ -244,6 +264,26 @@ mod tests {
                 "plugin returned event 1 that is not a JSON object"
             )
         );
+    }
+
+    #[test]
+    fn an_event_a_value_cannot_hold_leaves_the_parsed_batch_with_its_reason() {
+        let mut split = run(vec![
+            events(&[r#"{"n":1}"#]),
+            events(&[r#"{"big":1e400}"#, r#"{"n":2}"#]),
+        ]);
+        let parsed: Vec<Value> = split.parsed().iter().map(|e| e.data.clone()).collect();
+        assert_eq!(
+            parsed,
+            [serde_json::json!({"n": 1}), serde_json::json!({"n": 2})]
+        );
+        assert_eq!(split.owners, [0, 1]);
+        assert_eq!(split.event_count, 2);
+        let (owner, body, reason) = &split.unreadable[0];
+        assert_eq!((*owner, &body[..]), (1, &br#"{"big":1e400}"#[..]));
+        assert!(reason.contains("number out of range"), "{reason}");
+        split.lines();
+        assert_eq!(split.events, b"{\"n\":1}\n{\"n\":2}\n");
     }
 
     #[test]
