@@ -4,7 +4,7 @@
 //! then return.
 //!
 //! This file names no concrete source, buffer, processor or sink: each is built from its config
-//! by [`crate::source::build`], [`crate::buffer::build`], `crate::processor::build` and
+//! by [`crate::source::build`], [`crate::buffer::build`], `crate::processor::stages` and
 //! [`crate::sink::build`], and driven through its trait.
 
 use std::future::Future;
@@ -209,6 +209,7 @@ async fn build(
     let deserializer = p.source.deserializer().settings();
     // Each worker's plugins first: a missing or broken plugin fails the start before anything
     // connects.
+    let prepared = crate::processor::prepare(&name, &p.processor)?;
     let mut plugin_stages = Vec::new();
     for _ in 0..p.workers {
         let decoder = Following::<Decoder>::start(&name, &deserializer, plugins)
@@ -223,10 +224,7 @@ async fn build(
                     error,
                 },
             })?;
-        let mut stages = Vec::new();
-        for processor in &p.processor {
-            stages.push(crate::processor::build(&name, processor, plugins).await?);
-        }
+        let stages = crate::processor::stages(&name, &prepared, plugins).await?;
         plugin_stages.push((decoder, stages));
     }
     let sink_error = |error| PipelineError::Sink {

@@ -1,5 +1,6 @@
 //! Processor stages: a [`Stage`] is a built-in processor (`sluice-processors`: Data Prepper's,
-//! run on parsed events) or a plugin's ([`Process`], on event text), made by `build` from
+//! run on parsed events, built once per pipeline by `prepare` and shared by its workers) or a
+//! plugin's ([`Process`], on event text, one instance per worker by `stages`), from
 //! `sluice_config`'s processor list. The worker runs the stages in order (`worker::process`),
 //! a run of consecutive built-ins on events parsed once, and never names a concrete processor.
 
@@ -7,6 +8,7 @@ pub mod plugin;
 
 use std::sync::Arc;
 
+use sluice_config::PluginSettings;
 use sluice_plugin::{Catalog, Event, Processed};
 
 use crate::run::PipelineError;
@@ -39,28 +41,56 @@ pub enum Stage {
     Plugin(Box<dyn Process>),
 }
 
-/// One worker's stage for the processor `processor` of pipeline `pipeline`: a built-in, or a
-/// plugin's instance (a plugin with a built-in's name replaces it: the config says which).
-pub(crate) async fn build(
+/// A processor of a pipeline's list, ready for its workers: a built-in, built once and shared
+/// (grok compiles its patterns here), or a plugin's settings, started per worker.
+pub(crate) enum Prepared {
+    Builtin(Arc<dyn sluice_processors::Processor>),
+    Plugin(PluginSettings),
+}
+
+/// Prepares a pipeline's processor list. A plugin with a built-in's name replaces it (the
+/// config says which), and the start says so, once.
+#[expect(
+    clippy::result_large_err,
+    reason = "once per pipeline at start, with the error the pipeline's async builders return"
+)]
+pub(crate) fn prepare(
     pipeline: &str,
-    processor: &sluice_config::Processor,
-    plugins: &Catalog,
-) -> Result<Stage, PipelineError> {
-    match processor {
-        sluice_config::Processor::Builtin(builtin) => sluice_processors::build(builtin)
-            .map(|p| Stage::Builtin(Arc::from(p)))
-            .map_err(|error| PipelineError::Builtin {
-                pipeline: pipeline.to_owned(),
-                processor: builtin.plugin_name(),
-                error,
-            }),
-        sluice_config::Processor::Plugin(p) => {
-            if sluice_config::BuiltinProcessor::NAMES.contains(&p.name.as_str()) {
-                tracing::info!(pipeline, processor = %p.name, "the plugin in the plugin folder replaces the built-in processor of that name");
+    list: &[sluice_config::Processor],
+) -> Result<Vec<Prepared>, PipelineError> {
+    list.iter()
+        .map(|processor| match processor {
+            sluice_config::Processor::Builtin(builtin) => sluice_processors::build(builtin)
+                .map(|p| Prepared::Builtin(Arc::from(p)))
+                .map_err(|error| PipelineError::Builtin {
+                    pipeline: pipeline.to_owned(),
+                    processor: builtin.plugin_name(),
+                    error,
+                }),
+            sluice_config::Processor::Plugin(p) => {
+                if sluice_config::BuiltinProcessor::NAMES.contains(&p.name.as_str()) {
+                    tracing::info!(pipeline, processor = %p.name, "the plugin in the plugin folder replaces the built-in processor of that name");
+                }
+                Ok(Prepared::Plugin(p.settings()))
             }
-            plugin::build(pipeline, &p.settings(), plugins)
-                .await
-                .map(Stage::Plugin)
-        }
+        })
+        .collect()
+}
+
+/// One worker's stages: the shared built-ins, and an instance of each plugin.
+pub(crate) async fn stages(
+    pipeline: &str,
+    prepared: &[Prepared],
+    plugins: &Catalog,
+) -> Result<Vec<Stage>, PipelineError> {
+    let mut stages = Vec::with_capacity(prepared.len());
+    for p in prepared {
+        stages.push(match p {
+            Prepared::Builtin(shared) => Stage::Builtin(shared.clone()),
+            Prepared::Plugin(settings) => {
+                Stage::Plugin(plugin::build(pipeline, settings, plugins).await?)
+            }
+        });
     }
+    Ok(stages)
 }
