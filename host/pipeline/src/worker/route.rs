@@ -96,6 +96,10 @@ impl Router {
 
     /// Each sink's events of `split`.
     pub(crate) fn route(&self, split: &mut Split) -> Routed {
+        if !self.routes.is_empty() || self.sinks.iter().any(|s| s.shape.is_some()) {
+            // Parsing first: an event that cannot be read leaves the batch (`unreadable`).
+            split.parsed();
+        }
         let n = split.event_count;
         let mut routed = Routed {
             per_sink: Vec::with_capacity(self.sinks.len()),
@@ -120,7 +124,6 @@ impl Router {
                 || sink.routes.iter().any(|&r| row[r])
                 || (sink.default && !row.iter().any(|&m| m))
         };
-        let mut taken = vec![false; n];
         // Reshaped sinks first, from the parsed events; then the lines, serialized once.
         let mut shaped: Vec<Option<Vec<Bytes>>> = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
@@ -141,9 +144,6 @@ impl Router {
             crate::sink::events(std::mem::take(&mut split.events))
         };
         for (sink, shaped) in self.sinks.iter().zip(shaped) {
-            for (e, t) in taken.iter_mut().enumerate() {
-                *t = *t || takes(sink, e);
-            }
             routed.per_sink.push(match shaped {
                 Some(events) => events,
                 None if sink.all => lines.clone(),
@@ -155,7 +155,12 @@ impl Router {
                     .collect(),
             });
         }
-        routed.unrouted = taken.iter().filter(|&&t| !t).count() as u64;
+        // A sink without routes takes every event: nothing to count then.
+        if !self.sinks.iter().any(|s| s.all) {
+            routed.unrouted = (0..n)
+                .filter(|&e| !self.sinks.iter().any(|sink| takes(sink, e)))
+                .count() as u64;
+        }
         routed
     }
 }
@@ -278,6 +283,23 @@ mod tests {
         let router = Router::new(&routes, &sinks[..3]);
         let routed = router.route(&mut split(&events));
         assert_eq!(routed.unrouted, 1, "4 went to no sink");
+    }
+
+    #[test]
+    fn an_event_that_cannot_be_read_is_neither_routed_nor_counted_as_unrouted() {
+        let routes = [route("big", "/n >= 10")];
+        let sinks = [sink(&["big"], SinkContext::default())];
+        let mut batch = split(&[json!({"n": 1}), json!({"n": 12})]);
+        batch
+            .events
+            .splice(0..0, br#"{"n":1e400}"#.iter().copied().chain([b'\n']));
+        batch.metadata.push(Metadata::new("LOG", 0));
+        batch.owners.insert(0, 2);
+        batch.event_count = 3;
+        let routed = Router::new(&routes, &sinks).route(&mut batch);
+        assert_eq!(lines(&routed.per_sink[0]), [json!({"n": 12})]);
+        assert_eq!(routed.unrouted, 1, "only {{\"n\":1}}");
+        assert_eq!(batch.unreadable.len(), 1);
     }
 
     #[test]
