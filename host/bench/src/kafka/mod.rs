@@ -64,6 +64,48 @@ pub(crate) struct Args {
     stall: Duration,
 }
 
+/// What the benches of their own payloads (`otlp`, `processors`) share: the broker, the
+/// sizes and the rounds of their end-to-end runs.
+#[derive(clap::Args, Clone)]
+pub(crate) struct Runs {
+    /// The broker, `host:port`.
+    #[arg(long)]
+    bootstrap: String,
+    /// Request bodies (= Kafka records) in the payload set.
+    #[arg(long, default_value_t = 2_000)]
+    requests: usize,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Partitions of each topic (and consumers of each side).
+    #[arg(long, default_value_t = 2)]
+    partitions: i32,
+    /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
+    #[arg(long)]
+    plugins: PathBuf,
+    /// Times each run is repeated (in turn); the best of each is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+}
+
+impl Runs {
+    /// The end-to-end runs' settings for bodies of `events` events each.
+    fn kafka(&self, events: usize) -> Args {
+        Args {
+            bootstrap: self.bootstrap.clone(),
+            requests: self.requests,
+            events,
+            event_bytes: 0,
+            clients: self.clients,
+            partitions: self.partitions,
+            kafka_yaml: String::new(),
+            plugins: self.plugins.clone(),
+            rounds: self.rounds,
+            stall: Duration::ZERO,
+        }
+    }
+}
+
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let args = args.clone();
     let bodies = payloads(&args);

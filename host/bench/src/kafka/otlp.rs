@@ -17,65 +17,39 @@ use super::sluice::{Ingest, Shape, sluice_end_to_end};
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
-    /// The broker, `host:port`.
-    #[arg(long)]
-    bootstrap: String,
-    /// Export requests (= Kafka records).
-    #[arg(long, default_value_t = 2_000)]
-    requests: usize,
+    #[command(flatten)]
+    runs: super::Runs,
     /// Spans per export request (the SDK's batch span processor exports up to 512).
     #[arg(long, default_value_t = 100)]
     spans: usize,
-    /// Concurrent OTLP/HTTP clients.
-    #[arg(long, default_value_t = 16)]
-    clients: usize,
-    /// Partitions of each topic (and consumers of each side).
-    #[arg(long, default_value_t = 2)]
-    partitions: i32,
-    /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
-    #[arg(long)]
-    plugins: std::path::PathBuf,
-    /// Times each run is repeated (in turn); the best of each is reported.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let bodies = requests(args.requests, args.spans);
+    let (runs, spans) = (&args.runs, args.spans);
+    let bodies = requests(runs.requests, spans);
     let bytes: usize = bodies.iter().map(Vec::len).sum();
     println!(
         "payload set: {} OTLP trace export requests x {} spans ({:.1} MB protobuf), {} partitions, {} clients",
-        args.requests,
-        args.spans,
+        runs.requests,
+        spans,
         bytes as f64 / 1e6,
-        args.partitions,
-        args.clients,
+        runs.partitions,
+        runs.clients,
     );
-    let kafka = super::Args {
-        bootstrap: args.bootstrap.clone(),
-        requests: args.requests,
-        events: args.spans,
-        event_bytes: 0,
-        clients: args.clients,
-        partitions: args.partitions,
-        kafka_yaml: String::new(),
-        plugins: args.plugins.clone(),
-        rounds: args.rounds,
-        stall: Duration::ZERO,
-    };
+    let kafka = runs.kafka(spans);
     let runtime = tokio::runtime::Runtime::new()?;
     let (mut raw, mut sluice) = (Duration::MAX, Duration::MAX);
     let shape = Shape {
         ingest: Ingest::OtlpTraces,
         ..Shape::default()
     };
-    for round in 1..=args.rounds {
-        println!("round {round} of {}", args.rounds);
+    for round in 1..=runs.rounds {
+        println!("round {round} of {}", runs.rounds);
         raw = raw.min(runtime.block_on(raw_librdkafka(&kafka, &bodies, None))?);
         sluice = sluice.min(sluice_end_to_end(&kafka, &bodies, shape)?.took);
     }
-    let spans = (args.requests * args.spans) as f64;
-    println!("best of {} rounds:", args.rounds);
+    let spans = (runs.requests * spans) as f64;
+    println!("best of {} rounds:", runs.rounds);
     println!(
         "{:<44} {:>6.2} s  {:>9.0} spans/s",
         "raw librdkafka produce+consume (protobuf)",

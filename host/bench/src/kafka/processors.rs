@@ -20,27 +20,11 @@ const PROCESSORS: &str = r#"{grok: {match: {log: ['%{COMBINEDAPACHELOG}']}}}, {d
 
 #[derive(clap::Args, Clone)]
 pub(crate) struct Args {
-    /// The broker, `host:port`.
-    #[arg(long)]
-    bootstrap: String,
-    /// Request bodies (= Kafka records) in the payload set.
-    #[arg(long, default_value_t = 2_000)]
-    requests: usize,
+    #[command(flatten)]
+    runs: super::Runs,
     /// Log lines per request body.
     #[arg(long, default_value_t = 100)]
     events: usize,
-    /// Concurrent HTTP clients.
-    #[arg(long, default_value_t = 16)]
-    clients: usize,
-    /// Partitions of each topic (and consumers of each side).
-    #[arg(long, default_value_t = 2)]
-    partitions: i32,
-    /// The plugin folder for sluice (`plugins/target/wasm32-wasip2/release`).
-    #[arg(long)]
-    plugins: std::path::PathBuf,
-    /// Times each run is repeated (in turn); the best of each is reported.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
     /// Lines for the grok step alone.
     #[arg(long, default_value_t = 200_000)]
     lines: usize,
@@ -65,7 +49,8 @@ fn line(i: usize) -> String {
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let bodies: Vec<Vec<u8>> = (0..args.requests)
+    let runs = &args.runs;
+    let bodies: Vec<Vec<u8>> = (0..runs.requests)
         .map(|r| {
             let events: Vec<Value> = (0..args.events)
                 .map(|e| json!({"log": line(r * args.events + e)}))
@@ -76,37 +61,26 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let bytes: usize = bodies.iter().map(Vec::len).sum();
     println!(
         "payload set: {} requests x {} Apache log lines ({} bytes a line, {:.1} MB), {} partitions, {} clients",
-        args.requests,
+        runs.requests,
         args.events,
         line(12345).len(),
         bytes as f64 / 1e6,
-        args.partitions,
-        args.clients,
+        runs.partitions,
+        runs.clients,
     );
-    let kafka = super::Args {
-        bootstrap: args.bootstrap.clone(),
-        requests: args.requests,
-        events: args.events,
-        event_bytes: 0,
-        clients: args.clients,
-        partitions: args.partitions,
-        kafka_yaml: String::new(),
-        plugins: args.plugins.clone(),
-        rounds: args.rounds,
-        stall: Duration::ZERO,
-    };
+    let kafka = runs.kafka(args.events);
     let (mut bare, mut processed) = (Duration::MAX, Duration::MAX);
     let with = Shape {
         processor_list: Some(PROCESSORS),
         ..Shape::default()
     };
-    for round in 1..=args.rounds {
-        println!("round {round} of {}", args.rounds);
+    for round in 1..=runs.rounds {
+        println!("round {round} of {}", runs.rounds);
         bare = bare.min(sluice_end_to_end(&kafka, &bodies, Shape::default())?.took);
         processed = processed.min(sluice_end_to_end(&kafka, &bodies, with)?.took);
     }
-    let events = (args.requests * args.events) as f64;
-    println!("best of {} rounds:", args.rounds);
+    let events = (runs.requests * args.events) as f64;
+    println!("best of {} rounds:", runs.rounds);
     for (label, took) in [
         ("sluice http→kafka→json→file", bare),
         ("... + grok, date, drop_events, add_entries", processed),
