@@ -126,11 +126,8 @@ pub(crate) async fn run(
         outputs.counters.dropped.add(counts.dropped);
         outputs.counters.processor_failed.add(counts.failed);
 
-        let outcome::Split {
-            event_count,
-            mut dead,
-            ..
-        } = split;
+        let n_events = split.event_count() as u64;
+        let mut dead = split.dead;
         outputs.counters.unrouted.add(routed.unrouted);
         outputs
             .counters
@@ -152,7 +149,6 @@ pub(crate) async fn run(
         if !dead.is_empty() {
             outputs.dead_letters.write_until_held(&dead).await;
         }
-        let n_events = event_count as u64;
         outputs.counters.dead_lettered.add(n_dead);
         // The batch is acknowledged once every sink holds its events: at once for sinks that
         // send as they take, later for sinks that stage (s3, http with a threshold).

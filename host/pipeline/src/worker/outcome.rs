@@ -14,8 +14,6 @@ pub(crate) struct Split {
     /// The events, one JSON object per line, ready for every sink (stale while `parsed`
     /// holds them).
     pub(crate) events: Vec<u8>,
-    /// How many events there are.
-    pub(crate) event_count: usize,
     /// For each event, the index of the record it came from.
     pub(crate) owners: Vec<usize>,
     /// For each line of `events`, its metadata (stale while `parsed` holds them).
@@ -31,6 +29,11 @@ pub(crate) struct Split {
 }
 
 impl Split {
+    /// How many events there are (each has its owner).
+    pub(crate) fn event_count(&self) -> usize {
+        self.owners.len()
+    }
+
     /// The events parsed (parsing the lines the first time). An event that cannot be read
     /// into a value leaves the batch for `unreadable`.
     pub(crate) fn parsed(&mut self) -> &mut Vec<Event> {
@@ -59,7 +62,6 @@ impl Split {
                     )),
                 }
             }
-            self.event_count = events.len();
             self.parsed = Some(events);
         }
         self.parsed.as_mut().expect("parsed above")
@@ -111,7 +113,6 @@ pub(crate) fn split_outcomes(
                 let mark = out.events.len();
                 match append_events(&texts, &mut out.events) {
                     Ok(()) => {
-                        out.event_count += texts.len();
                         out.owners.extend(std::iter::repeat_n(i, texts.len()));
                         let metadata = Metadata::new(
                             event_type_of(content_type.as_deref(), event_type),
@@ -224,7 +225,7 @@ mod tests {
             String::from_utf8(split.events.clone()).unwrap(),
             "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
         );
-        assert_eq!(split.event_count, 3);
+        assert_eq!(split.event_count(), 3);
         assert!(split.dead.is_empty());
     }
 
@@ -246,7 +247,7 @@ mod tests {
             "{\"ok\":1}\n",
             "no event of a rejected record reaches the sinks"
         );
-        assert_eq!(split.event_count, 1);
+        assert_eq!(split.event_count(), 1);
         let reasons = reasons(&split);
         assert_eq!(reasons.len(), 2);
         assert_eq!(reasons[0].0, "test:1");
@@ -278,7 +279,7 @@ mod tests {
             [serde_json::json!({"n": 1}), serde_json::json!({"n": 2})]
         );
         assert_eq!(split.owners, [0, 1]);
-        assert_eq!(split.event_count, 2);
+        assert_eq!(split.event_count(), 2);
         let (owner, body, reason) = &split.unreadable[0];
         assert_eq!((*owner, &body[..]), (1, &br#"{"big":1e400}"#[..]));
         assert!(reason.contains("number out of range"), "{reason}");
@@ -293,7 +294,7 @@ mod tests {
             events(&[r#"{"n":1}"#]),
             Decoded::Trapped("wasm trap: unreachable".to_owned()),
         ]);
-        assert_eq!(split.event_count, 1);
+        assert_eq!(split.event_count(), 1);
         assert_eq!(
             reasons(&split),
             [

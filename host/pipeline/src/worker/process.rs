@@ -38,7 +38,7 @@ pub(crate) fn run_stages(
 ) -> StageCounts {
     let mut done = StageCounts::default();
     for stage in stages {
-        if split.event_count == 0 {
+        if split.event_count() == 0 {
             break;
         }
         match stage {
@@ -70,7 +70,6 @@ fn run_builtin(processor: &dyn sluice_processors::Processor, split: &mut Split) 
         }
     }
     let dropped = (split.owners.len() - owners.len()) as u64;
-    split.event_count = kept.len();
     split.owners = owners;
     split.parsed = Some(kept);
     dropped
@@ -86,7 +85,7 @@ fn run_plugin(
 ) -> StageCounts {
     let mut done = StageCounts::default();
     let name = stage.name().to_owned();
-    let count = split.event_count;
+    let count = split.event_count();
     split.lines();
     let (text, metadata) = (&split.events, &split.metadata);
     let bodies: Vec<&[u8]> = text.split(|&b| b == b'\n').take(count).collect();
@@ -156,7 +155,6 @@ fn run_plugin(
         }
     }
     done.failed = dead.len() as u64;
-    split.event_count = owners.len();
     split.owners = owners;
     split.events = lines;
     split.metadata = kept_metadata;

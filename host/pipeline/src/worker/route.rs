@@ -100,7 +100,7 @@ impl Router {
             // Parsing first: an event that cannot be read leaves the batch (`unreadable`).
             split.parsed();
         }
-        let n = split.event_count;
+        let n = split.event_count();
         let mut routed = Routed {
             per_sink: Vec::with_capacity(self.sinks.len()),
             unrouted: 0,
@@ -233,7 +233,6 @@ mod tests {
             split.metadata.push(metadata);
             split.owners.push(i);
         }
-        split.event_count = events.len();
         split
     }
 
@@ -295,7 +294,6 @@ mod tests {
             .splice(0..0, br#"{"n":1e400}"#.iter().copied().chain([b'\n']));
         batch.metadata.push(Metadata::new("LOG", 0));
         batch.owners.insert(0, 2);
-        batch.event_count = 3;
         let routed = Router::new(&routes, &sinks).route(&mut batch);
         assert_eq!(lines(&routed.per_sink[0]), [json!({"n": 12})]);
         assert_eq!(routed.unrouted, 1, "only {{\"n\":1}}");
