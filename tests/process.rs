@@ -1,8 +1,8 @@
-//! Processors (contract 0.2): the example `redact` component, built from `plugins/`, through
-//! the real host's processor adapter.
+//! Processors: the example `redact` (contract 0.2) and `tagger` (0.3, with event metadata)
+//! components, built from `plugins/`, through the real host's processor adapter.
 
 use sluice_plugin::{
-    Decoder, Event, Events, Limits, PluginError, PluginHost, Processed, Processor,
+    Decoder, Event, EventMetadata, Events, Limits, PluginError, PluginHost, Processed, Processor,
 };
 use sluice_tests::plugin_dir;
 
@@ -29,6 +29,7 @@ fn event(body: &str) -> Event<'_> {
         body: body.as_bytes(),
         received_at_ms: 1,
         origin: "test",
+        metadata: None,
     }
 }
 
@@ -44,10 +45,11 @@ fn redact_masks_named_keys_keeps_the_rest_and_fails_what_is_not_an_object() {
     assert_eq!(
         out,
         vec![
-            Processed::Replace(Events::from(vec![
-                r#"{"password":"***","user":"ann"}"#.to_owned()
-            ])),
-            Processed::Keep,
+            Processed::Replace(
+                Events::from(vec![r#"{"password":"***","user":"ann"}"#.to_owned()]),
+                None
+            ),
+            Processed::Keep(None),
             Processed::Failed(
                 "not a JSON object: invalid type: sequence, expected a map at line 1 column 0"
                     .to_owned()
@@ -55,6 +57,57 @@ fn redact_masks_named_keys_keeps_the_rest_and_fails_what_is_not_an_object() {
         ]
     );
     assert_eq!(p.stats().calls, 1, "one call for the whole batch");
+}
+
+/// A 0.3 processor reads each event's metadata and sets new metadata for some, keeping every
+/// event's text (nothing is copied back); a host that passes no metadata shows it an `EVENT`.
+#[test]
+fn tagger_reads_the_tags_an_event_came_with_and_sets_tags_and_attributes() {
+    let options = [
+        ("tags", r#"["seen"]"#),
+        ("tag_from_key", "level"),
+        ("attributes_from_keys", r#"["tenant"]"#),
+        ("count_tags_into", "before"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let mut p = Processor::new(plugin("tagger"), options.to_vec(), Limits::default()).unwrap();
+    assert_eq!(p.plugin().world(), "sluice:plugin/processor-plugin@0.3.0");
+    assert!(p.sees_metadata());
+    let came_with = EventMetadata {
+        event_type: "LOG".into(),
+        tags: vec!["seen".into(), "_grokparsefailure".into()],
+        attributes: r#"{"tenant":"old","x":1}"#.into(),
+    };
+    let with = |body, metadata| Event {
+        metadata,
+        ..event(body)
+    };
+    let out = p.process(&[
+        with(r#"{"level":"error","tenant":"db"}"#, Some(&came_with)),
+        with(r#"{"level":5}"#, None),
+        with("[1]", None),
+    ]);
+    assert_eq!(
+        out,
+        vec![
+            Processed::Keep(Some(EventMetadata {
+                event_type: "LOG".into(),
+                tags: vec!["seen".into(), "_grokparsefailure".into(), "error".into()],
+                attributes: r#"{"before":2,"tenant":"db","x":1}"#.into(),
+            })),
+            Processed::Keep(Some(EventMetadata {
+                event_type: "EVENT".into(),
+                tags: vec!["seen".into()],
+                attributes: r#"{"before":0}"#.into(),
+            })),
+            Processed::Failed(
+                "not a JSON object: invalid type: sequence, expected a map at line 1 column 0"
+                    .to_owned()
+            ),
+        ]
+    );
+    // 0.2 processors see no metadata and set none.
+    assert!(!redact(r#"["a"]"#).unwrap().sees_metadata());
 }
 
 #[test]
@@ -250,6 +303,35 @@ fn inspect_runs_a_processor_on_sample_events() {
     );
     assert!(
         stdout.contains(&format!("event {}:2: kept", sample.display())),
+        "{stdout}"
+    );
+}
+
+/// `inspect` shows the metadata a 0.3 processor sets on sample events.
+#[test]
+fn inspect_shows_the_metadata_a_processor_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("events.jsonl");
+    std::fs::write(&sample, "{\"level\":\"warn\"}\n").unwrap();
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args(["plugins", "inspect"])
+        .arg(plugin_dir().join("tagger.wasm"))
+        .arg("--sample")
+        .arg(&sample)
+        .args(["--lines", "--option", "tag_from_key=level"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("world    sluice:plugin/processor-plugin@0.3.0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "event {}:1: kept\n  metadata: event type EVENT, tags [\"warn\"], attributes {{}}",
+            sample.display()
+        )),
         "{stdout}"
     );
 }

@@ -98,8 +98,8 @@ fn load() -> (Vec<Suite>, Vec<(Options, String)>) {
 /// Why `got` does not meet `expect`, or `None` when it does.
 fn differs(expect: &Expect, got: &Processed) -> Option<String> {
     match (expect, got) {
-        (Expect::Keep, Processed::Keep) | (Expect::Drop, Processed::Drop) => None,
-        (Expect::Replace(want), Processed::Replace(events)) => {
+        (Expect::Keep, Processed::Keep(None)) | (Expect::Drop, Processed::Drop) => None,
+        (Expect::Replace(want), Processed::Replace(events, None)) => {
             let parsed: Result<Vec<Value>, _> = events.iter().map(serde_json::from_slice).collect();
             match parsed {
                 Ok(parsed) if &parsed == want => None,
@@ -130,6 +130,7 @@ fn check(file: &Path, suites: &[Suite], refused: &[(Options, String)]) -> Result
                     body: c.event.as_bytes(),
                     received_at_ms: c.received_at_ms,
                     origin: "conformance",
+                    metadata: None,
                 })
                 .collect();
             let results = processor.process(&events);

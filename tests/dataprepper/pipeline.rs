@@ -340,3 +340,94 @@ fn an_event_the_processors_cannot_read_is_dead_lettered_and_the_rest_go_on() {
     });
     assert_eq!(s.terminate(), 0, "{}", s.log());
 }
+
+/// A processor component of contract 0.3 (the example `tagger`) reads the tags a built-in set
+/// before it and adds its own and metadata attributes; routes (`hasTags`), conditions
+/// (`getMetadata`) and a sink's `tags_target_key` read them after it. A 0.2 component in the
+/// same list (`redact`) leaves them as they were.
+#[test]
+fn a_component_processor_reads_and_sets_tags_and_attributes_that_routes_read() {
+    let yaml = r#"p:
+  delay: 20ms
+  source:
+    http:
+      port: {port}
+  processor:
+    - grok:
+        match:
+          message: ['%{WORD:level} %{GREEDYDATA:text}']
+        tags_on_match_failure: [unparsed]
+    - tagger:
+        tags: [seen]
+        tag_from_key: level
+        attributes_from_keys: [tenant]
+        count_tags_into: tags_before
+    - redact:
+        keys: [secret]
+    - add_entries:
+        entries:
+          - key: tenant_seen
+            value_expression: getMetadata("tenant")
+            add_when: 'getMetadata("tags_before") == 1'
+          - key: tags_before
+            value_expression: getMetadata("tags_before")
+  route:
+    - errors: 'hasTags("error")'
+    - unparsed: 'hasTags("unparsed")'
+  sink:
+    - file:
+        path: {dir}/errors.jsonl
+        routes: [errors]
+        tags_target_key: tags
+    - file:
+        path: {dir}/unparsed.jsonl
+        routes: [unparsed]
+        tags_target_key: tags
+    - file:
+        path: {dir}/rest.jsonl
+        routes: [_default]
+  dlq_path: {dir}/dlq.jsonl
+"#;
+    let mut s = Sluice::start(yaml);
+    assert_eq!(
+        s.post(
+            "/log/ingest",
+            br#"[{"message": "error disk full", "tenant": "db", "secret": "x"},
+                 {"message": "info all good", "tenant": "web"},
+                 {"message": "!!", "tenant": "db"}]"#
+        ),
+        200
+    );
+    let all = || {
+        ["errors", "unparsed", "rest"]
+            .map(|f| json_lines(&s.path(&format!("{f}.jsonl"))).len())
+            .iter()
+            .sum::<usize>()
+    };
+    s.wait_for("the three events", Duration::from_secs(30), || all() == 3);
+    assert_eq!(
+        json_lines(&s.path("errors.jsonl")),
+        [
+            json!({"message": "error disk full", "level": "error", "text": "disk full",
+                "tenant": "db", "secret": "***", "tags_before": 0,
+                "tags": ["seen", "error"]})
+        ],
+        "tagged by the component, masked by the 0.2 one, routed on the tag"
+    );
+    assert_eq!(
+        json_lines(&s.path("unparsed.jsonl")),
+        [
+            json!({"message": "!!", "tenant": "db", "tenant_seen": "db", "tags_before": 1,
+                "tags": ["unparsed", "seen"]})
+        ],
+        "the component saw grok's tag, kept it and set the attributes conditions read"
+    );
+    assert_eq!(
+        json_lines(&s.path("rest.jsonl")),
+        [
+            json!({"message": "info all good", "level": "info", "text": "all good",
+                "tenant": "web", "tags_before": 0})
+        ]
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}

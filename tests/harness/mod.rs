@@ -41,7 +41,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 17] = [
+pub const PLUGINS: [&str; 18] = [
     "csv",
     "dedup",
     "hostile",
@@ -58,6 +58,7 @@ pub const PLUGINS: [&str; 17] = [
     "passthrough_buffer",
     "priority_shed",
     "redact",
+    "tagger",
     "tenant_quota",
 ];
 
@@ -146,6 +147,7 @@ pub fn run_plugin_dir() -> PathBuf {
             "otlp",
             "passthrough_buffer",
             "redact",
+            "tagger",
             "tenant_quota",
         ] {
             let file = format!("{name}.wasm");

@@ -172,6 +172,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             body,
             received_at_ms: 1_764_000_000_000,
             origin: "bench",
+            metadata: None,
         })
         .collect();
     println!(
@@ -191,7 +192,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         let instantiated = started.elapsed();
         let first = processor.process(&events[..1]);
         anyhow::ensure!(
-            matches!(&first[..], [Processed::Replace(e)] if e.len() == 1),
+            matches!(&first[..], [Processed::Replace(e, _)] if e.len() == 1),
             "{label} processor: expected one edited event, got {first:?}"
         );
         let took = best_of(3, || {
@@ -206,7 +207,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         let edited = events
             .chunks(100)
             .flat_map(|chunk| processor.process(chunk))
-            .filter(|p| matches!(p, Processed::Replace(e) if e.len() == 1))
+            .filter(|p| matches!(p, Processed::Replace(e, _) if e.len() == 1))
             .count();
         anyhow::ensure!(
             edited == events.len(),

@@ -266,7 +266,7 @@ pub const LINKED_WASI: [&str; 6] = [
 
 /// The interfaces of sluice's own contract that a plugin imports because its exports use their
 /// types. They hold types only, so importing them grants nothing.
-pub const CONTRACT_TYPES: [&str; 1] = ["sluice:plugin/types@0.2.0"];
+pub const CONTRACT_TYPES: [&str; 2] = ["sluice:plugin/types@0.2.0", "sluice:plugin/types@0.3.0"];
 
 /// A plugin's name: its file's stem (`plugins/csv.wasm` is `csv`).
 pub(crate) fn stem(path: &Path) -> String {

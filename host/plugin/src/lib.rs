@@ -16,7 +16,8 @@
 //! - [`worlds`]: [`PluginKind`], the one list of worlds (interface, world, kind, host imports)
 //!   and one file per world (its `bindgen!`, exports, setup, call and typed front):
 //!   [`worlds::deserializer`] (contract 0.1.0), [`worlds::deserializer_v2`],
-//!   [`worlds::processor`] ([`Processor`]) and [`worlds::buffer`] ([`BufferPolicy`]), all 0.2;
+//!   [`worlds::processor`] ([`Processor`]) and [`worlds::buffer`] ([`BufferPolicy`]), all 0.2,
+//!   and [`worlds::processor_v3`] (0.3: a processor that sees event metadata);
 //!   `worlds::spans`, the 0.2 batch staging and reply checks they share.
 //! - `decoder`: [`Decoder`], the deserializer front the workers call, for either contract.
 //! - `events`: [`Events`], a record's events as the plugin left them (strings or spans).
@@ -55,4 +56,4 @@ pub use sandbox::Limits;
 pub use worlds::PluginKind;
 pub use worlds::buffer::BufferPolicy;
 pub use worlds::deserializer::RawRecord;
-pub use worlds::processor::{Event, Processed, Processor, ProcessorStats};
+pub use worlds::processor::{Event, EventMetadata, Processed, Processor, ProcessorStats};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use sluice_plugin::{
-    BufferPolicy, Decoded, Decoder, Event, Limits, Plugin, PluginHost, PluginKind, Processed,
-    Processor, RawRecord, capability,
+    BufferPolicy, Decoded, Decoder, Event, EventMetadata, Limits, Plugin, PluginHost, PluginKind,
+    Processed, Processor, RawRecord, capability,
 };
 
 /// `sluice plugins inspect`: what a component is and, with samples, what it does.
@@ -156,6 +156,7 @@ fn inspect_processor(
             body,
             received_at_ms: 0,
             origin,
+            metadata: None,
         })
         .collect();
     let started = Instant::now();
@@ -170,15 +171,31 @@ fn inspect_processor(
     for (event, result) in events.iter().zip(results) {
         let head = format!("event {}", event.origin);
         match result {
-            Processed::Keep => writeln!(out, "{head}: kept")?,
+            Processed::Keep(metadata) => {
+                writeln!(out, "{head}: kept")?;
+                write_metadata(out, metadata)?;
+            }
             Processed::Drop => writeln!(out, "{head}: dropped")?,
-            Processed::Replace(replaced) => {
+            Processed::Replace(replaced, metadata) => {
                 writeln!(out, "{head}: replaced by {} event(s)", replaced.len())?;
                 write_events(out, replaced.iter())?;
+                write_metadata(out, metadata)?;
             }
             Processed::Failed(reason) => writeln!(out, "{head}: failed: {reason}")?,
             Processed::Trapped(reason) => writeln!(out, "{head}: trapped: {reason}")?,
         }
+    }
+    Ok(())
+}
+
+/// The metadata a 0.3 processor set on a sample event (it saw an `EVENT` with none), if any.
+fn write_metadata(out: &mut String, metadata: Option<EventMetadata>) -> std::fmt::Result {
+    if let Some(m) = metadata {
+        writeln!(
+            out,
+            "  metadata: event type {}, tags {:?}, attributes {}",
+            m.event_type, m.tags, m.attributes
+        )?;
     }
     Ok(())
 }

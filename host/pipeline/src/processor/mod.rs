@@ -25,6 +25,12 @@ pub trait Process: Send {
         None
     }
 
+    /// Whether it reads and sets event metadata (a 0.3 plugin), so the worker passes each
+    /// event's ([`Event::metadata`]) and applies what comes back.
+    fn sees_metadata(&self) -> bool {
+        false
+    }
+
     /// What becomes of each of `events`: one result per event, in order.
     fn process(&mut self, events: &[Event<'_>]) -> Vec<Processed>;
 

@@ -40,6 +40,10 @@ impl Process for Following<Processor> {
         Some(self.limits().timeout)
     }
 
+    fn sees_metadata(&self) -> bool {
+        self.current.sees_metadata()
+    }
+
     fn process(&mut self, events: &[Event<'_>]) -> Vec<Processed> {
         self.measured(|p| p.process(events))
     }

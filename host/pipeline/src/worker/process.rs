@@ -6,12 +6,16 @@
 //! - A plugin processor works on the events' text: an event it keeps stays as it was; one it
 //!   replaces becomes the events it returned (each checked: one JSON object, made one line,
 //!   with the metadata of the event it came from); one it drops is gone; one it fails (or
-//!   traps on) goes to the dead-letter file with the processor's name and reason.
+//!   traps on) goes to the dead-letter file with the processor's name and reason. A 0.3
+//!   plugin also sees each event's metadata, and what it sets replaces it (`metadata`).
 //!
 //! Runs on the worker's blocking thread, right after the deserializer.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
-use sluice_plugin::{Event, Processed, RawRecord};
+use sluice_event::Metadata;
+use sluice_plugin::{Event, EventMetadata, Processed, RawRecord};
 
 use super::outcome::{Split, append_events};
 use crate::processor::{Process, Stage};
@@ -89,13 +93,20 @@ fn run_plugin(
     split.lines();
     let (text, metadata) = (&split.events, &split.metadata);
     let bodies: Vec<&[u8]> = text.split(|&b| b == b'\n').take(count).collect();
+    let seen: Vec<EventMetadata> = if stage.sees_metadata() {
+        metadata.iter().map(to_plugin).collect()
+    } else {
+        Vec::new()
+    };
     let events: Vec<Event<'_>> = bodies
         .iter()
         .zip(&split.owners)
-        .map(|(body, &owner)| Event {
+        .enumerate()
+        .map(|(i, (body, &owner))| Event {
             body,
             received_at_ms: records[owner].received_at_ms,
             origin: &records[owner].origin,
+            metadata: seen.get(i),
         })
         .collect();
     if let Some(deadline) = stage.deadline() {
@@ -121,20 +132,38 @@ fn run_plugin(
     for (((event, &owner), result), meta) in
         events.iter().zip(&split.owners).zip(results).zip(metadata)
     {
+        // What a 0.3 plugin set replaces the event's metadata.
+        let meta = match &result {
+            Processed::Keep(Some(set)) | Processed::Replace(_, Some(set)) => {
+                match from_plugin(meta, set) {
+                    Ok(new) => Cow::Owned(new),
+                    Err(reason) => {
+                        reject(
+                            event,
+                            format!("processor `{name}` set metadata: {reason}"),
+                            &mut dead,
+                        );
+                        continue;
+                    }
+                }
+            }
+            _ => Cow::Borrowed(meta),
+        };
         match result {
-            Processed::Keep => {
+            Processed::Keep(_) => {
                 lines.extend_from_slice(event.body);
                 lines.push(b'\n');
                 owners.push(owner);
-                kept_metadata.push(meta.clone());
+                kept_metadata.push(meta.into_owned());
             }
             Processed::Drop => done.dropped += 1,
-            Processed::Replace(replacement) => {
+            Processed::Replace(replacement, _) => {
                 let mark = lines.len();
                 match append_events(&replacement, &mut lines) {
                     Ok(()) => {
                         owners.extend(std::iter::repeat_n(owner, replacement.len()));
-                        kept_metadata.extend(std::iter::repeat_n(meta.clone(), replacement.len()));
+                        kept_metadata
+                            .extend(std::iter::repeat_n(meta.into_owned(), replacement.len()));
                     }
                     Err(reason) => {
                         lines.truncate(mark);
@@ -160,4 +189,84 @@ fn run_plugin(
     split.metadata = kept_metadata;
     split.dead.extend(dead);
     done
+}
+
+/// An event's metadata as a 0.3 plugin sees it (attributes as JSON text).
+fn to_plugin(metadata: &Metadata) -> EventMetadata {
+    EventMetadata {
+        event_type: metadata.event_type.to_string(),
+        tags: metadata.tags.clone(),
+        attributes: Value::Object(metadata.attributes.clone()).to_string(),
+    }
+}
+
+/// `old` with what a 0.3 plugin `set`: its event type, tags (each kept once) and attributes,
+/// which must be one JSON object. The times stay the host's.
+fn from_plugin(old: &Metadata, set: &EventMetadata) -> Result<Metadata, String> {
+    let attributes = match serde_json::from_str::<Value>(&set.attributes) {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => {
+            return Err(format!(
+                "`attributes` must be one JSON object, got `{other}`"
+            ));
+        }
+        Err(e) => return Err(format!("`attributes` is not JSON: {e}")),
+    };
+    let event_type = if old.event_type == set.event_type {
+        old.event_type.clone()
+    } else {
+        Cow::Owned(set.event_type.clone())
+    };
+    let mut new = Metadata {
+        event_type,
+        time_received_ms: old.time_received_ms,
+        attributes,
+        tags: Vec::with_capacity(set.tags.len()),
+        external_origination_time_ms: old.external_origination_time_ms,
+    };
+    new.add_tags(&set.tags);
+    Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_a_plugin_sets_replaces_the_events_but_keeps_the_hosts_times() {
+        let mut old = Metadata::new("LOG", 7);
+        old.external_origination_time_ms = Some(-1);
+        old.add_tag("a");
+        let seen = to_plugin(&old);
+        assert_eq!(
+            (
+                seen.event_type.as_str(),
+                &seen.tags[..],
+                seen.attributes.as_str()
+            ),
+            ("LOG", &["a".to_owned()][..], "{}")
+        );
+        let set = |attributes: &str| EventMetadata {
+            event_type: "TRACE".into(),
+            tags: vec!["b".into(), "a".into(), "b".into()],
+            attributes: attributes.into(),
+        };
+        let new = from_plugin(&old, &set(r#"{"k":1}"#)).unwrap();
+        assert_eq!(new.event_type, "TRACE");
+        assert_eq!(new.tags, ["b", "a"], "each tag once, in order");
+        assert_eq!(new.attributes["k"], 1);
+        assert_eq!(
+            (new.time_received_ms, new.external_origination_time_ms),
+            (7, Some(-1))
+        );
+        assert_eq!(
+            from_plugin(&old, &set("[1]")).unwrap_err(),
+            "`attributes` must be one JSON object, got `[1]`"
+        );
+        assert!(
+            from_plugin(&old, &set("{"))
+                .unwrap_err()
+                .starts_with("`attributes` is not JSON: ")
+        );
+    }
 }

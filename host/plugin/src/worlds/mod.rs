@@ -12,7 +12,8 @@
 //!
 //! - [`deserializer`]: contract 0.1.0's `deserializer` (and `configurable-deserializer`).
 //! - [`deserializer_v2`]: 0.2's `deserializer-plugin`.
-//! - [`processor`]: 0.2's `processor-plugin`.
+//! - [`processor`]: 0.2's `processor-plugin`, and the processor front for both contracts.
+//! - [`processor_v3`]: 0.3's `processor-plugin` (0.2's with event metadata).
 //! - [`buffer`]: 0.2's `buffer-plugin` (a buffer policy), with its `buffer-host` imports.
 //! - `spans`: what the 0.2 batch worlds share: a batch staged in one buffer, parts of it for
 //!   isolating a fault, and a reply's spans checked.
@@ -127,6 +128,7 @@ pub mod buffer;
 pub mod deserializer;
 pub mod deserializer_v2;
 pub mod processor;
+pub mod processor_v3;
 pub(crate) mod spans;
 
 use wasmtime::component::{Component, InstancePre, Linker};
@@ -193,6 +195,7 @@ pub(crate) struct Descriptor {
 /// Every world sluice hosts. The last is the fallback a component that exports none of the
 /// interfaces is judged against (the oldest contract, whose authors wrote no 0.2 export).
 pub(crate) static WORLDS: &[&Descriptor] = &[
+    &processor_v3::DESCRIPTOR,
     &processor::DESCRIPTOR,
     &buffer::DESCRIPTOR,
     &deserializer_v2::DESCRIPTOR,
