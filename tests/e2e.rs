@@ -24,6 +24,8 @@ mod plugin_cli;
 mod otlp;
 // Sinks that leave the machine (kafka, s3, http) against real servers, with their faults.
 mod sinks;
+// Pipelines feeding pipelines (`pipeline` sink and source), through Kafka buffers.
+mod chained;
 // Data Prepper's documented processor examples: `validate` on each, and each input → output
 // through the real binary.
 mod dataprepper;

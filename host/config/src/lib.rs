@@ -18,6 +18,8 @@
 //!   protect a listener.
 //! - [`processor`]: the processor list; Data Prepper's built-in processors, one file each.
 //! - `route`: the pipeline's `route:` list and the sinks' `routes`.
+//! - [`connection`]: pipelines feeding pipelines (the `pipeline` sink and source) and the
+//!   rules of their chains.
 //! - `event`: keys and expressions (`sluice-event`) read from the file.
 //! - [`location`]: which line each key is on, for errors found after parsing.
 //! - [`error`]: [`ConfigError`]s that name the key path and line, and suggest the fix.
@@ -25,6 +27,7 @@
 
 pub mod buffer;
 mod component;
+pub mod connection;
 pub mod error;
 mod event;
 mod explain;

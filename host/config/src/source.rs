@@ -47,6 +47,9 @@ macro_rules! for_each_source {
             /// `otel_metrics_source` (Data Prepper's newer names `otlp_logs`, `otlp_traces`,
             /// `otlp_metrics` too), one signal each, and `otlp`, all three on one port.
             Otlp($crate::otlp::Otlp),
+            /// What other pipelines send with their `pipeline` sinks (Data Prepper's
+            /// `pipeline` source).
+            Pipeline($crate::connection::PipelineSource),
         }
     };
 }
@@ -199,7 +202,7 @@ impl Source {
     pub fn otlp(&self) -> Option<(OtlpKind, &OtlpSource)> {
         match self {
             Source::Otlp(o) => Some((o.kind, &o.config)),
-            Source::Http(_) | Source::File(_) => None,
+            Source::Http(_) | Source::File(_) | Source::Pipeline(_) => None,
         }
     }
 }
@@ -562,9 +565,11 @@ mod tests {
                 before.push(kind.newer_name());
             }
         }
+        before.push("pipeline");
         assert_eq!(Source::keys(), before);
         assert_eq!(before[2..4], ["otel_logs_source", "otlp_logs"]);
-        for key in Source::keys() {
+        // `pipeline` reads only beside the pipeline that sends to it (the chain fixtures).
+        for key in Source::keys().iter().filter(|k| **k != "pipeline") {
             let settings = match *key {
                 "file" => "{path: x}",
                 "http" => "{}",

@@ -68,4 +68,5 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
             );
         }
     }
+    crate::connection::check_chains(pipelines, errors);
 }

@@ -94,24 +94,38 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     ready: impl FnOnce(),
 ) -> Result<(), PipelineError> {
+    // Downstream pipelines first, so that a `pipeline` sink finds the buffer it writes to;
+    // then upstream first again, the order shutdown drains them in.
+    let levels = sluice_config::connection::levels(&config.pipelines);
+    let mut ordered: Vec<_> = levels.into_iter().zip(config.pipelines).collect();
+    ordered.sort_by_key(|(level, _)| *level);
+    let mut connections = crate::sink::pipeline::Connections::default();
     let mut built = Vec::new();
-    for p in config.pipelines {
-        built.push(build(p, plugins, &options).await?);
+    for (level, p) in ordered.into_iter().rev() {
+        let b = build(p, plugins, &options, &connections).await?;
+        connections.insert(&b.name, b.buffer.writer());
+        built.push((level, b));
     }
+    built.reverse();
     ready();
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut sources = JoinSet::new();
-    let mut workers = JoinSet::new();
+    // Each level's workers (see `levels`): shutdown drains one level before it closes the
+    // buffers of the next, which the first level's `pipeline` sinks write to.
+    let mut workers: Vec<JoinSet<()>> = Vec::new();
     let mut pipelines = Vec::new();
     // A buffer may wait longer than the default for its batches (Kafka: its `drain_timeout`).
     let mut drain_timeout = options.drain_timeout;
-    for b in built {
+    for (level, b) in built {
         let name = b.name;
         sources.spawn(b.source.run(stop_rx.clone()));
+        if workers.len() <= level {
+            workers.resize_with(level + 1, JoinSet::new);
+        }
         for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
             let slot = options.watchdog.slot(&name, i);
-            workers.spawn(worker::run(
+            workers[level].spawn(worker::run(
                 reader,
                 decoder,
                 stages,
@@ -122,10 +136,10 @@ pub async fn run(
         if let Some(own) = b.buffer.drain_timeout() {
             drain_timeout = drain_timeout.max(own);
         }
-        pipelines.push((name, b.buffer, b.delivery));
+        pipelines.push((level, name, b.buffer, b.delivery));
     }
 
-    let buffers: Vec<Arc<dyn Buffer>> = pipelines.iter().map(|(_, b, _)| b.clone()).collect();
+    let buffers: Vec<Arc<dyn Buffer>> = pipelines.iter().map(|(_, _, b, _)| b.clone()).collect();
     let watchdog = options.watchdog.clone();
     let gauge_task = tokio::spawn(async move {
         loop {
@@ -156,45 +170,51 @@ pub async fn run(
         while sources.join_next().await.is_some() {}
     })
     .await;
-    for (_, buffer, delivery) in &pipelines {
-        buffer.close();
-        // Staging sinks send now: the buffer's readers end only once what they read is
-        // acknowledged, and a staged batch is acknowledged only once sent.
-        for sink in &delivery.sinks {
-            sink.drain();
-        }
-    }
-    let drained = tokio::time::timeout_at(deadline, async {
-        while workers.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        // Batches still held by workers are dropped: the memory buffer loses them; the kafka
-        // buffer does not commit them, so they are read again after a restart.
-        workers.abort_all();
-        while workers.join_next().await.is_some() {}
-    }
-    // Sinks that stage events send what they hold, so its batches are acknowledged before the
-    // buffers' last commit.
-    let flushed = tokio::time::timeout_at(deadline, async {
-        for (_, _, delivery) in &pipelines {
+    let mut drained = true;
+    for (level, workers) in workers.iter_mut().enumerate() {
+        let here = || pipelines.iter().filter(move |(l, ..)| *l == level);
+        for (_, _, buffer, delivery) in here() {
+            buffer.close();
+            // Staging sinks send now: the buffer's readers end only once what they read is
+            // acknowledged, and a staged batch is acknowledged only once sent.
             for sink in &delivery.sinks {
-                sink.close().await;
+                sink.drain();
             }
         }
-    })
-    .await;
-    if flushed.is_err() {
-        tracing::error!(drain_timeout = ?drain_timeout, "sinks did not deliver what they staged in time; those batches are not acknowledged (kafka buffers read them again after a restart)");
+        let done = tokio::time::timeout_at(deadline, async {
+            while workers.join_next().await.is_some() {}
+        })
+        .await;
+        if done.is_err() {
+            // Batches still held by workers are dropped: the memory buffer loses them; the
+            // kafka buffer does not commit them, so they are read again after a restart.
+            drained = false;
+            workers.abort_all();
+            while workers.join_next().await.is_some() {}
+        }
+        // Sinks that stage events send what they hold, so its batches are acknowledged before
+        // the buffers' last commit (and a `pipeline` sink's reach the next level's buffer
+        // before it closes).
+        let flushed = tokio::time::timeout_at(deadline, async {
+            for (_, _, _, delivery) in here() {
+                for sink in &delivery.sinks {
+                    sink.close().await;
+                }
+            }
+        })
+        .await;
+        if flushed.is_err() {
+            tracing::error!(drain_timeout = ?drain_timeout, "sinks did not deliver what they staged in time; those batches are not acknowledged (kafka buffers read them again after a restart)");
+        }
     }
-    for (_, buffer, _) in &pipelines {
+    for (_, _, buffer, _) in &pipelines {
         buffer.join().await;
     }
-    for (name, buffer, delivery) in &pipelines {
+    for (_, name, buffer, delivery) in &pipelines {
         delivery.counters.log_summary(name);
         buffer.log_summary();
     }
-    if drained.is_err() {
+    if !drained {
         tracing::error!(drain_timeout = ?drain_timeout, "drain timed out; records not yet in the sinks are lost from memory buffers, and read again from kafka buffers after a restart");
     }
     Ok(())
@@ -204,6 +224,7 @@ async fn build(
     p: sluice_config::Pipeline,
     plugins: &Catalog,
     options: &RunOptions,
+    connections: &crate::sink::pipeline::Connections,
 ) -> Result<Built, PipelineError> {
     let name = p.name.clone();
     let deserializer = p.source.deserializer().settings();
@@ -243,8 +264,12 @@ async fn build(
             error,
         })?;
     let mut sinks = Vec::new();
+    let cx = crate::sink::SinkBuild {
+        pipeline: &name,
+        connections,
+    };
     for sink in &p.sink {
-        let output = crate::sink::build(&name, &sink.sink)
+        let output = crate::sink::build(&cx, &sink.sink)
             .await
             .map_err(sink_error)?;
         sinks.push(Arc::new(crate::sink::Sink::new(

@@ -41,6 +41,9 @@ macro_rules! for_each_sink {
             S3($crate::sink::s3::S3Sink) = "s3",
             /// Sends events in requests to an HTTP endpoint.
             Http($crate::sink::http::HttpSink) = "http",
+            /// Sends each event to another pipeline of the file (Data Prepper's `pipeline`
+            /// sink), acknowledged once that pipeline's buffer holds it.
+            Pipeline($crate::connection::PipelineSink) = "pipeline",
         }
     };
 }

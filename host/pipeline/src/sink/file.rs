@@ -37,7 +37,7 @@ impl FileSink {
 }
 
 impl super::BuildOutput for sluice_config::FileSink {
-    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
         Ok(Arc::new(FileSink::open(&self.path).await?))
     }
 }

@@ -75,7 +75,7 @@ impl HttpSink {
 }
 
 impl super::BuildOutput for Config {
-    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
         let name = format!("http:{}", self.url);
         let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
         Ok(Arc::new(HttpSink::new(settings)?))

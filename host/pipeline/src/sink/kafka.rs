@@ -54,7 +54,8 @@ impl KafkaSink {
 }
 
 impl super::BuildOutput for Config {
-    async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+    async fn build(&self, cx: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
+        let pipeline = cx.pipeline;
         let name = format!("kafka:{}", self.topic.name);
         let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
         Ok(Arc::new(KafkaSink::connect(pipeline, settings).await?))

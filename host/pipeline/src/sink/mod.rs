@@ -15,7 +15,8 @@
 //! - `staged`: the task that collects events up to a threshold for outputs that want
 //!   large requests (s3, http).
 //! - `codec`: ndjson / json bodies, gzip.
-//! - the outputs: [`stdout`], [`mod@file`], [`kafka`], [`s3`], [`http`].
+//! - the outputs: [`stdout`], [`mod@file`], [`kafka`], [`s3`], [`http`], [`pipeline`] (to
+//!   another pipeline's buffer).
 //! - [`dlq`]: the dead-letter file: what a rejected record looks like there, and where it goes.
 
 mod codec;
@@ -24,6 +25,7 @@ pub mod dlq;
 pub mod file;
 pub mod http;
 pub mod kafka;
+pub mod pipeline;
 mod receipt;
 pub mod s3;
 mod staged;
@@ -92,6 +94,9 @@ pub enum SinkCause {
         name: String,
         source: reqwest::header::InvalidHeaderName,
     },
+    /// A `pipeline` sink names a pipeline that is not running.
+    #[error(transparent)]
+    NotConnected(#[from] pipeline::NotConnected),
     #[error("custom_header `{name}`: {source}")]
     HeaderValue {
         name: String,
@@ -223,11 +228,19 @@ pub fn events(lines: Vec<u8>) -> Vec<Bytes> {
     out
 }
 
+/// What a sink is built with besides its config.
+pub struct SinkBuild<'a> {
+    /// The pipeline the sink belongs to.
+    pub pipeline: &'a str,
+    /// The buffers of the pipelines built before this one, for `pipeline` sinks.
+    pub connections: &'a pipeline::Connections,
+}
+
 /// How a sink's config type becomes its output; each type of `sluice_config`'s sink list
 /// implements it in its runtime file.
 pub(crate) trait BuildOutput {
-    /// Connects (or opens) the output of pipeline `pipeline`.
-    async fn build(&self, pipeline: &str) -> Result<Arc<dyn Output>, SinkError>;
+    /// Connects (or opens) the output.
+    async fn build(&self, cx: &SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError>;
 }
 
 macro_rules! build_sink {
@@ -235,11 +248,11 @@ macro_rules! build_sink {
         /// The output a pipeline's `sink:` entry configures: one arm per line of the sink
         /// list, each its config type's `BuildOutput`.
         pub async fn build(
-            pipeline: &str,
+            cx: &SinkBuild<'_>,
             config: &sluice_config::Sink,
         ) -> Result<Arc<dyn Output>, SinkError> {
             match config {
-                $( sluice_config::Sink::$variant(config) => config.build(pipeline).await, )*
+                $( sluice_config::Sink::$variant(config) => config.build(cx).await, )*
             }
         }
     };

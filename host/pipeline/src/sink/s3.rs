@@ -52,7 +52,7 @@ impl S3Sink {
 }
 
 impl super::BuildOutput for Config {
-    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
         Ok(Arc::new(S3Sink::connect(self.resolve()).await?))
     }
 }

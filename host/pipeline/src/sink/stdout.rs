@@ -24,7 +24,7 @@ impl Default for StdoutSink {
 }
 
 impl super::BuildOutput for sluice_config::StdoutSink {
-    async fn build(&self, _pipeline: &str) -> Result<Arc<dyn Output>, SinkError> {
+    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
         Ok(Arc::new(StdoutSink::default()))
     }
 }

@@ -9,6 +9,8 @@
 //!   connection limit, closing those that hold a connection open without sending).
 //! - [`mod@file`] (pull): reads a file line by line; it can re-read its input, so it only uses
 //!   the in-memory buffer.
+//! - [`pipeline`]: receives nothing itself; upstream pipelines' `pipeline` sinks write into its
+//!   buffer.
 //!
 //! Each source is built from its resolved settings (`sluice_config`'s
 //! [`SourceConfig::Settings`]: `HttpSettings`, `OtlpSettings`, `FileSettings`), never from
@@ -22,6 +24,7 @@ pub mod http;
 pub mod intake;
 pub mod listener;
 pub mod otlp;
+pub mod pipeline;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,0 +1,362 @@
+//! Pipelines connected to pipelines, with Data Prepper's keys: an upstream pipeline's sink
+//! `- pipeline: {name: downstream}` and the downstream pipeline's source `pipeline: {name:
+//! upstream}`. Their shapes, and the rules only the whole file can check (`check_chains`): each
+//! end names an existing pipeline whose other end names it back, and no chain is a cycle.
+//!
+//! One upstream may feed several downstream pipelines (one `pipeline` sink each); several
+//! upstream pipelines may feed one downstream pipeline, whose source then lists them (`name:
+//! [a, b]`, beside Data Prepper's one name).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+
+use crate::buffer::Tier;
+use crate::error::Errors;
+use crate::location::join;
+use crate::parse::Context;
+use crate::secret::SecretError;
+use crate::sink::SinkConfig;
+use crate::source::{CheckSource, DeserializerConfig, SourceConfig, SourceKind};
+use crate::{Buffer, Pipeline, Sink, Source};
+
+/// The `pipeline` source: what upstream pipelines send with their `pipeline` sinks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSource {
+    /// The upstream pipeline: the one whose `pipeline` sink names this pipeline. Several are
+    /// written as a list (`name: [a, b]`). Required.
+    pub name: Names,
+}
+
+/// The `pipeline` sink: sends every event it takes to another pipeline of the file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSink {
+    /// The downstream pipeline, whose source is `pipeline: {name: <this pipeline>}`. Required.
+    pub name: String,
+}
+
+/// One pipeline name or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Names;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a pipeline name, or a list of pipeline names")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Names, E> {
+                Ok(Names(vec![v.to_owned()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Names, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element::<String>()? {
+                    names.push(name);
+                }
+                Ok(Names(names))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What the `pipeline` source reads: the pipelines that send to it.
+#[derive(Debug, Clone)]
+pub struct PipelineSourceSettings {
+    pub upstream: Vec<String>,
+}
+
+impl SourceConfig for PipelineSource {
+    const KEYS: &'static [&'static str] = &["pipeline"];
+    // Written to by other pipelines, never re-read: it may use the kafka buffer.
+    const KIND: SourceKind = SourceKind::Push;
+    type Settings = PipelineSourceSettings;
+    fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
+        Self::deserialize(d)
+    }
+    fn key(&self) -> &'static str {
+        "pipeline"
+    }
+    fn plugin_name(&self) -> &'static str {
+        "pipeline"
+    }
+    fn port(&self) -> Option<u16> {
+        None
+    }
+    fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
+        // Upstream pipelines send records of events, one JSON object per line.
+        Cow::Owned(DeserializerConfig {
+            name: "ndjson".to_owned(),
+            ..DeserializerConfig::default()
+        })
+    }
+    fn settings(&self, _pipeline: &str) -> Result<PipelineSourceSettings, SecretError> {
+        Ok(PipelineSourceSettings {
+            upstream: self.name.0.clone(),
+        })
+    }
+}
+
+impl CheckSource for PipelineSource {
+    fn check(&self, path: &str, errors: &mut Errors, _: Context<'_>) {
+        if self.name.0.is_empty() || self.name.0.iter().any(|n| n.trim().is_empty()) {
+            errors.at(
+                &join(path, "name"),
+                format!(
+                    "`{path}.name` must name the upstream pipeline, e.g. `name: entry-pipeline`"
+                ),
+            );
+        }
+    }
+}
+
+impl SinkConfig for PipelineSink {
+    fn check(&self, path: &str, errors: &mut Errors) {
+        if self.name.trim().is_empty() {
+            errors.at(
+                &join(path, "name"),
+                format!("`{path}.name` must name the downstream pipeline, e.g. `name: raw-trace-pipeline`"),
+            );
+        }
+    }
+}
+
+/// The upstream pipelines a pipeline's source names, if it is a `pipeline` source.
+fn upstream(p: &Pipeline) -> Option<&[String]> {
+    match &p.source {
+        Source::Pipeline(s) => Some(&s.name.0),
+        _ => None,
+    }
+}
+
+/// The downstream pipelines a pipeline's `pipeline` sinks name, with each sink's index.
+fn downstream(p: &Pipeline) -> impl Iterator<Item = (usize, &str)> {
+    p.sink
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match &s.sink {
+            Sink::Pipeline(to) => Some((i, to.name.as_str())),
+            _ => None,
+        })
+}
+
+/// The rules of connected pipelines: every `pipeline` sink names a pipeline of the file whose
+/// source names this one back, and every `pipeline` source names pipelines that send to it;
+/// no chain comes back to where it started; a pipeline whose buffer is kafka does not feed
+/// one whose buffer is in memory (its commits would count events as delivered that only
+/// memory holds).
+pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
+    let by_name: BTreeMap<&str, &Pipeline> =
+        pipelines.iter().map(|p| (p.name.as_str(), p)).collect();
+    let names = || {
+        by_name
+            .keys()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for p in pipelines {
+        let from = p.name.as_str();
+        for (i, to) in downstream(p) {
+            let path = format!("{}[{i}].pipeline.name", join(from, "sink"));
+            let Some(down) = by_name.get(to) else {
+                errors.at(
+                    &path,
+                    format!("`{path}` is `{to}`, but no pipeline of this file has that name; pipelines: {}", names()),
+                );
+                continue;
+            };
+            match upstream(down) {
+                Some(ups) if ups.iter().any(|u| u == from) => {}
+                Some(ups) => errors.at(
+                    &path,
+                    format!(
+                        "pipeline `{from}` sends to `{to}`, but `{to}.source.pipeline.name` is {}; \
+                         add `{from}` to it (`name: [{}, {from}]`)",
+                        quoted(ups),
+                        ups.join(", ")
+                    ),
+                ),
+                None => errors.at(
+                    &path,
+                    format!(
+                        "pipeline `{from}` sends to `{to}`, but `{to}`'s source is `{}`; write \
+                         `source: {{pipeline: {{name: {from}}}}}` in `{to}`",
+                        down.source.plugin_name()
+                    ),
+                ),
+            }
+            if durable(&p.buffer) && !durable(&down.buffer) {
+                errors.at(
+                    &path,
+                    format!(
+                        "pipeline `{from}`'s buffer is kafka and it sends to `{to}`, whose buffer \
+                         is (partly) in memory: `{from}` would commit events only memory holds, and a crash \
+                         would lose them; give `{to}` a kafka buffer too"
+                    ),
+                );
+            }
+        }
+        for up in upstream(p).unwrap_or_default() {
+            let path = join(from, "source.pipeline.name");
+            match by_name.get(up.as_str()) {
+                None => errors.at(
+                    &path,
+                    format!("`{path}` names `{up}`, but no pipeline of this file has that name; pipelines: {}", names()),
+                ),
+                Some(u) if !downstream(u).any(|(_, to)| to == from) => errors.at(
+                    &path,
+                    format!(
+                        "`{path}` names `{up}`, but `{up}` has no sink `pipeline: {{name: {from}}}`; \
+                         add one to `{up}.sink`"
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+    if let Some(cycle) = cycle(pipelines, &by_name) {
+        errors.at(
+            &join(cycle[0], "sink"),
+            format!(
+                "pipelines {} form a cycle: events would go round forever; remove one of the \
+                 `pipeline` sinks",
+                cycle
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            ),
+        );
+    }
+}
+
+/// Whether every tier of a buffer keeps what it holds across a crash (Kafka).
+fn durable(buffer: &Buffer) -> bool {
+    buffer
+        .tiers("")
+        .iter()
+        .all(|(_, tier)| matches!(tier, Tier::Kafka(_)))
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The first cycle of `pipeline` sinks, as the names along it (the first again at the end).
+fn cycle<'a>(
+    pipelines: &'a [Pipeline],
+    by_name: &BTreeMap<&str, &'a Pipeline>,
+) -> Option<Vec<&'a str>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    fn visit<'a>(
+        name: &'a str,
+        by_name: &BTreeMap<&str, &'a Pipeline>,
+        marks: &mut BTreeMap<&'a str, Mark>,
+        path: &mut Vec<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        match marks.get(name).copied().unwrap_or(Mark::New) {
+            Mark::Done => return None,
+            Mark::Open => {
+                let start = path.iter().position(|n| *n == name).unwrap_or(0);
+                let mut cycle = path[start..].to_vec();
+                cycle.push(name);
+                return Some(cycle);
+            }
+            Mark::New => {}
+        }
+        let p = by_name.get(name)?;
+        marks.insert(name, Mark::Open);
+        path.push(name);
+        for (_, to) in downstream(p) {
+            if let Some(found) = visit(to, by_name, marks, path) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        marks.insert(name, Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    pipelines
+        .iter()
+        .find_map(|p| visit(&p.name, by_name, &mut marks, &mut Vec::new()))
+}
+
+/// Each pipeline's level in its chain: 0 for one no pipeline sends to, else one more than the
+/// highest level of those that send to it. A pipeline's level is above every upstream one's,
+/// so sorting by level puts upstream pipelines first. Expects no cycle (`check_chains`).
+pub fn levels(pipelines: &[Pipeline]) -> Vec<usize> {
+    fn level<'a>(
+        p: &'a Pipeline,
+        all: &'a [Pipeline],
+        known: &mut BTreeMap<&'a str, usize>,
+        depth: usize,
+    ) -> usize {
+        if let Some(&l) = known.get(p.name.as_str()) {
+            return l;
+        }
+        // `depth` stops a cycle the check would have refused.
+        let l = if depth > all.len() {
+            0
+        } else {
+            upstream(p)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|up| all.iter().find(|q| &q.name == up))
+                .map(|u| level(u, all, known, depth + 1) + 1)
+                .max()
+                .unwrap_or(0)
+        };
+        known.insert(&p.name, l);
+        l
+    }
+    let mut known = BTreeMap::new();
+    pipelines
+        .iter()
+        .map(|p| level(p, pipelines, &mut known, 0))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::levels;
+
+    #[test]
+    fn a_pipeline_is_one_level_below_the_deepest_that_sends_to_it() {
+        let text = "
+leaf:
+  source: {pipeline: {name: [entry, mid]}}
+  sink: [stdout]
+mid:
+  source: {pipeline: {name: entry}}
+  sink: [{pipeline: {name: leaf}}]
+entry:
+  source: {http: {port: 2021}}
+  sink: [{pipeline: {name: mid}}, {pipeline: {name: leaf}}]
+alone:
+  source: {http: {port: 2022}}
+  sink: [stdout]
+";
+        let config = crate::parse("t.yaml", text, crate::Context::default()).unwrap();
+        let names: Vec<&str> = config.pipelines.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["leaf", "mid", "entry", "alone"]);
+        assert_eq!(levels(&config.pipelines), [2, 1, 0, 0]);
+    }
+}

@@ -1,0 +1,167 @@
+//! The `pipeline` sink: writes the events it takes into another pipeline's buffer, as that
+//! pipeline's source would. A request is taken once the downstream buffer holds it (a kafka
+//! buffer: produced and acknowledged by the brokers), so the upstream batch is acknowledged
+//! only then. A full downstream buffer is a retry after a backoff: the upstream pipeline slows
+//! down and never drops (nothing between them queues without bound).
+//!
+//! Events cross as NDJSON records (the `pipeline` source reads them with `ndjson`), as many
+//! per record as the downstream buffer takes in one record, so a chain costs one record per
+//! batch rather than one per event.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use sluice_buffer::{BufferWriter, Record, WriteError};
+
+use super::{Output, SendError, SinkBuild, SinkError};
+
+/// The most bytes of events one record carries when the downstream buffer sets no limit.
+const RECORD_BYTES: usize = 1024 * 1024;
+
+/// How long one write waits for room in the downstream buffer before the sink backs off and
+/// tries again.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The buffers of the pipelines a `pipeline` sink may send to, by pipeline name.
+#[derive(Default)]
+pub struct Connections(HashMap<String, Arc<dyn BufferWriter>>);
+
+impl Connections {
+    /// Pipeline `name` is built: its buffer takes what its upstream pipelines send.
+    pub fn insert(&mut self, name: &str, writer: Arc<dyn BufferWriter>) {
+        self.0.insert(name.to_owned(), writer);
+    }
+}
+
+/// Why a `pipeline` sink could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("pipeline `{0}` is not running (the config check should have said so)")]
+pub struct NotConnected(String);
+
+impl super::BuildOutput for sluice_config::connection::PipelineSink {
+    async fn build(&self, cx: &SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
+        let name = format!("pipeline:{}", self.name);
+        let writer = cx
+            .connections
+            .0
+            .get(&self.name)
+            .cloned()
+            .ok_or_else(|| SinkError::new(&name, NotConnected(self.name.clone())))?;
+        Ok(Arc::new(ToPipeline {
+            name,
+            origin: format!("pipeline:{}", cx.pipeline),
+            max_record: writer.max_record_size().unwrap_or(RECORD_BYTES),
+            writer,
+        }))
+    }
+}
+
+/// Sends to one downstream pipeline's buffer.
+struct ToPipeline {
+    /// `pipeline:<downstream>`.
+    name: String,
+    /// `pipeline:<upstream>`: the records' origin downstream.
+    origin: String,
+    max_record: usize,
+    writer: Arc<dyn BufferWriter>,
+}
+
+impl ToPipeline {
+    /// `events` as records of NDJSON lines, each at most `max_record` bytes, with the indices
+    /// of the events in each; an event larger than that alone is returned apart.
+    fn records(&self, events: &[Bytes]) -> (Vec<(Record, Vec<usize>)>, Vec<usize>) {
+        let now = crate::source::now_ms();
+        let mut records = Vec::new();
+        let mut too_large = Vec::new();
+        let mut payload = Vec::new();
+        let mut members = Vec::new();
+        let mut flush = |payload: &mut Vec<u8>, members: &mut Vec<usize>| {
+            if !members.is_empty() {
+                records.push((
+                    Record {
+                        payload: std::mem::take(payload),
+                        key: None,
+                        received_at_ms: now,
+                        origin: self.origin.clone(),
+                        content_type: Some("application/x-ndjson".to_owned()),
+                        headers: Vec::new(),
+                    },
+                    std::mem::take(members),
+                ));
+            }
+        };
+        for (i, event) in events.iter().enumerate() {
+            if event.len() + 1 > self.max_record {
+                too_large.push(i);
+                continue;
+            }
+            if payload.len() + event.len() + 1 > self.max_record {
+                flush(&mut payload, &mut members);
+            }
+            payload.extend_from_slice(event);
+            payload.push(b'\n');
+            members.push(i);
+        }
+        flush(&mut payload, &mut members);
+        (records, too_large)
+    }
+}
+
+#[async_trait::async_trait]
+impl Output for ToPipeline {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        let (records, too_large) = self.records(events);
+        let rejected: Vec<(usize, String)> = too_large
+            .into_iter()
+            .map(|i| {
+                let why = format!(
+                    "the event ({} bytes) is larger than a record of {}'s buffer ({} bytes)",
+                    events[i].len(),
+                    self.name,
+                    self.max_record
+                );
+                (i, why)
+            })
+            .collect();
+        let mut records = records.into_iter();
+        while let Some((record, members)) = records.next() {
+            let Err(error) = self.writer.write(vec![record], WRITE_TIMEOUT).await else {
+                continue;
+            };
+            let reason = format!("{}: {error}", self.name);
+            if let WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. } = error {
+                // Cannot pass: these events go to the dead-letter file, the rest on.
+                let mut rejected = rejected;
+                rejected.extend(members.into_iter().map(|i| (i, reason.clone())));
+                let retry = records.flat_map(|(_, m)| m).collect::<Vec<_>>();
+                return Err(partial(rejected, retry, reason));
+            }
+            // Full, closing, unavailable: this record and the rest are sent again later.
+            let retry: Vec<usize> = members
+                .into_iter()
+                .chain(records.flat_map(|(_, m)| m))
+                .collect();
+            return Err(partial(rejected, retry, reason));
+        }
+        if rejected.is_empty() {
+            Ok(())
+        } else {
+            Err(partial(rejected, Vec::new(), String::new()))
+        }
+    }
+}
+
+/// What a request's events became when not all were taken.
+fn partial(rejected: Vec<(usize, String)>, retry: Vec<usize>, reason: String) -> SendError {
+    SendError::Partial {
+        rejected,
+        retry,
+        reason,
+    }
+}
