@@ -105,6 +105,19 @@ pub trait BufferWriter: Send + Sync {
     /// after waiting at most `timeout` for room.
     async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError>;
 
+    /// [`write`](Self::write), and what resolves once the records are as safe as the writer
+    /// needs: a durable buffer's (Kafka) at once, as it holds them once written; the
+    /// in-memory buffer's once the batches that carry them were acknowledged by the pipeline
+    /// that reads it (its sinks took the events). A `pipeline` sink waits on it, so the
+    /// upstream batch is acknowledged only then.
+    async fn write_held(
+        &self,
+        records: Vec<Record>,
+        timeout: Duration,
+    ) -> Result<Held, WriteError> {
+        self.write(records, timeout).await.map(|()| Held::now())
+    }
+
     /// The largest record payload the buffer takes, if it has a limit. Sources split larger
     /// inputs on record boundaries they know, or refuse them.
     fn max_record_size(&self) -> Option<usize> {
@@ -115,6 +128,36 @@ pub trait BufferWriter: Send + Sync {
     /// policy; none by default.
     fn wanted_headers(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// What [`BufferWriter::write_held`] gives: resolves once the records it wrote are acknowledged.
+#[derive(Debug)]
+pub struct Held(Option<tokio::sync::oneshot::Receiver<()>>);
+
+/// The records of a [`Held`] were lost: a batch that carried them was dropped without being
+/// acknowledged (a worker stopped at shutdown). Write them again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the buffer dropped the records before its pipeline acknowledged them")]
+pub struct Lost;
+
+impl Held {
+    /// Already acknowledged: a durable buffer's.
+    pub fn now() -> Self {
+        Self(None)
+    }
+
+    /// Acknowledged when `sender` sends; lost when it is dropped first.
+    pub fn on(receiver: tokio::sync::oneshot::Receiver<()>) -> Self {
+        Self(Some(receiver))
+    }
+
+    /// Waits until the records are acknowledged.
+    pub async fn acknowledged(self) -> Result<(), Lost> {
+        match self.0 {
+            None => Ok(()),
+            Some(receiver) => receiver.await.map_err(|_| Lost),
+        }
     }
 }
 

@@ -3,10 +3,12 @@
 //! Capacity is counted in records and held until a batch is acknowledged, so records being
 //! deserialized or written to sinks still count: memory stays bounded however slow the sinks.
 //! Writers wait (up to their timeout) for room; they never block forever and never drop.
+//! A writer that must know when its records are through (`write_held`: an upstream pipeline's
+//! `pipeline` sink) is told when the batches carrying them are acknowledged.
 
 use std::collections::VecDeque;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 
 use crate::{
-    Acknowledgement, Batch, Buffer, BufferReader, BufferWriter, Record, TierState, WriteError,
+    Acknowledgement, Batch, Buffer, BufferReader, BufferWriter, Held, Record, TierState, WriteError,
 };
 
 /// The in-memory buffer.
@@ -29,8 +31,9 @@ struct Inner {
     capacity: usize,
     batch_size: usize,
     delay: Duration,
-    /// A std Mutex: held only to push or pop, never across an await.
-    queue: Mutex<VecDeque<Record>>,
+    /// A std Mutex: held only to push or pop, never across an await. Each record with the
+    /// write that waits for its acknowledgement, if one does.
+    queue: Mutex<VecDeque<(Record, Option<Arc<Pending>>)>>,
     /// Room left, in records. Permits are taken by writes and given back on acknowledgement.
     room: Arc<Semaphore>,
     /// Wakes readers on new records and on close.
@@ -119,19 +122,80 @@ impl Buffer for MemoryBuffer {
         if n == 0 {
             return None;
         }
-        let records: Vec<Record> = queue.drain(..n).collect();
-        let room = self.inner.room.clone();
-        Some(Batch {
-            records,
-            unreadable: Vec::new(),
-            ack: Acknowledgement::new(move || room.add_permits(n)),
-        })
+        Some(batch(queue.drain(..n), &self.inner.room))
     }
 }
 
-#[async_trait::async_trait]
-impl BufferWriter for MemoryBuffer {
-    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
+/// One `write_held` waiting for its records' acknowledgements.
+struct Pending {
+    /// Records not acknowledged yet.
+    remaining: AtomicUsize,
+    /// Sent when none remain; dropped (the writer learns they were lost) when a batch carrying
+    /// one is dropped unacknowledged.
+    done: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+/// The pending writes of one batch's records, told on acknowledgement, or of the loss if the
+/// batch is dropped without one.
+struct Shares {
+    pending: Vec<Arc<Pending>>,
+    acknowledged: bool,
+}
+
+impl Shares {
+    fn acknowledge(mut self) {
+        self.acknowledged = true;
+        for p in &self.pending {
+            if p.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+                && let Some(done) = p.done.lock().expect("pending lock").take()
+            {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+impl Drop for Shares {
+    fn drop(&mut self) {
+        if !self.acknowledged {
+            for p in &self.pending {
+                p.done.lock().expect("pending lock").take();
+            }
+        }
+    }
+}
+
+/// A batch of `records`, whose acknowledgement gives their room back and tells the writes
+/// waiting for them.
+fn batch(
+    records: impl Iterator<Item = (Record, Option<Arc<Pending>>)>,
+    room: &Arc<Semaphore>,
+) -> Batch {
+    let (records, pending): (Vec<Record>, Vec<Option<Arc<Pending>>>) = records.unzip();
+    let n = records.len();
+    let room = room.clone();
+    let shares = Shares {
+        pending: pending.into_iter().flatten().collect(),
+        acknowledged: false,
+    };
+    Batch {
+        records,
+        unreadable: Vec::new(),
+        ack: Acknowledgement::new(move || {
+            room.add_permits(n);
+            shares.acknowledge();
+        }),
+    }
+}
+
+impl MemoryBuffer {
+    /// Queues `records` once there is room (waiting at most `timeout`), each with `pending`.
+    async fn push(
+        &self,
+        records: Vec<Record>,
+        timeout: Duration,
+        pending: Option<Arc<Pending>>,
+    ) -> Result<(), WriteError> {
         let inner = &self.inner;
         if records.len() > inner.capacity {
             return Err(WriteError::TooLarge {
@@ -156,9 +220,33 @@ impl BufferWriter for MemoryBuffer {
             .queue
             .lock()
             .expect("buffer queue lock")
-            .extend(records);
+            .extend(records.into_iter().map(|r| (r, pending.clone())));
         inner.arrived.notify_waiters();
         Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl BufferWriter for MemoryBuffer {
+    async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
+        self.push(records, timeout, None).await
+    }
+
+    async fn write_held(
+        &self,
+        records: Vec<Record>,
+        timeout: Duration,
+    ) -> Result<Held, WriteError> {
+        let (done, held) = tokio::sync::oneshot::channel();
+        let pending = Arc::new(Pending {
+            remaining: AtomicUsize::new(records.len()),
+            done: Mutex::new(Some(done)),
+        });
+        if records.is_empty() {
+            return Ok(Held::now());
+        }
+        self.push(records, timeout, Some(pending)).await?;
+        Ok(Held::on(held))
     }
 }
 
@@ -183,14 +271,7 @@ impl BufferReader for MemoryBuffer {
                     if queue.len() >= inner.batch_size || closed || started.elapsed() >= inner.delay
                     {
                         let n = queue.len().min(inner.batch_size);
-                        let records: Vec<Record> = queue.drain(..n).collect();
-                        let room = inner.room.clone();
-                        let ack = Acknowledgement::new(move || room.add_permits(n));
-                        return Some(Batch {
-                            records,
-                            unreadable: Vec::new(),
-                            ack,
-                        });
+                        return Some(batch(queue.drain(..n), &inner.room));
                     }
                 }
             }
@@ -245,6 +326,34 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(buffer.used(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_held_write_resolves_when_its_batches_are_acknowledged_and_fails_when_dropped() {
+        let buffer = MemoryBuffer::new("test", 10, 2, Duration::ZERO);
+        let w = buffer.writer();
+        let held = w
+            .write_held((0..3).map(rec).collect(), Duration::ZERO)
+            .await
+            .unwrap();
+        let mut held = Box::pin(held.acknowledged());
+        let mut r = buffer.reader();
+        let first = r.read().await.unwrap();
+        let second = r.read().await.unwrap();
+        assert_eq!((first.records.len(), second.records.len()), (2, 1));
+        first.ack.acknowledge();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), &mut held)
+                .await
+                .is_err(),
+            "one record is not acknowledged yet"
+        );
+        second.ack.acknowledge();
+        assert_eq!(held.await, Ok(()));
+
+        let lost = w.write_held(vec![rec(9)], Duration::ZERO).await.unwrap();
+        drop(r.read().await.unwrap());
+        assert_eq!(lost.acknowledged().await, Err(crate::Lost));
     }
 
     #[tokio::test]

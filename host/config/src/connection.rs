@@ -150,8 +150,8 @@ fn downstream(p: &Pipeline) -> impl Iterator<Item = (usize, &str)> {
 /// The rules of connected pipelines: every `pipeline` sink names a pipeline of the file whose
 /// source names this one back, and every `pipeline` source names pipelines that send to it;
 /// no chain comes back to where it started; a pipeline whose buffer is kafka does not feed
-/// one whose buffer is in memory (its commits would count events as delivered that only
-/// memory holds).
+/// one whose buffer policy has memory tiers (its commits would count events as delivered
+/// that only memory holds).
 pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
     let by_name: BTreeMap<&str, &Pipeline> =
         pipelines.iter().map(|p| (p.name.as_str(), p)).collect();
@@ -193,13 +193,15 @@ pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
                     ),
                 ),
             }
-            if durable(&p.buffer) && !durable(&down.buffer) {
+            if durable(&p.buffer) && !acknowledges_back(&down.buffer) {
                 errors.at(
                     &path,
                     format!(
                         "pipeline `{from}`'s buffer is kafka and it sends to `{to}`, whose buffer \
-                         is (partly) in memory: `{from}` would commit events only memory holds, and a crash \
-                         would lose them; give `{to}` a kafka buffer too"
+                         policy `{}` has tiers in memory, which do not say when its sinks took \
+                         the events: `{from}` would commit events only memory holds; give `{to}` \
+                         a kafka or bounded_blocking buffer",
+                        down.buffer.plugin_name()
                     ),
                 );
             }
@@ -244,6 +246,13 @@ fn durable(buffer: &Buffer) -> bool {
         .tiers("")
         .iter()
         .all(|(_, tier)| matches!(tier, Tier::Kafka(_)))
+}
+
+/// Whether a `pipeline` sink writing into `buffer` learns when the events are safe: at once
+/// for a durable buffer, once the pipeline's sinks took them for `bounded_blocking`. A buffer
+/// policy's memory tiers do not say (not built yet).
+fn acknowledges_back(buffer: &Buffer) -> bool {
+    matches!(buffer, Buffer::Builtin(_)) || durable(buffer)
 }
 
 fn quoted(names: &[String]) -> String {

@@ -1,8 +1,10 @@
 //! The `pipeline` sink: writes the events it takes into another pipeline's buffer, as that
-//! pipeline's source would. A request is taken once the downstream buffer holds it (a kafka
-//! buffer: produced and acknowledged by the brokers), so the upstream batch is acknowledged
-//! only then. A full downstream buffer is a retry after a backoff: the upstream pipeline slows
-//! down and never drops (nothing between them queues without bound).
+//! pipeline's source would. A request is taken once the downstream pipeline holds it durably:
+//! a kafka buffer once the brokers acknowledged the records; an in-memory buffer once the
+//! downstream batches carrying them were acknowledged (its sinks took the events), so the
+//! acknowledgement travels back along the chain. Only then is the upstream batch acknowledged.
+//! A full downstream buffer is a retry after a backoff: the upstream pipeline slows down and
+//! never drops (nothing between them queues without bound).
 //!
 //! Events cross as NDJSON records (the `pipeline` source reads them with `ndjson`), as many
 //! per record as the downstream buffer takes in one record, so a chain costs one record per
@@ -130,23 +132,40 @@ impl Output for ToPipeline {
             })
             .collect();
         let mut records = records.into_iter();
-        while let Some((record, members)) = records.next() {
-            let Err(error) = self.writer.write(vec![record], WRITE_TIMEOUT).await else {
-                continue;
-            };
-            let reason = format!("{}: {error}", self.name);
-            if let WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. } = error {
-                // Cannot pass: these events go to the dead-letter file, the rest on.
-                let mut rejected = rejected;
-                rejected.extend(members.into_iter().map(|i| (i, reason.clone())));
-                let retry = records.flat_map(|(_, m)| m).collect::<Vec<_>>();
-                return Err(partial(rejected, retry, reason));
+        let mut held = Vec::new();
+        let mut failed = None;
+        for (record, members) in records.by_ref() {
+            match self.writer.write_held(vec![record], WRITE_TIMEOUT).await {
+                Ok(h) => held.push((h, members)),
+                Err(error) => {
+                    failed = Some((error, members));
+                    break;
+                }
             }
-            // Full, closing, unavailable: this record and the rest are sent again later.
-            let retry: Vec<usize> = members
-                .into_iter()
-                .chain(records.flat_map(|(_, m)| m))
-                .collect();
+        }
+        // What was written, once the downstream pipeline holds it; lost records (its worker
+        // stopped before acknowledging them) are sent again.
+        let mut retry = Vec::new();
+        let mut reason = String::new();
+        for (h, members) in held {
+            if let Err(lost) = h.acknowledged().await {
+                reason = format!("{}: {lost}", self.name);
+                retry.extend(members);
+            }
+        }
+        let mut rejected = rejected;
+        if let Some((error, members)) = failed {
+            reason = format!("{}: {error}", self.name);
+            if let WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. } = error {
+                // Cannot pass: these events go to the dead-letter file.
+                rejected.extend(members.into_iter().map(|i| (i, reason.clone())));
+            } else {
+                // Full, closing, unavailable: this record and the rest are sent again later.
+                retry.extend(members);
+            }
+            retry.extend(records.flat_map(|(_, m)| m));
+        }
+        if !retry.is_empty() {
             return Err(partial(rejected, retry, reason));
         }
         if rejected.is_empty() {
