@@ -16,29 +16,29 @@ use super::{
 };
 
 /// A request as the endpoint saw it: headers (names lowercased) and body.
-type Request = (Vec<(String, String)>, Vec<u8>);
+pub(crate) type Request = (Vec<(String, String)>, Vec<u8>);
 
 /// What the endpoint answers and what it got.
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     /// Answer this status to every request while set.
-    fail_with: Option<u16>,
+    pub(crate) fail_with: Option<u16>,
     /// Answer 400 to a body containing this.
     reject: Option<String>,
     /// Every request taken (2xx): its headers (names lowercased) and body.
-    taken: Vec<Request>,
+    pub(crate) taken: Vec<Request>,
     /// Requests answered with an error.
-    refused: usize,
+    pub(crate) refused: usize,
 }
 
 /// A small HTTP/1.1 endpoint on a free port, one thread per connection.
-struct Endpoint {
+pub(crate) struct Endpoint {
     port: u16,
-    state: Arc<Mutex<State>>,
+    pub(crate) state: Arc<Mutex<State>>,
 }
 
 impl Endpoint {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State::default()));
@@ -52,7 +52,7 @@ impl Endpoint {
         Self { port, state }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/ingest", self.port)
     }
 }

@@ -3,7 +3,7 @@
 //! Every accepted event arrives once; while a sink's server is down the buffer's commit is
 //! held and the source keeps accepting; the sink recovers without a restart.
 
-mod http;
+pub(crate) mod http;
 mod kafka;
 mod s3;
 
