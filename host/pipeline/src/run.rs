@@ -282,6 +282,7 @@ async fn build(
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
         event_type: p.source.event_type(),
+        connected: matches!(p.source, sluice_config::Source::Pipeline(_)),
         router: crate::worker::Router::new(&p.route, &p.sink),
         sinks,
         dead_letters,

@@ -8,14 +8,21 @@
 //!
 //! Events cross as NDJSON records (the `pipeline` source reads them with `ndjson`), as many
 //! per record as the downstream buffer takes in one record, so a chain costs one record per
-//! batch rather than one per event.
+//! batch rather than one per event. Each line is the event with its metadata, `{"data":
+//! {...}, "metadata": {...}}` ([`wrap`], written by the router for a `pipeline` sink), which
+//! the downstream pipeline reads back into the event ([`unwrap`]): its type, time received,
+//! tags and attributes cross the connection.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
+use serde_json::{Map, Value, json};
 use sluice_buffer::{BufferWriter, Record, WriteError};
+use sluice_event::{Event, Metadata};
 
 use super::{Output, SendError, SinkBuild, SinkError};
 
@@ -182,5 +189,98 @@ fn partial(rejected: Vec<(usize, String)>, retry: Vec<usize>, reason: String) ->
         rejected,
         retry,
         reason,
+    }
+}
+
+/// An event as a connection carries it: its data (as the sink shapes it) and its metadata.
+pub(crate) fn wrap(data: Value, metadata: &Metadata) -> Vec<u8> {
+    let mut m = Map::new();
+    m.insert("event_type".into(), Value::from(&*metadata.event_type));
+    m.insert(
+        "time_received_ms".into(),
+        Value::from(metadata.time_received_ms),
+    );
+    if !metadata.tags.is_empty() {
+        m.insert("tags".into(), Value::from(metadata.tags.clone()));
+    }
+    if !metadata.attributes.is_empty() {
+        m.insert(
+            "attributes".into(),
+            Value::Object(metadata.attributes.clone()),
+        );
+    }
+    if let Some(t) = metadata.external_origination_time_ms {
+        m.insert("external_origination_time_ms".into(), Value::from(t));
+    }
+    serde_json::to_vec(&json!({"data": data, "metadata": m})).expect("a Value serializes")
+}
+
+/// Reads back, in place, the event a connection carried from the object [`wrap`] wrote;
+/// `false` for any other object, which stays the event as it is.
+pub(crate) fn unwrap(event: &mut Event) -> bool {
+    let Value::Object(outer) = &mut event.data else {
+        return false;
+    };
+    let carried = outer.len() == 2
+        && outer.get("data").is_some_and(Value::is_object)
+        && outer.get("metadata").is_some_and(Value::is_object);
+    if !carried {
+        return false;
+    }
+    let (Some(data), Some(Value::Object(m))) = (outer.remove("data"), outer.remove("metadata"))
+    else {
+        unreachable!("checked above")
+    };
+    let metadata = &mut event.metadata;
+    if let Some(Value::String(t)) = m.get("event_type") {
+        metadata.event_type = match t.as_str() {
+            "LOG" => Cow::Borrowed("LOG"),
+            "TRACE" => Cow::Borrowed("TRACE"),
+            "METRIC" => Cow::Borrowed("METRIC"),
+            "EVENT" => Cow::Borrowed("EVENT"),
+            other => Cow::Owned(other.to_owned()),
+        };
+    }
+    if let Some(t) = m.get("time_received_ms").and_then(Value::as_u64) {
+        metadata.time_received_ms = t;
+    }
+    if let Some(Value::Array(tags)) = m.get("tags") {
+        metadata.tags = tags
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect();
+    }
+    if let Some(Value::Object(attributes)) = m.get("attributes") {
+        metadata.attributes = attributes.clone();
+    }
+    metadata.external_origination_time_ms = m
+        .get("external_origination_time_ms")
+        .and_then(Value::as_i64);
+    event.data = data;
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_crosses_a_connection_with_its_metadata() {
+        let mut metadata = Metadata::new("TRACE", 7);
+        metadata.add_tag("a");
+        metadata.attributes.insert("k".into(), Value::from(1));
+        metadata.external_origination_time_ms = Some(-5);
+        let line = wrap(json!({"x": 1}), &metadata);
+        let mut event = Event::new(
+            serde_json::from_slice(&line).unwrap(),
+            Metadata::new("LOG", 99),
+        );
+        assert!(unwrap(&mut event));
+        assert_eq!(event, Event::new(json!({"x": 1}), metadata));
+
+        // An object the connection did not write stays as it is.
+        let mut plain = Event::new(json!({"data": {}, "other": 1}), Metadata::new("LOG", 1));
+        assert!(!unwrap(&mut plain));
+        assert_eq!(plain.data, json!({"data": {}, "other": 1}));
     }
 }

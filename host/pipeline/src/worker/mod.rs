@@ -33,6 +33,8 @@ pub struct Delivery {
     pub pipeline: String,
     /// The type of the source's events (`getEventType()`): `LOG`, `TRACE`, `METRIC`.
     pub event_type: &'static str,
+    /// The source is `pipeline`: each event comes with the metadata it had upstream.
+    pub connected: bool,
     pub sinks: Vec<Arc<Sink>>,
     /// Which sink takes which event, one entry per sink of `sinks`.
     pub router: Router,
@@ -97,6 +99,11 @@ pub(crate) async fn run(
                 &content_types,
                 decoded,
             );
+            if delivery.connected {
+                for event in split.parsed() {
+                    crate::sink::pipeline::unwrap(event);
+                }
+            }
             let counts =
                 process::run_stages(pipeline, &mut stage_list, &records, &mut split, &slot);
             let routed = delivery.router.route(&mut split);

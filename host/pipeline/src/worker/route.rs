@@ -32,6 +32,9 @@ struct Takes {
     /// The sink's routes include `_default`.
     default: bool,
     shape: Option<Shape>,
+    /// The sink sends to another pipeline: each event goes with its metadata
+    /// (`crate::sink::pipeline::wrap`).
+    connection: bool,
 }
 
 /// How a sink reshapes each event it sends.
@@ -69,6 +72,7 @@ impl Router {
                         include_keys: c.include_keys.clone(),
                         exclude_keys: c.exclude_keys.clone(),
                     }),
+                    connection: matches!(s.sink, sluice_config::Sink::Pipeline(_)),
                 }
             })
             .collect();
@@ -86,6 +90,7 @@ impl Router {
                 routes: Vec::new(),
                 default: false,
                 shape: None,
+                connection: false,
             })
             .collect();
         Self {
@@ -96,7 +101,7 @@ impl Router {
 
     /// Each sink's events of `split`.
     pub(crate) fn route(&self, split: &mut Split) -> Routed {
-        if !self.routes.is_empty() || self.sinks.iter().any(|s| s.shape.is_some()) {
+        if !self.routes.is_empty() || self.sinks.iter().any(Takes::reads_events) {
             // Parsing first: an event that cannot be read leaves the batch (`unreadable`).
             split.parsed();
         }
@@ -124,16 +129,17 @@ impl Router {
                 || sink.routes.iter().any(|&r| row[r])
                 || (sink.default && !row.iter().any(|&m| m))
         };
-        // Reshaped sinks first, from the parsed events; then the lines, serialized once.
+        // Reshaped sinks and connections first, from the parsed events; then the lines,
+        // serialized once.
         let mut shaped: Vec<Option<Vec<Bytes>>> = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
-            shaped.push(sink.shape.as_ref().map(|shape| {
+            shaped.push(sink.reads_events().then(|| {
                 split
                     .parsed()
                     .iter()
                     .enumerate()
                     .filter(|&(e, _)| takes(sink, e))
-                    .map(|(_, event)| Bytes::from(shape.write(event)))
+                    .map(|(_, event)| Bytes::from(sink.write(event)))
                     .collect()
             }));
         }
@@ -165,10 +171,32 @@ impl Router {
     }
 }
 
+impl Takes {
+    /// Whether the sink sends something other than the events' lines: reshaped events, or
+    /// events with their metadata.
+    fn reads_events(&self) -> bool {
+        self.shape.is_some() || self.connection
+    }
+
+    /// The event as this sink sends it.
+    fn write(&self, event: &Event) -> Vec<u8> {
+        match (&self.shape, self.connection) {
+            (Some(shape), true) => {
+                crate::sink::pipeline::wrap(shape.shaped(event), &event.metadata)
+            }
+            (None, true) => crate::sink::pipeline::wrap(event.data.clone(), &event.metadata),
+            (Some(shape), false) => {
+                serde_json::to_vec(&shape.shaped(event)).expect("a Value serializes")
+            }
+            (None, false) => serde_json::to_vec(&event.data).expect("a Value serializes"),
+        }
+    }
+}
+
 impl Shape {
     /// The event as this sink sends it: only `include_keys`, or without `exclude_keys`, then
     /// its tags under `tags_target_key`.
-    fn write(&self, event: &Event) -> Vec<u8> {
+    fn shaped(&self, event: &Event) -> Value {
         let Value::Object(data) = &event.data else {
             unreachable!("an event's data is an object")
         };
@@ -191,7 +219,7 @@ impl Shape {
             // A key through a non-object value: the tags are left out rather than the event.
             let _ = key.put(&mut out_value, Value::Array(tags));
         }
-        serde_json::to_vec(&out_value).expect("a Value serializes")
+        out_value
     }
 }
 

@@ -60,6 +60,7 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
     let delivery = Arc::new(Delivery {
         pipeline: "p".to_owned(),
         event_type: "LOG",
+        connected: false,
         router: super::Router::every_event(sinks.len()),
         sinks,
         dead_letters,
