@@ -81,6 +81,9 @@ pub(crate) struct Shape<'a> {
     /// The `kafka` block as the one tier of this buffer policy component (from the plugin
     /// folder) instead of the built-in buffer.
     pub(super) policy: Option<&'a str>,
+    /// A second pipeline after this one, fed by a `pipeline` sink, with its in-memory buffer
+    /// and this `processor:` list (flow style); it writes the file instead.
+    pub(super) then: Option<&'a str>,
     /// The source and what clients send it.
     pub(crate) ingest: Ingest,
 }
@@ -115,6 +118,16 @@ topics:
         extra = shape.extra,
         partitions = args.partitions,
     );
+    let file_sink = format!("    - file:\n        path: {sink_yaml}\n");
+    let (sink_block, next) = match shape.then {
+        None => (file_sink, String::new()),
+        Some(processors) => (
+            "    - pipeline:\n        name: bench-next\n".to_owned(),
+            format!(
+                "bench-next:\n  workers: 2\n  delay: 20ms\n  source:\n    pipeline:\n      name: bench-pipeline\n  processor: [{processors}]\n  sink:\n{file_sink}  dlq_path: {{dir}}/dlq-next.jsonl\n"
+            ),
+        ),
+    };
     let yaml = format!(
         r#"bench-pipeline:
   workers: 2
@@ -124,10 +137,8 @@ topics:
   buffer:
 {buffer}  processor: [{chain}]
   sink:
-    - file:
-        path: {sink_yaml}
-  dlq_path: {{dir}}/dlq.jsonl
-"#,
+{sink_block}  dlq_path: {{dir}}/dlq.jsonl
+{next}"#,
         source = shape.ingest.source_yaml(),
         buffer = sluice_tests::kafka_buffer_yaml(&kafka, shape.policy),
         chain = shape.processor_list.map_or_else(

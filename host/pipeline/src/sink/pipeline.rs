@@ -20,7 +20,7 @@ use std::time::Duration;
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sluice_buffer::{BufferWriter, Record, WriteError};
 use sluice_event::{Event, Metadata};
 
@@ -193,7 +193,7 @@ fn partial(rejected: Vec<(usize, String)>, retry: Vec<usize>, reason: String) ->
 }
 
 /// An event as a connection carries it: its data (as the sink shapes it) and its metadata.
-pub(crate) fn wrap(data: Value, metadata: &Metadata) -> Vec<u8> {
+pub(crate) fn wrap(data: &Value, metadata: &Metadata) -> Vec<u8> {
     let mut m = Map::new();
     m.insert("event_type".into(), Value::from(&*metadata.event_type));
     m.insert(
@@ -212,7 +212,13 @@ pub(crate) fn wrap(data: Value, metadata: &Metadata) -> Vec<u8> {
     if let Some(t) = metadata.external_origination_time_ms {
         m.insert("external_origination_time_ms".into(), Value::from(t));
     }
-    serde_json::to_vec(&json!({"data": data, "metadata": m})).expect("a Value serializes")
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"data\":");
+    serde_json::to_writer(&mut out, data).expect("a Value serializes");
+    out.extend_from_slice(b",\"metadata\":");
+    serde_json::to_writer(&mut out, &m).expect("a Value serializes");
+    out.push(b'}');
+    out
 }
 
 /// Reads back, in place, the event a connection carried from the object [`wrap`] wrote;
@@ -262,6 +268,8 @@ pub(crate) fn unwrap(event: &mut Event) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -270,7 +278,7 @@ mod tests {
         metadata.add_tag("a");
         metadata.attributes.insert("k".into(), Value::from(1));
         metadata.external_origination_time_ms = Some(-5);
-        let line = wrap(json!({"x": 1}), &metadata);
+        let line = wrap(&json!({"x": 1}), &metadata);
         let mut event = Event::new(
             serde_json::from_slice(&line).unwrap(),
             Metadata::new("LOG", 99),

@@ -33,7 +33,8 @@ pub struct Delivery {
     pub pipeline: String,
     /// The type of the source's events (`getEventType()`): `LOG`, `TRACE`, `METRIC`.
     pub event_type: &'static str,
-    /// The source is `pipeline`: each event comes with the metadata it had upstream.
+    /// The source is `pipeline`: its records are events with the metadata they had upstream,
+    /// read natively (`outcome::split_connected`), not by the deserializer.
     pub connected: bool,
     pub sinks: Vec<Arc<Sink>>,
     /// Which sink takes which event, one entry per sink of `sinks`.
@@ -85,25 +86,25 @@ pub(crate) async fn run(
         let slot = slot.clone();
         let (d, stage_list, split, routed, counts) = tokio::task::spawn_blocking(move || {
             let pipeline = &delivery.pipeline;
-            slot.enter(
-                d.current.plugin().name(),
-                "deserializer",
-                d.limits().timeout,
-            );
-            let decoded = d.measured(|d| d.decode_typed(&records, &content_types));
-            slot.leave();
-            let mut split = outcome::split_outcomes(
-                pipeline,
-                delivery.event_type,
-                &records,
-                &content_types,
-                decoded,
-            );
-            if delivery.connected {
-                for event in split.parsed() {
-                    crate::sink::pipeline::unwrap(event);
-                }
-            }
+            let mut split = if delivery.connected {
+                // Events from upstream pipelines: read natively, with their metadata.
+                outcome::split_connected(pipeline, delivery.event_type, &records, &content_types)
+            } else {
+                slot.enter(
+                    d.current.plugin().name(),
+                    "deserializer",
+                    d.limits().timeout,
+                );
+                let decoded = d.measured(|d| d.decode_typed(&records, &content_types));
+                slot.leave();
+                outcome::split_outcomes(
+                    pipeline,
+                    delivery.event_type,
+                    &records,
+                    &content_types,
+                    decoded,
+                )
+            };
             let counts =
                 process::run_stages(pipeline, &mut stage_list, &records, &mut split, &slot);
             let routed = delivery.router.route(&mut split);

@@ -141,6 +141,59 @@ pub(crate) fn split_outcomes(
     out
 }
 
+/// A batch of a `pipeline` source's records (NDJSON lines of events with their metadata,
+/// from upstream `pipeline` sinks), read natively into parsed events: one parse per event,
+/// no plugin call. A record with a line that is not a JSON object is dead-lettered whole.
+pub(crate) fn split_connected(
+    pipeline: &str,
+    event_type: &'static str,
+    records: &[RawRecord],
+    content_types: &[Option<String>],
+) -> Split {
+    let mut out = Split::default();
+    let mut parsed = Vec::new();
+    for (i, (record, content_type)) in records.iter().zip(content_types).enumerate() {
+        let mark = parsed.len();
+        let mut failed = None;
+        for (n, line) in record
+            .payload
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(data @ Value::Object(_)) => {
+                    let mut event =
+                        Event::new(data, Metadata::new(event_type, record.received_at_ms));
+                    crate::sink::pipeline::unwrap(&mut event);
+                    parsed.push(event);
+                }
+                Ok(_) => failed = Some(format!("line {}: not a JSON object", n + 1)),
+                Err(e) => failed = Some(format!("line {}: {e}", n + 1)),
+            }
+            if failed.is_some() {
+                break;
+            }
+        }
+        match failed {
+            None => out
+                .owners
+                .extend(std::iter::repeat_n(i, parsed.len() - mark)),
+            Some(reason) => {
+                parsed.truncate(mark);
+                tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
+                out.dead.push(dlq::entry(
+                    pipeline,
+                    rejected(record, content_type.as_deref()),
+                    &reason,
+                ));
+            }
+        }
+    }
+    out.parsed = Some(parsed);
+    out
+}
+
 /// The type of a record's events: what its content type says for the OTLP sources
 /// (`application/x-protobuf; otlp=traces`), else the source's.
 fn event_type_of(content_type: Option<&str>, source: &'static str) -> &'static str {
@@ -175,6 +228,45 @@ pub(crate) fn append_events(texts: &Events, out: &mut Vec<u8>) -> Result<(), Str
         out.push(b'\n');
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod connected_tests {
+    use serde_json::json;
+    use sluice_event::Metadata;
+
+    use super::*;
+
+    fn record(payload: &[u8]) -> RawRecord {
+        RawRecord {
+            payload: payload.to_vec(),
+            key: None,
+            received_at_ms: 5,
+            origin: "pipeline:up".into(),
+        }
+    }
+
+    #[test]
+    fn events_from_a_pipeline_come_back_with_their_metadata_and_a_bad_record_is_dead_lettered_whole()
+     {
+        let mut tagged = Metadata::new("TRACE", 1);
+        tagged.add_tag("t");
+        let mut good = crate::sink::pipeline::wrap(&json!({"a": 1}), &tagged);
+        good.push(b'\n');
+        good.extend_from_slice(br#"{"b": 2}"#);
+        let records = [record(&good), record(b"{\"c\": 3}\n[4]\n")];
+        let mut split = split_connected("p", "LOG", &records, &[None, None]);
+        assert_eq!(split.owners, [0, 0]);
+        let events = split.parsed().clone();
+        assert_eq!(events[0], Event::new(json!({"a": 1}), tagged));
+        assert_eq!(
+            events[1],
+            Event::new(json!({"b": 2}), Metadata::new("LOG", 5)),
+            "a line without metadata keeps the record's"
+        );
+        assert_eq!(split.dead.len(), 1);
+        assert_eq!(split.dead[0]["reason"], "line 2: not a JSON object");
+    }
 }
 
 #[cfg(test)]

@@ -182,9 +182,9 @@ impl Takes {
     fn write(&self, event: &Event) -> Vec<u8> {
         match (&self.shape, self.connection) {
             (Some(shape), true) => {
-                crate::sink::pipeline::wrap(shape.shaped(event), &event.metadata)
+                crate::sink::pipeline::wrap(&shape.shaped(event), &event.metadata)
             }
-            (None, true) => crate::sink::pipeline::wrap(event.data.clone(), &event.metadata),
+            (None, true) => crate::sink::pipeline::wrap(&event.data, &event.metadata),
             (Some(shape), false) => {
                 serde_json::to_vec(&shape.shaped(event)).expect("a Value serializes")
             }
