@@ -9,8 +9,8 @@
 //! Events cross as NDJSON records (the `pipeline` source reads them with `ndjson`), as many
 //! per record as the downstream buffer takes in one record, so a chain costs one record per
 //! batch rather than one per event. Each line is the event with its metadata, `{"data":
-//! {...}, "metadata": {...}}` ([`wrap`], written by the router for a `pipeline` sink), which
-//! the downstream pipeline reads back into the event ([`unwrap`]): its type, time received,
+//! {...}, "metadata": {...}}` (`wrap`, written by the router for a `pipeline` sink), which
+//! the downstream pipeline reads back into the event (`unwrap`): its type, time received,
 //! tags and attributes cross the connection.
 
 use std::collections::HashMap;
