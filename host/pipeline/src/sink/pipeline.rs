@@ -29,6 +29,9 @@ use super::{Output, SendError, SinkBuild, SinkError};
 /// The most bytes of events one record carries when the downstream buffer sets no limit.
 const RECORD_BYTES: usize = 1024 * 1024;
 
+/// The most bytes of events a request to the downstream pipeline holds.
+const STAGED_BYTES: u64 = 8 * 1024 * 1024;
+
 /// How long one write waits for room in the downstream buffer before the sink backs off and
 /// tries again.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -122,6 +125,19 @@ impl ToPipeline {
 impl Output for ToPipeline {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Staged, as the s3 and http sinks are: the upstream worker hands a batch over and reads
+    /// on while the sink's task waits for the downstream pipeline to acknowledge the last
+    /// request (the upstream batch's receipt completes then). One request in flight, one
+    /// batch waiting: memory stays bounded, and a slow downstream pipeline slows the upstream
+    /// one.
+    fn threshold(&self) -> Option<super::Threshold> {
+        Some(super::Threshold {
+            event_count: None,
+            maximum_size: Some(STAGED_BYTES),
+            event_collect_timeout: Some(Duration::from_millis(5)),
+        })
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
