@@ -3,21 +3,23 @@
 //! a kafka buffer once the brokers acknowledged the records; an in-memory buffer once the
 //! downstream batches carrying them were acknowledged (its sinks took the events), so the
 //! acknowledgement travels back along the chain. Only then is the upstream batch acknowledged.
-//! A full downstream buffer is a retry after a backoff: the upstream pipeline slows down and
-//! never drops (nothing between them queues without bound).
+//! The sink stages (`threshold`): the upstream worker hands a batch over and reads on while
+//! one request waits for its acknowledgement. A full downstream buffer is a retry after a
+//! backoff: the upstream pipeline slows down and never drops (nothing between them queues
+//! without bound).
 //!
-//! Events cross as NDJSON records (the `pipeline` source reads them with `ndjson`), as many
-//! per record as the downstream buffer takes in one record, so a chain costs one record per
-//! batch rather than one per event. Each line is the event with its metadata, `{"data":
+//! Events cross as NDJSON records, as many per record as the downstream buffer takes in one
+//! record, so a chain costs one record per batch rather than one per event; the downstream
+//! pipeline reads them natively (`worker::outcome::split_connected`), not with a
+//! deserializer. Each line is the event with its metadata, `{"data":
 //! {...}, "metadata": {...}}` (`wrap`, written by the router for a `pipeline` sink), which
 //! the downstream pipeline reads back into the event (`unwrap`): its type, time received,
 //! tags and attributes cross the connection.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::borrow::Cow;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};

@@ -1,6 +1,6 @@
 //! The `pipeline` source: it receives nothing itself. The upstream pipelines' `pipeline` sinks
-//! write into this pipeline's buffer (`crate::sink::pipeline`), and its workers read it like
-//! any other: NDJSON records of events, read with the `ndjson` deserializer.
+//! write into this pipeline's buffer (`crate::sink::pipeline`): NDJSON records of events with
+//! their metadata, which its workers read natively (`worker::outcome::split_connected`).
 
 use sluice_config::connection::PipelineSourceSettings;
 use tokio::sync::watch;
