@@ -16,6 +16,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
 use crate::buffer::Tier;
 use crate::error::Errors;
+use crate::explain::list;
 use crate::location::join;
 use crate::parse::Context;
 use crate::secret::SecretError;
@@ -155,13 +156,7 @@ fn downstream(p: &Pipeline) -> impl Iterator<Item = (usize, &str)> {
 pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
     let by_name: BTreeMap<&str, &Pipeline> =
         pipelines.iter().map(|p| (p.name.as_str(), p)).collect();
-    let names = || {
-        by_name
-            .keys()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let names = || list(&by_name.keys().copied().collect::<Vec<_>>());
     for p in pipelines {
         let from = p.name.as_str();
         for (i, to) in downstream(p) {
@@ -180,7 +175,7 @@ pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
                     format!(
                         "pipeline `{from}` sends to `{to}`, but `{to}.source.pipeline.name` is {}; \
                          add `{from}` to it (`name: [{}, {from}]`)",
-                        quoted(ups),
+                        list(&ups.iter().map(String::as_str).collect::<Vec<_>>()),
                         ups.join(", ")
                     ),
                 ),
@@ -253,14 +248,6 @@ fn durable(buffer: &Buffer) -> bool {
 /// policy's memory tiers do not say (not built yet).
 fn acknowledges_back(buffer: &Buffer) -> bool {
     matches!(buffer, Buffer::Builtin(_)) || durable(buffer)
-}
-
-fn quoted(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The first cycle of `pipeline` sinks, as the names along it (the first again at the end).

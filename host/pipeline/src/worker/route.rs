@@ -180,15 +180,12 @@ impl Takes {
 
     /// The event as this sink sends it.
     fn write(&self, event: &Event) -> Vec<u8> {
-        match (&self.shape, self.connection) {
-            (Some(shape), true) => {
-                crate::sink::pipeline::wrap(&shape.shaped(event), &event.metadata)
-            }
-            (None, true) => crate::sink::pipeline::wrap(&event.data, &event.metadata),
-            (Some(shape), false) => {
-                serde_json::to_vec(&shape.shaped(event)).expect("a Value serializes")
-            }
-            (None, false) => serde_json::to_vec(&event.data).expect("a Value serializes"),
+        let shaped = self.shape.as_ref().map(|shape| shape.shaped(event));
+        let data = shaped.as_ref().unwrap_or(&event.data);
+        if self.connection {
+            crate::sink::pipeline::wrap(data, &event.metadata)
+        } else {
+            serde_json::to_vec(data).expect("a Value serializes")
         }
     }
 }
