@@ -12,7 +12,8 @@
 //! ([`Buffer::drain_timeout`]).
 //!
 //! # Layout
-//! - this file: [`Record`], the traits, [`Batch`] and [`Acknowledgement`], [`WriteError`],
+//! - this file: [`Record`], the traits, [`Batch`], [`Acknowledgement`] and its [`Share`]s,
+//!   [`WriteError`],
 //!   [`Count`].
 //! - [`memory`]: `bounded_blocking`, the in-memory implementation.
 //! - [`tiered`]: a buffer over other buffers (its tiers) whose policy (a Wasm component)
@@ -236,5 +237,122 @@ impl Acknowledgement {
         if let Some(f) = self.0.take() {
             f();
         }
+    }
+
+    /// This acknowledgement as the first of counted [`Share`]s.
+    pub fn shared(self) -> Share {
+        Share {
+            tally: std::sync::Arc::new(Tally {
+                left: std::sync::atomic::AtomicUsize::new(1),
+                abandoned: std::sync::atomic::AtomicBool::new(false),
+                ack: std::sync::Mutex::new(Some(self)),
+            }),
+            released: false,
+        }
+    }
+}
+
+/// A counted share of an [`Acknowledgement`]: it is acknowledged once every share was
+/// released. A share dropped without [`release`](Share::release) (its events were lost on the
+/// way) means it never is: the Kafka buffer reads those records again after a restart.
+///
+/// A batch's acknowledgement becomes shares when a stateful processor keeps some of its events
+/// past the batch (waiting for a trace's root span, a window, a group): each event it keeps
+/// holds a share until it leaves the processor and its sinks took it.
+pub struct Share {
+    tally: std::sync::Arc<Tally>,
+    released: bool,
+}
+
+struct Tally {
+    left: std::sync::atomic::AtomicUsize,
+    abandoned: std::sync::atomic::AtomicBool,
+    ack: std::sync::Mutex<Option<Acknowledgement>>,
+}
+
+impl Share {
+    /// Another share of the same acknowledgement.
+    pub fn share(&self) -> Share {
+        self.tally
+            .left
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Share {
+            tally: self.tally.clone(),
+            released: false,
+        }
+    }
+
+    /// What this share stands for is done: the last share released acknowledges.
+    pub fn release(mut self) {
+        self.released = true;
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        if !self.released {
+            self.tally.abandoned.store(true, Ordering::SeqCst);
+        }
+        if self.tally.left.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let ack = self
+                .tally
+                .ack
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(ack) = ack
+                && !self.tally.abandoned.load(Ordering::SeqCst)
+            {
+                ack.acknowledge();
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Share")
+            .field("left", &self.tally.left)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod share_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::Acknowledgement;
+
+    fn counted() -> (Arc<AtomicUsize>, Acknowledgement) {
+        let acked = Arc::new(AtomicUsize::new(0));
+        let a = acked.clone();
+        (
+            acked,
+            Acknowledgement::new(move || {
+                a.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+    }
+
+    #[test]
+    fn acknowledged_once_when_the_last_share_is_released() {
+        let (acked, ack) = counted();
+        let first = ack.shared();
+        let held = first.share();
+        first.release();
+        assert_eq!(acked.load(Ordering::SeqCst), 0, "an event is still held");
+        held.release();
+        assert_eq!(acked.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_share_dropped_unreleased_means_never_acknowledged() {
+        let (acked, ack) = counted();
+        let first = ack.shared();
+        drop(first.share());
+        first.release();
+        assert_eq!(acked.load(Ordering::SeqCst), 0);
     }
 }

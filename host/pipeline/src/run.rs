@@ -82,6 +82,8 @@ struct Built {
     buffer: Arc<dyn Buffer>,
     source: Box<dyn Source>,
     workers: Vec<Worker>,
+    /// The flusher's stages, when a processor keeps events past their batch.
+    flusher: Option<Vec<Stage>>,
     delivery: Arc<Delivery>,
 }
 
@@ -114,6 +116,8 @@ pub async fn run(
     // Each level's workers (see `levels`): shutdown drains one level before it closes the
     // buffers of the next, which the first level's `pipeline` sinks write to.
     let mut workers: Vec<JoinSet<()>> = Vec::new();
+    // Each level's flushers (`worker::flush`), told when the level's workers have ended.
+    let mut flushers: Vec<(JoinSet<()>, watch::Sender<bool>)> = Vec::new();
     let mut pipelines = Vec::new();
     // A buffer may wait longer than the default for its batches (Kafka: its `drain_timeout`).
     let mut drain_timeout = options.drain_timeout;
@@ -122,6 +126,17 @@ pub async fn run(
         sources.spawn(b.source.run(stop_rx.clone()));
         if workers.len() <= level {
             workers.resize_with(level + 1, JoinSet::new);
+            flushers.resize_with(level + 1, || (JoinSet::new(), watch::channel(false).0));
+        }
+        if let Some(stages) = b.flusher {
+            let (set, last) = &mut flushers[level];
+            let slot = options.watchdog.slot(&name, b.workers.len());
+            set.spawn(worker::flush(
+                stages,
+                b.delivery.clone(),
+                slot,
+                last.subscribe(),
+            ));
         }
         for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
             let slot = options.watchdog.slot(&name, i);
@@ -192,6 +207,18 @@ pub async fn run(
             workers.abort_all();
             while workers.join_next().await.is_some() {}
         }
+        // What stateful processors hold goes to the sinks now, before they flush.
+        let (set, last) = &mut flushers[level];
+        let _ = last.send(true);
+        if tokio::time::timeout_at(deadline, async {
+            while set.join_next().await.is_some() {}
+        })
+        .await
+        .is_err()
+        {
+            drained = false;
+            set.abort_all();
+        }
         // Sinks that stage events send what they hold, so its batches are acknowledged before
         // the buffers' last commit (and a `pipeline` sink's reach the next level's buffer
         // before it closes).
@@ -248,6 +275,11 @@ async fn build(
         let stages = crate::processor::stages(&name, &prepared, plugins).await?;
         plugin_stages.push((decoder, stages));
     }
+    let flusher = if crate::processor::keeps_events(&prepared) {
+        Some(crate::processor::stages(&name, &prepared, plugins).await?)
+    } else {
+        None
+    };
     let sink_error = |error| PipelineError::Sink {
         pipeline: name.clone(),
         error,
@@ -311,6 +343,7 @@ async fn build(
         buffer,
         source,
         workers,
+        flusher,
         delivery,
     })
 }

@@ -35,6 +35,9 @@ mod substitute_string;
 mod truncate;
 mod with_keys;
 
+use std::time::Instant;
+
+use sluice_buffer::Share;
 use sluice_config::BuiltinProcessor;
 use sluice_event::{Event, Expression};
 
@@ -58,12 +61,75 @@ pub trait Processor: Send + Sync {
     fn process(&self, event: &mut Event) -> Fate;
 }
 
+/// A processor that keeps events past their batch (Data Prepper's stateful processors:
+/// `otel_traces` waits for a trace's root span, `service_map` for its window, `aggregate` for
+/// its groups). Each event comes with its [`Share`] of its batch's acknowledgement, and the
+/// processor keeps the share as long as it keeps the event or what it made of it: the batch is
+/// acknowledged (for Kafka: committed) only once the event left and its sinks took it, so a
+/// kill -9 while it holds events loses none. Shared by a pipeline's workers; its memory is
+/// bounded (past its bound it lets events go early, as Data Prepper's flush would).
+pub trait Stateful: Send + Sync {
+    /// Its name in the file (`otel_traces`).
+    fn name(&self) -> &'static str;
+
+    /// Takes a batch's events, each with its share; returns what leaves now.
+    fn process(&self, events: Vec<(Event, Share)>, now: Instant) -> Released;
+
+    /// What leaves because its time came at `now` (a flush interval, a window, a group's
+    /// duration), or everything it holds (`all`: shutdown). Called about once a second.
+    fn flush(&self, now: Instant, all: bool) -> Released;
+
+    /// How many events it holds now.
+    fn held(&self) -> usize;
+}
+
+/// What leaves a [`Stateful`] processor: the events that go on to the next stage, and the
+/// shares of every event that left it (went on, was dropped, or was folded into an event of
+/// `events`), released once `events` are in the sinks.
+#[derive(Debug, Default)]
+pub struct Released {
+    pub events: Vec<Event>,
+    pub done: Vec<Share>,
+}
+
+impl Released {
+    /// Adds what `other` let go.
+    pub fn extend(&mut self, other: Released) {
+        self.events.extend(other.events);
+        self.done.extend(other.done);
+    }
+}
+
+/// A built-in, ready to run.
+pub enum Built {
+    /// One event at a time, nothing kept.
+    Each(Box<dyn Processor>),
+    /// Keeps events past their batch.
+    Stateful(Box<dyn Stateful>),
+}
+
 /// How a built-in's config becomes its processor; each config type of the list implements it
-/// in its file here. What the config's own rules could not check (grok patterns compiled,
-/// pattern files read) fails here, and `sluice validate` builds every built-in to report it
-/// ([`check`]).
+/// (or [`BuildStateful`]) in its file here. What the config's own rules could not check (grok
+/// patterns compiled, pattern files read) fails here, and `sluice validate` builds every
+/// built-in to report it ([`check`]).
 pub trait BuildProcessor {
     fn build(&self) -> Result<Box<dyn Processor>, BuildError>;
+}
+
+/// [`BuildProcessor`] for the processors that keep events ([`Stateful`]).
+pub trait BuildStateful {
+    fn build(&self) -> Result<Box<dyn Stateful>, BuildError>;
+}
+
+/// Either kind of config, for [`build`].
+trait Build {
+    fn build_any(&self) -> Result<Built, BuildError>;
+}
+
+impl<C: BuildProcessor> Build for C {
+    fn build_any(&self) -> Result<Built, BuildError> {
+        BuildProcessor::build(self).map(Built::Each)
+    }
 }
 
 /// Why a built-in's config does not make a processor.
@@ -78,9 +144,9 @@ pub struct BuildError {
 macro_rules! build_processor {
     ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
         /// The processor a built-in's config makes.
-        pub fn build(builtin: &BuiltinProcessor) -> Result<Box<dyn Processor>, BuildError> {
+        pub fn build(builtin: &BuiltinProcessor) -> Result<Built, BuildError> {
             match *builtin {
-                $( BuiltinProcessor::$variant(ref config) => config.build(), )*
+                $( BuiltinProcessor::$variant(ref config) => config.build_any(), )*
             }
         }
     };
@@ -203,7 +269,10 @@ pub(crate) mod testing {
         let mut config = sluice_config::parse("t.yaml", &pipeline(yaml), Default::default())
             .unwrap_or_else(|e| panic!("{e}"));
         match config.pipelines.remove(0).processor.remove(0) {
-            sluice_config::Processor::Builtin(b) => super::build(&b).unwrap(),
+            sluice_config::Processor::Builtin(b) => match super::build(&b).unwrap() {
+                super::Built::Each(p) => p,
+                super::Built::Stateful(p) => panic!("`{}` keeps events", p.name()),
+            },
             sluice_config::Processor::Plugin(p) => panic!("`{}` is not built in", p.name),
         }
     }

@@ -125,7 +125,11 @@ fn grok_alone(n: usize) -> anyhow::Result<()> {
     else {
         anyhow::bail!("grok is built in");
     };
-    let processor = sluice_processors::build(&builtin).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sluice_processors::Built::Each(processor) =
+        sluice_processors::build(&builtin).map_err(|e| anyhow::anyhow!("{e}"))?
+    else {
+        anyhow::bail!("grok keeps no events");
+    };
     let pattern = grok::Grok::with_default_patterns().compile("%{COMBINEDAPACHELOG}", true)?;
     let (mut ours, mut native) = (Duration::MAX, Duration::MAX);
     for _ in 0..3 {

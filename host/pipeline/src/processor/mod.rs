@@ -43,6 +43,10 @@ pub trait Process: Send {
 pub enum Stage {
     /// Data Prepper's processor, built in; shared by the pipeline's workers.
     Builtin(Arc<dyn sluice_processors::Processor>),
+    /// A built-in that keeps events past their batch (`otel_traces`, `service_map`,
+    /// `aggregate`): one for the pipeline, its state shared by the workers and the pipeline's
+    /// flusher (`worker::flush`), which lets go of what it held when its time comes.
+    Stateful(Arc<dyn sluice_processors::Stateful>),
     /// A plugin's, one instance per worker.
     Plugin(Box<dyn Process>),
 }
@@ -51,7 +55,13 @@ pub enum Stage {
 /// (grok compiles its patterns here), or a plugin's settings, started per worker.
 pub(crate) enum Prepared {
     Builtin(Arc<dyn sluice_processors::Processor>),
+    Stateful(Arc<dyn sluice_processors::Stateful>),
     Plugin(PluginSettings),
+}
+
+/// Whether any of `prepared` keeps events past their batch (the pipeline then has a flusher).
+pub(crate) fn keeps_events(prepared: &[Prepared]) -> bool {
+    prepared.iter().any(|p| matches!(p, Prepared::Stateful(_)))
 }
 
 /// Prepares a pipeline's processor list. A plugin with a built-in's name replaces it (the
@@ -67,7 +77,10 @@ pub(crate) fn prepare(
     list.iter()
         .map(|processor| match processor {
             sluice_config::Processor::Builtin(builtin) => sluice_processors::build(builtin)
-                .map(|p| Prepared::Builtin(Arc::from(p)))
+                .map(|built| match built {
+                    sluice_processors::Built::Each(p) => Prepared::Builtin(Arc::from(p)),
+                    sluice_processors::Built::Stateful(p) => Prepared::Stateful(Arc::from(p)),
+                })
                 .map_err(|error| PipelineError::Builtin {
                     pipeline: pipeline.to_owned(),
                     processor: builtin.plugin_name(),
@@ -93,6 +106,7 @@ pub(crate) async fn stages(
     for p in prepared {
         stages.push(match p {
             Prepared::Builtin(shared) => Stage::Builtin(shared.clone()),
+            Prepared::Stateful(shared) => Stage::Stateful(shared.clone()),
             Prepared::Plugin(settings) => {
                 Stage::Plugin(plugin::build(pipeline, settings, plugins).await?)
             }

@@ -4,7 +4,8 @@
 //! (`crate::sink`); a worker waits while a sink is behind, which is the pipeline's backpressure.
 //!
 //! # Layout
-//! - this file: the loop (`run`), following new plugin versions between batches.
+//! - this file: the loop (`run`), following new plugin versions between batches, and the
+//!   flusher of a pipeline whose stateful processors keep events past their batch (`flush`).
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
 //! - `process`: the processor stages, in order, over those events.
 //! - `route`: which sinks take which events ([`Router`]).
@@ -76,17 +77,20 @@ pub(crate) async fn run(
         let mut stage_list = stages
             .take()
             .expect("stages are returned after every batch");
-        for stage in &mut stage_list {
-            if let Stage::Plugin(plugin) = stage {
-                plugin.follow().await;
-            }
-        }
+        follow(&mut stage_list).await;
+        // Stateful processors keep a share of it per event they keep.
+        let (ack, counters) = (batch.ack, outputs.counters.clone());
+        let share = sluice_buffer::Acknowledgement::new(move || {
+            ack.acknowledge();
+            counters.acknowledged.add(1);
+        })
+        .shared();
         // Sync wasm calls must not run on the reactor.
         let delivery = outputs.clone();
         let slot = slot.clone();
-        let (d, stage_list, split, routed, counts) = tokio::task::spawn_blocking(move || {
+        let (d, stage_list, share, mut out) = tokio::task::spawn_blocking(move || {
             let pipeline = &delivery.pipeline;
-            let mut split = if delivery.connected {
+            let split = if delivery.connected {
                 // Events from upstream pipelines: read natively, with their metadata.
                 outcome::split_connected(pipeline, delivery.event_type, &records, &content_types)
             } else {
@@ -105,42 +109,18 @@ pub(crate) async fn run(
                     decoded,
                 )
             };
-            let counts =
-                process::run_stages(pipeline, &mut stage_list, &records, &mut split, &slot);
-            let routed = delivery.router.route(&mut split);
-            let unreadable = std::mem::take(&mut split.unreadable);
-            for (owner, body, reason) in &unreadable {
-                let record = &records[*owner];
-                tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering an event");
-                let rejected = dlq::Rejected {
-                    origin: &record.origin,
-                    payload: body,
-                    key: None,
-                    content_type: Some("application/json"),
-                    received_at_ms: record.received_at_ms,
-                };
-                split.dead.push(dlq::entry(pipeline, rejected, reason));
-            }
-            let counts = process::StageCounts {
-                failed: counts.failed + unreadable.len() as u64,
-                ..counts
+            let parse_failures = split.dead.len() as u64;
+            let out = finish(&delivery, &mut stage_list, records, split, &share, &slot);
+            let out = Outgoing {
+                failed_to_parse: parse_failures,
+                ..out
             };
-            (d, stage_list, split, routed, counts)
+            (d, stage_list, share, out)
         })
         .await
         .expect("the plugins do not panic: plugin faults are values");
         decoder = Some(d);
         stages = Some(stage_list);
-        outputs.counters.dropped.add(counts.dropped);
-        outputs.counters.processor_failed.add(counts.failed);
-
-        let n_events = split.event_count() as u64;
-        let mut dead = split.dead;
-        outputs.counters.unrouted.add(routed.unrouted);
-        outputs
-            .counters
-            .failed_to_parse
-            .add(dead.len() as u64 - counts.failed);
         for u in &batch.unreadable {
             tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
             let r = &u.record;
@@ -151,28 +131,152 @@ pub(crate) async fn run(
                 content_type: r.content_type.as_deref(),
                 received_at_ms: r.received_at_ms,
             };
-            dead.push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
+            out.dead.push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
+            out.failed_to_parse += 1;
         }
-        let n_dead = dead.len() as u64;
-        if !dead.is_empty() {
-            outputs.dead_letters.write_until_held(&dead).await;
-        }
-        outputs.counters.dead_lettered.add(n_dead);
-        // The batch is acknowledged once every sink holds its events: at once for sinks that
-        // send as they take, later for sinks that stage (s3, http with a threshold).
-        let ack = batch.ack;
-        let counters = outputs.counters.clone();
-        let receipts = Receipt::split(outputs.sinks.len(), move || {
-            ack.acknowledge();
-            counters.events.add(n_events);
-            counters.acknowledged.add(1);
-        });
-        for ((sink, receipt), events) in outputs.sinks.iter().zip(receipts).zip(routed.per_sink) {
-            sink.take(events, receipt).await;
+        deliver(&outputs, out, share).await;
+    }
+}
+
+/// Between batches: each plugin stage switches to its plugin's new version, if any.
+async fn follow(stages: &mut [Stage]) {
+    for stage in stages {
+        if let Stage::Plugin(plugin) = stage {
+            plugin.follow().await;
         }
     }
 }
 
+/// What a batch (or a flush) sends: each sink's events and the dead letters, with what the
+/// counters count of it.
+struct Outgoing {
+    routed: route::Routed,
+    dead: Vec<serde_json::Value>,
+    /// Shares of earlier batches whose events leave with this one.
+    done: Vec<sluice_buffer::Share>,
+    events: u64,
+    dropped: u64,
+    processor_failed: u64,
+    failed_to_parse: u64,
+}
+
+/// Runs `split` through `stages`, routes it, and dead-letters what cannot be read: on the
+/// blocking thread.
+fn finish(
+    delivery: &Delivery,
+    stages: &mut [Stage],
+    mut records: Vec<RawRecord>,
+    mut split: outcome::Split,
+    share: &sluice_buffer::Share,
+    slot: &Slot,
+) -> Outgoing {
+    let pipeline = &delivery.pipeline;
+    let counts = process::run_stages(pipeline, stages, &mut records, &mut split, share, slot);
+    let routed = delivery.router.route(&mut split);
+    let unreadable = std::mem::take(&mut split.unreadable);
+    for (owner, body, reason) in &unreadable {
+        let record = &records[*owner];
+        tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering an event");
+        let rejected = dlq::Rejected {
+            origin: &record.origin,
+            payload: body,
+            key: None,
+            content_type: Some("application/json"),
+            received_at_ms: record.received_at_ms,
+        };
+        split.dead.push(dlq::entry(pipeline, rejected, reason));
+    }
+    Outgoing {
+        events: split.event_count() as u64,
+        routed,
+        dead: split.dead,
+        done: split.done,
+        dropped: counts.dropped,
+        processor_failed: counts.failed + unreadable.len() as u64,
+        failed_to_parse: 0,
+    }
+}
+
+/// Counts `out`, writes its dead letters, and hands each sink its events; `share` (and the
+/// shares `out` lets go) are released once every sink took them: at once for sinks that send
+/// as they take, later for sinks that stage (s3, http with a threshold).
+async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share) {
+    let counters = &outputs.counters;
+    counters.dropped.add(out.dropped);
+    counters.processor_failed.add(out.processor_failed);
+    counters.unrouted.add(out.routed.unrouted);
+    counters.failed_to_parse.add(out.failed_to_parse);
+    if !out.dead.is_empty() {
+        outputs.dead_letters.write_until_held(&out.dead).await;
+    }
+    counters.dead_lettered.add(out.dead.len() as u64);
+    let (n_events, done) = (out.events, out.done);
+    let counters = counters.clone();
+    let receipts = Receipt::split(outputs.sinks.len(), move || {
+        share.release();
+        for s in done {
+            s.release();
+        }
+        counters.events.add(n_events);
+    });
+    for ((sink, receipt), events) in outputs.sinks.iter().zip(receipts).zip(out.routed.per_sink) {
+        sink.take(events, receipt).await;
+    }
+}
+
+/// A pipeline's flusher, when it has stateful processors: about once a second it asks each
+/// for what its time let go (a flush interval, a window, a group's duration) and sends that
+/// through the stages after it to the sinks, as a worker sends a batch. When `last` turns
+/// true (the pipeline's workers have ended: shutdown) it flushes everything held, so held
+/// events reach the sinks before the buffer's last commit, and returns.
+pub(crate) async fn flush(
+    stages: Vec<Stage>,
+    outputs: Arc<Delivery>,
+    slot: Arc<Slot>,
+    mut last: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut stages = Some(stages);
+    loop {
+        let all = tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => *last.borrow(),
+            changed = last.changed() => changed.is_err() || *last.borrow(),
+        };
+        let mut list = stages.take().expect("stages are returned after every flush");
+        follow(&mut list).await;
+        let delivery = outputs.clone();
+        let slot = slot.clone();
+        let (list, sends) = tokio::task::spawn_blocking(move || {
+            let mut sends = Vec::new();
+            for i in 0..list.len() {
+                let Stage::Stateful(processor) = &list[i] else {
+                    continue;
+                };
+                let processor = processor.clone();
+                let out = processor.flush(std::time::Instant::now(), all);
+                if out.events.is_empty() && out.done.is_empty() {
+                    continue;
+                }
+                // What leaves is released with what it becomes downstream.
+                let share = sluice_buffer::Acknowledgement::new(|| {}).shared();
+                let mut records = Vec::new();
+                let mut split = outcome::Split::default();
+                process::left(processor.name(), out, &mut records, &mut split);
+                let out = finish(&delivery, &mut list[i + 1..], records, split, &share, &slot);
+                sends.push((out, share));
+            }
+            (list, sends)
+        })
+        .await
+        .expect("the plugins do not panic: plugin faults are values");
+        stages = Some(list);
+        for (out, share) in sends {
+            deliver(&outputs, out, share).await;
+        }
+        if all {
+            return;
+        }
+    }
+}
 /// The plugin's view of a buffered record.
 fn plugin_record(r: sluice_buffer::Record) -> RawRecord {
     RawRecord {

@@ -26,6 +26,9 @@ pub(crate) struct Split {
     pub(crate) unreadable: Vec<(usize, Vec<u8>, String)>,
     /// One dead-letter entry per record that gave no events.
     pub(crate) dead: Vec<Value>,
+    /// Shares of earlier batches' acknowledgements whose events a stateful processor let go
+    /// in this one: released once its sinks took it.
+    pub(crate) done: Vec<sluice_buffer::Share>,
 }
 
 impl Split {

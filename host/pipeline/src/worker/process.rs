@@ -12,8 +12,10 @@
 //! Runs on the worker's blocking thread, right after the deserializer.
 
 use std::borrow::Cow;
+use std::time::Instant;
 
 use serde_json::Value;
+use sluice_buffer::Share;
 use sluice_event::Metadata;
 use sluice_plugin::{Event, EventMetadata, Processed, RawRecord};
 
@@ -32,12 +34,14 @@ pub(crate) struct StageCounts {
 }
 
 /// Runs `split`'s events through every stage in order, in place. `records` are the batch's
-/// records (each event's `split.owners` entry names its record).
+/// records (each event's `split.owners` entry names its record); `share` is the batch's
+/// acknowledgement, of which a stateful stage keeps a share per event it keeps.
 pub(crate) fn run_stages(
     pipeline: &str,
     stages: &mut [Stage],
-    records: &[RawRecord],
+    records: &mut Vec<RawRecord>,
     split: &mut Split,
+    share: &Share,
     slot: &Slot,
 ) -> StageCounts {
     let mut done = StageCounts::default();
@@ -49,6 +53,13 @@ pub(crate) fn run_stages(
             Stage::Builtin(processor) => {
                 done.dropped += run_builtin(&**processor, split);
             }
+            Stage::Stateful(processor) => {
+                let events = std::mem::take(split.parsed());
+                split.owners.clear();
+                let input = events.into_iter().map(|e| (e, share.share())).collect();
+                let out = processor.process(input, Instant::now());
+                left(processor.name(), out, records, split);
+            }
             Stage::Plugin(stage) => {
                 let counts = run_plugin(pipeline, &mut **stage, records, split, slot);
                 done.dropped += counts.dropped;
@@ -57,6 +68,29 @@ pub(crate) fn run_stages(
         }
     }
     done
+}
+
+/// What `processor` let go becomes `split`'s events (and their shares its `done`). An event that
+/// leaves a stateful processor may be from an earlier batch: each gets a record of its own
+/// (origin: the processor) for the stages after it.
+pub(crate) fn left(
+    processor: &str,
+    out: sluice_processors::Released,
+    records: &mut Vec<RawRecord>,
+    split: &mut Split,
+) {
+    split.owners.clear();
+    for event in &out.events {
+        split.owners.push(records.len());
+        records.push(RawRecord {
+            payload: Vec::new(),
+            key: None,
+            received_at_ms: event.metadata.time_received_ms,
+            origin: format!("processor {processor}"),
+        });
+    }
+    split.parsed = Some(out.events);
+    split.done.extend(out.done);
 }
 
 /// One built-in over the parsed events; returns how many it dropped.
