@@ -358,3 +358,15 @@ mod documented {
         assert!(ran >= 10, "only {ran} cases ran");
     }
 }
+
+/// The stateful processors' configs, for [`build`].
+macro_rules! stateful {
+    ($($config:ty),* $(,)?) => {
+        $(impl Build for $config {
+            fn build_any(&self) -> Result<Built, BuildError> {
+                BuildStateful::build(self).map(Built::Stateful)
+            }
+        })*
+    };
+}
+stateful!();
