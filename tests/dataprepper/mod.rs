@@ -16,8 +16,6 @@ mod pipeline;
 /// Data Prepper processors the docs show that sluice has no built-in for yet: the stateful ones
 /// of the trace and metrics examples (issue 26).
 pub(crate) const NOT_BUILT_IN: &[&str] = &[
-    "otel_trace_raw",
-    "otel_traces",
     "otel_metrics",
     "service_map",
     "service_map_stateful",

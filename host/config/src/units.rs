@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
-/// Deserializes a [`Duration`] from a humantime string or integer milliseconds.
+/// Deserializes a [`Duration`] from a humantime string, an ISO-8601 duration as Java's
+/// `Duration.parse` reads it (`PT15S`, Data Prepper's defaults), or integer milliseconds.
 pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     struct V;
     impl Visitor<'_> for V {
@@ -29,6 +30,9 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
             if let Ok(ms) = v.trim().parse::<u64>() {
                 return Ok(Duration::from_millis(ms));
             }
+            if let Some(d) = iso8601(v.trim()) {
+                return Ok(d);
+            }
             humantime::parse_duration(v.trim()).map_err(|e| {
                 E::custom(format!(
                     "invalid duration `{v}` ({e}); write e.g. `250ms`, `30s`, `1m`"
@@ -37,6 +41,37 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         }
     }
     d.deserialize_any(V)
+}
+
+/// An ISO-8601 duration of days, hours, minutes and seconds (`PT15S`, `PT1M30.5S`, `P1DT2H`),
+/// as Java's `Duration.parse`; `None` if `text` is not one.
+fn iso8601(text: &str) -> Option<Duration> {
+    let upper = text.to_ascii_uppercase();
+    let rest = upper.strip_prefix('P')?;
+    let (days, time) = match rest.split_once('T') {
+        Some((days, time)) => (days, Some(time)),
+        None => (rest, None),
+    };
+    let mut seconds = 0f64;
+    if !days.is_empty() {
+        seconds += days.strip_suffix('D')?.parse::<f64>().ok()? * 86_400.0;
+    }
+    if let Some(mut time) = time {
+        if time.is_empty() {
+            return None;
+        }
+        for (unit, scale) in [('H', 3600.0), ('M', 60.0), ('S', 1.0)] {
+            if let Some(at) = time.find(unit) {
+                seconds += time[..at].parse::<f64>().ok()? * scale;
+                time = &time[at + 1..];
+            }
+        }
+        if !time.is_empty() {
+            return None;
+        }
+    }
+    (seconds.is_finite() && seconds >= 0.0 && (days.len() + time.map_or(0, str::len)) > 0)
+        .then(|| Duration::from_secs_f64(seconds))
 }
 
 /// Deserializes an optional [`Duration`] as [`duration`] does.
@@ -159,6 +194,11 @@ mod tests {
         let d = |s: &str| duration(serde_yaml::Deserializer::from_str(s));
         assert_eq!(d("3000").unwrap(), Duration::from_secs(3));
         assert_eq!(d("250ms").unwrap(), Duration::from_millis(250));
+        // Java's `Duration.parse`, as Data Prepper's defaults are written.
+        assert_eq!(d("PT15S").unwrap(), Duration::from_secs(15));
+        assert_eq!(d("pt1m30.5s").unwrap(), Duration::from_millis(90_500));
+        assert_eq!(d("P1DT2H").unwrap(), Duration::from_secs(93_600));
+        assert!(d("PT").is_err() && d("P").is_err() && d("PT5X").is_err());
         assert!(
             d("soon")
                 .unwrap_err()

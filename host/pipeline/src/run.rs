@@ -210,11 +210,9 @@ pub async fn run(
         // What stateful processors hold goes to the sinks now, before they flush.
         let (set, last) = &mut flushers[level];
         let _ = last.send(true);
-        if tokio::time::timeout_at(deadline, async {
-            while set.join_next().await.is_some() {}
-        })
-        .await
-        .is_err()
+        if tokio::time::timeout_at(deadline, async { while set.join_next().await.is_some() {} })
+            .await
+            .is_err()
         {
             drained = false;
             set.abort_all();

@@ -27,6 +27,7 @@ mod key_value;
 mod list_to_map;
 mod map_to_list;
 mod obfuscate;
+mod otel_traces;
 mod parse_json;
 mod rename_keys;
 mod select_entries;
@@ -277,6 +278,19 @@ pub(crate) mod testing {
         }
     }
 
+    /// The stateful processor of a `processor:` list item written in YAML.
+    pub(crate) fn stateful(yaml: &str) -> Box<dyn super::Stateful> {
+        let mut config = sluice_config::parse("t.yaml", &pipeline(yaml), Default::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        match config.pipelines.remove(0).processor.remove(0) {
+            sluice_config::Processor::Builtin(b) => match super::build(&b).unwrap() {
+                super::Built::Stateful(p) => p,
+                super::Built::Each(_) => panic!("`{yaml}` keeps no events"),
+            },
+            sluice_config::Processor::Plugin(p) => panic!("`{}` is not built in", p.name),
+        }
+    }
+
     /// The errors `sluice validate` gives for a `processor:` list item written in YAML (serde's,
     /// the processor's own rules, and what only building finds), which must not be accepted.
     pub(crate) fn invalid(yaml: &str) -> String {
@@ -369,4 +383,4 @@ macro_rules! stateful {
         })*
     };
 }
-stateful!();
+stateful!(sluice_config::processor::otel_traces::OtelTraces);

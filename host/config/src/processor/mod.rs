@@ -84,6 +84,10 @@ macro_rules! for_each_processor {
             Csv($crate::processor::csv::Csv) = "csv",
             /// Parses `key=value` pairs from text into an object.
             KeyValue($crate::processor::key_value::KeyValue) = "key_value",
+            /// Fills each span's trace group from its trace's root span (keeps spans).
+            OtelTraces($crate::processor::otel_traces::OtelTraces) = "otel_traces",
+            /// `otel_traces` under its deprecated name.
+            OtelTraceRaw($crate::processor::otel_traces::OtelTraces) = "otel_trace_raw",
         }
     };
 }
@@ -101,6 +105,7 @@ pub mod key_value;
 pub mod list_to_map;
 pub mod map_to_list;
 pub mod obfuscate;
+pub mod otel_traces;
 pub mod parse_json;
 pub mod rename_keys;
 pub mod select_entries;

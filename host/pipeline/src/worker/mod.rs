@@ -131,7 +131,8 @@ pub(crate) async fn run(
                 content_type: r.content_type.as_deref(),
                 received_at_ms: r.received_at_ms,
             };
-            out.dead.push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
+            out.dead
+                .push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
             out.failed_to_parse += 1;
         }
         deliver(&outputs, out, share).await;
@@ -241,7 +242,9 @@ pub(crate) async fn flush(
             _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => *last.borrow(),
             changed = last.changed() => changed.is_err() || *last.borrow(),
         };
-        let mut list = stages.take().expect("stages are returned after every flush");
+        let mut list = stages
+            .take()
+            .expect("stages are returned after every flush");
         follow(&mut list).await;
         let delivery = outputs.clone();
         let slot = slot.clone();
