@@ -26,6 +26,8 @@ mod otlp;
 mod sinks;
 // Pipelines feeding pipelines (`pipeline` sink and source), through Kafka buffers.
 mod chained;
+// Processors that keep events past their batch (`otel_traces`, `aggregate`, `service_map`).
+mod stateful;
 // Data Prepper's documented processor examples: `validate` on each, and each input → output
 // through the real binary.
 mod dataprepper;
