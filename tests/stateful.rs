@@ -37,7 +37,12 @@ fn spans_waiting_for_their_root_survive_a_kill_9_and_a_stop_lets_them_go() {
     );
     let mut s = Sluice::start(&yaml);
     // The children of ten traces, without their roots: all held.
-    post(&s, (0..10).flat_map(|t| [span(t, "a", "root"), span(t, "b", "a")]).collect());
+    post(
+        &s,
+        (0..10)
+            .flat_map(|t| [span(t, "a", "root"), span(t, "b", "a")])
+            .collect(),
+    );
     let lag = || -> i64 {
         committed_and_end(&bootstrap, &topic, &group)
             .iter()
@@ -45,15 +50,21 @@ fn spans_waiting_for_their_root_survive_a_kill_9_and_a_stop_lets_them_go() {
             .sum()
     };
     std::thread::sleep(Duration::from_secs(2));
-    assert!(json_lines(&s.path("spans.jsonl")).is_empty(), "nothing leaves before its root");
+    assert!(
+        json_lines(&s.path("spans.jsonl")).is_empty(),
+        "nothing leaves before its root"
+    );
     assert!(lag() > 0, "held spans are not committed:\n{}", s.log());
 
     s.kill9();
     s.restart(&[]);
     // Five roots: their children, read again after the kill, leave with them, filled.
     post(&s, (0..5).map(|t| span(t, "root", "")).collect());
-    let spans = || json_lines(&s.path("spans.jsonl"));
-    s.wait_for("five whole traces", Duration::from_secs(60), || spans().len() >= 15);
+    let file = s.path("spans.jsonl");
+    let spans = || json_lines(&file);
+    s.wait_for("five whole traces", Duration::from_secs(60), || {
+        spans().len() >= 15
+    });
     let got = spans();
     assert_eq!(got.len(), 15, "{got:#?}");
     for e in &got {
@@ -72,7 +83,10 @@ fn spans_waiting_for_their_root_survive_a_kill_9_and_a_stop_lets_them_go() {
     let ids: BTreeSet<&str> = got.iter().map(|e| e["spanId"].as_str().unwrap()).collect();
     assert_eq!(got.len(), 25, "each span once: {got:#?}");
     assert_eq!(ids.len(), 25);
-    let orphans: Vec<&Value> = got.iter().filter(|e| e.get("traceGroup").is_none()).collect();
+    let orphans: Vec<&Value> = got
+        .iter()
+        .filter(|e| e.get("traceGroup").is_none())
+        .collect();
     assert_eq!(orphans.len(), 10, "{orphans:#?}");
     assert_eq!(lag(), 0, "everything committed after the stop");
 }

@@ -116,8 +116,8 @@ pub async fn run(
     // Each level's workers (see `levels`): shutdown drains one level before it closes the
     // buffers of the next, which the first level's `pipeline` sinks write to.
     let mut workers: Vec<JoinSet<()>> = Vec::new();
-    // Each level's flushers (`worker::flush`), told when the level's workers have ended.
-    let mut flushers: Vec<(JoinSet<()>, watch::Sender<bool>)> = Vec::new();
+    // Each level's flushers (`worker::flush`), told where the level's shutdown is.
+    let mut flushers: Vec<(JoinSet<()>, watch::Sender<worker::Phase>)> = Vec::new();
     let mut pipelines = Vec::new();
     // A buffer may wait longer than the default for its batches (Kafka: its `drain_timeout`).
     let mut drain_timeout = options.drain_timeout;
@@ -126,7 +126,9 @@ pub async fn run(
         sources.spawn(b.source.run(stop_rx.clone()));
         if workers.len() <= level {
             workers.resize_with(level + 1, JoinSet::new);
-            flushers.resize_with(level + 1, || (JoinSet::new(), watch::channel(false).0));
+            flushers.resize_with(level + 1, || {
+                (JoinSet::new(), watch::channel(worker::Phase::Running).0)
+            });
         }
         if let Some(stages) = b.flusher {
             let (set, last) = &mut flushers[level];
@@ -188,6 +190,8 @@ pub async fn run(
     let mut drained = true;
     for (level, workers) in workers.iter_mut().enumerate() {
         let here = || pipelines.iter().filter(move |(l, ..)| *l == level);
+        // Stateful processors let go of what they hold, so the buffers can drain.
+        let _ = flushers[level].1.send(worker::Phase::Draining);
         for (_, _, buffer, delivery) in here() {
             buffer.close();
             // Staging sinks send now: the buffer's readers end only once what they read is
@@ -208,8 +212,8 @@ pub async fn run(
             while workers.join_next().await.is_some() {}
         }
         // What stateful processors hold goes to the sinks now, before they flush.
-        let (set, last) = &mut flushers[level];
-        let _ = last.send(true);
+        let (set, phase) = &mut flushers[level];
+        let _ = phase.send(worker::Phase::Last);
         if tokio::time::timeout_at(deadline, async { while set.join_next().await.is_some() {} })
             .await
             .is_err()

@@ -1,7 +1,8 @@
 //! `otel_traces`: each span gets its trace's group (`traceGroup`, `traceGroupFields`) from the
 //! trace's root span, as Data Prepper's `OTelTraceRawProcessor`:
 //!
-//! - a root span (empty `parentSpanId`) leaves at once, and its trace group is remembered
+//! - a root span (empty `parentSpanId`) leaves at once (with its own trace group, made from it
+//!   where its source did not set one), and its trace group is remembered
 //!   (`trace_group_cache_ttl`, at most `trace_group_cache_max_size` traces);
 //! - a span whose trace group is remembered leaves at once, filled;
 //! - any other span is held until its root arrives (then both leave, filled), or until a flush
@@ -91,6 +92,8 @@ impl Stateful for Traces {
             if text(&span, "parentSpanId").is_none_or(|p| p.is_empty()) {
                 let group = group_of(&span);
                 state.remember(trace.clone(), group.clone(), now, self.cache_max);
+                // The root's own, where its source did not set them (events not from OTLP).
+                fill(&mut span, &group);
                 out.events.push(span);
                 out.done.push(share);
                 if let Some(set) = state.held.remove(&trace) {

@@ -225,23 +225,40 @@ async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share)
     }
 }
 
+/// Where a pipeline's shutdown is, for its flusher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Running,
+    /// The buffer is closed: everything held goes, every 100 ms, so the batches it holds are
+    /// acknowledged and the buffer can drain (a Kafka buffer's readers end only then).
+    Draining,
+    /// The workers have ended: a last flush, then the flusher returns.
+    Last,
+}
+
 /// A pipeline's flusher, when it has stateful processors: about once a second it asks each
 /// for what its time let go (a flush interval, a window, a group's duration) and sends that
-/// through the stages after it to the sinks, as a worker sends a batch. When `last` turns
-/// true (the pipeline's workers have ended: shutdown) it flushes everything held, so held
-/// events reach the sinks before the buffer's last commit, and returns.
+/// through the stages after it to the sinks, as a worker sends a batch. From
+/// [`Phase::Draining`] on it lets go of everything held, so held events reach the sinks
+/// before the buffer's last commit; at [`Phase::Last`] it returns.
 pub(crate) async fn flush(
     stages: Vec<Stage>,
     outputs: Arc<Delivery>,
     slot: Arc<Slot>,
-    mut last: tokio::sync::watch::Receiver<bool>,
+    mut phase: tokio::sync::watch::Receiver<Phase>,
 ) {
     let mut stages = Some(stages);
     loop {
-        let all = tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => *last.borrow(),
-            changed = last.changed() => changed.is_err() || *last.borrow(),
+        let every = if *phase.borrow() == Phase::Running {
+            std::time::Duration::from_secs(1)
+        } else {
+            std::time::Duration::from_millis(100)
         };
+        let now = tokio::select! {
+            _ = tokio::time::sleep(every) => *phase.borrow(),
+            changed = phase.changed() => if changed.is_err() { Phase::Last } else { *phase.borrow() },
+        };
+        let all = now != Phase::Running;
         let mut list = stages
             .take()
             .expect("stages are returned after every flush");
@@ -275,7 +292,7 @@ pub(crate) async fn flush(
         for (out, share) in sends {
             deliver(&outputs, out, share).await;
         }
-        if all {
+        if now == Phase::Last {
             return;
         }
     }
