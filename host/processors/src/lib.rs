@@ -30,6 +30,7 @@ mod obfuscate;
 mod parse_json;
 mod rename_keys;
 mod select_entries;
+mod service_map;
 mod split_string;
 mod substitute_string;
 mod truncate;
@@ -369,4 +370,4 @@ macro_rules! stateful {
         })*
     };
 }
-stateful!();
+stateful!(sluice_config::processor::service_map::ServiceMap);

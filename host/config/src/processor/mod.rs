@@ -84,6 +84,10 @@ macro_rules! for_each_processor {
             Csv($crate::processor::csv::Csv) = "csv",
             /// Parses `key=value` pairs from text into an object.
             KeyValue($crate::processor::key_value::KeyValue) = "key_value",
+            /// Turns OpenTelemetry spans into service map relationships, once per window.
+            ServiceMap($crate::processor::service_map::ServiceMap) = "service_map",
+            /// `service_map` under its deprecated name.
+            ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
         }
     };
 }
@@ -104,6 +108,7 @@ pub mod obfuscate;
 pub mod parse_json;
 pub mod rename_keys;
 pub mod select_entries;
+pub mod service_map;
 pub mod split_string;
 pub mod substitute_string;
 pub mod truncate;
