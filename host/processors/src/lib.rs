@@ -31,6 +31,7 @@ mod otel_traces;
 mod parse_json;
 mod rename_keys;
 mod select_entries;
+mod service_map;
 mod split_string;
 mod substitute_string;
 mod truncate;
@@ -383,4 +384,7 @@ macro_rules! stateful {
         })*
     };
 }
-stateful!(sluice_config::processor::otel_traces::OtelTraces);
+stateful!(
+    sluice_config::processor::otel_traces::OtelTraces,
+    sluice_config::processor::service_map::ServiceMap,
+);

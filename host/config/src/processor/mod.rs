@@ -88,6 +88,10 @@ macro_rules! for_each_processor {
             OtelTraces($crate::processor::otel_traces::OtelTraces) = "otel_traces",
             /// `otel_traces` under its deprecated name.
             OtelTraceRaw($crate::processor::otel_traces::OtelTraces) = "otel_trace_raw",
+            /// Turns OpenTelemetry spans into service map relationships, once per window.
+            ServiceMap($crate::processor::service_map::ServiceMap) = "service_map",
+            /// `service_map` under its deprecated name.
+            ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
         }
     };
 }
@@ -109,6 +113,7 @@ pub mod otel_traces;
 pub mod parse_json;
 pub mod rename_keys;
 pub mod select_entries;
+pub mod service_map;
 pub mod split_string;
 pub mod substitute_string;
 pub mod truncate;
