@@ -21,7 +21,6 @@ pub(crate) const NOT_BUILT_IN: &[&str] = &[
     "otel_metrics",
     "service_map",
     "service_map_stateful",
-    "aggregate",
 ];
 
 /// Whether a `validate` error names one thing sluice refuses on purpose (a Data Prepper key it

@@ -39,6 +39,84 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     d.deserialize_any(V)
 }
 
+/// Deserializes a [`Duration`] of a key that is a `Duration` in Data Prepper: what [`duration`]
+/// reads, and ISO-8601 as Java's `Duration.parse` reads it (`PT15S`, `PT1M30S`, `P1DT2H`,
+/// `PT20.345S`), which Data Prepper tries first.
+pub fn dp_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = Duration;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a duration such as `250ms`, `30s`, `1m` or `PT15S`")
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+            Ok(Duration::from_millis(v))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+            u64::try_from(v)
+                .map(Duration::from_millis)
+                .map_err(|_| E::custom(format!("a duration cannot be negative, got {v}")))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+            if let Some(d) = iso8601(v.trim()) {
+                return d.map_err(E::custom);
+            }
+            duration(de::value::StrDeserializer::<E>::new(v))
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// An ISO-8601 duration as Java's `Duration.parse` reads it: `P`, then days (`nD`), then `T`
+/// and hours, minutes, seconds (`nH`, `nM`, `n.nS`), case-insensitive. `None` when the text
+/// does not start with `P` (not meant as ISO-8601); an error when it does but is not one, or
+/// is negative.
+fn iso8601(text: &str) -> Option<Result<Duration, String>> {
+    let rest = text.strip_prefix(['P', 'p'])?;
+    let invalid = || format!("invalid ISO-8601 duration `{text}`; write e.g. `PT15S`, `PT1M30S`");
+    let (days, time) = match rest.split_once(['T', 't']) {
+        Some((days, time)) if !time.is_empty() => (days, Some(time)),
+        Some(_) => return Some(Err(invalid())),
+        None => (rest, None),
+    };
+    let mut total = 0f64;
+    let mut parts = 0;
+    let mut read = |text: &str, units: &[(char, f64)]| -> Result<(), String> {
+        let mut text = text;
+        let mut allowed = units;
+        while !text.is_empty() {
+            let end = text
+                .find(|c: char| c.is_ascii_alphabetic())
+                .ok_or_else(invalid)?;
+            let (number, unit) = (&text[..end], text[end..].chars().next().unwrap_or(' '));
+            let at = allowed
+                .iter()
+                .position(|(u, _)| u.eq_ignore_ascii_case(&unit))
+                .ok_or_else(invalid)?;
+            let value: f64 = number.parse().map_err(|_| invalid())?;
+            if value < 0.0 || (number.contains('.') && !unit.eq_ignore_ascii_case(&'S')) {
+                return Err(invalid());
+            }
+            total += value * allowed[at].1;
+            parts += 1;
+            allowed = &allowed[at + 1..];
+            text = &text[end + 1..];
+        }
+        Ok(())
+    };
+    let result = read(days, &[('D', 86_400.0)]).and_then(|()| {
+        read(
+            time.unwrap_or(""),
+            &[('H', 3600.0), ('M', 60.0), ('S', 1.0)],
+        )
+    });
+    Some(match result {
+        Ok(()) if parts > 0 => Ok(Duration::from_secs_f64(total)),
+        Ok(()) => Err(invalid()),
+        Err(e) => Err(e),
+    })
+}
+
 /// Deserializes an optional [`Duration`] as [`duration`] does.
 pub fn optional_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     duration(d).map(Some)
@@ -159,6 +237,19 @@ mod tests {
         let d = |s: &str| duration(serde_yaml::Deserializer::from_str(s));
         assert_eq!(d("3000").unwrap(), Duration::from_secs(3));
         assert_eq!(d("250ms").unwrap(), Duration::from_millis(250));
+        let dp = |s: &str| dp_duration(serde_yaml::Deserializer::from_str(s));
+        assert_eq!(dp("PT15S").unwrap(), Duration::from_secs(15));
+        assert_eq!(dp("pt1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(dp("PT20.345S").unwrap(), Duration::from_millis(20_345));
+        assert_eq!(dp("P1DT2H").unwrap(), Duration::from_secs(93_600));
+        assert_eq!(dp("\"180s\"").unwrap(), Duration::from_secs(180));
+        assert_eq!(dp("1500ms").unwrap(), Duration::from_millis(1500));
+        for bad in ["PT", "P", "PT1.5M", "PTS", "PT-5S", "PT5S5M"] {
+            assert!(
+                dp(bad).unwrap_err().to_string().contains("ISO-8601"),
+                "{bad}"
+            );
+        }
         assert!(
             d("soon")
                 .unwrap_err()

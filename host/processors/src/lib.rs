@@ -14,6 +14,7 @@
 //! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
 
 mod add_entries;
+mod aggregate;
 mod convert_entry_type;
 mod copy_values;
 mod csv;
@@ -369,4 +370,4 @@ macro_rules! stateful {
         })*
     };
 }
-stateful!();
+stateful!(sluice_config::processor::aggregate::Aggregate);

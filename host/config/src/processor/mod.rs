@@ -84,11 +84,14 @@ macro_rules! for_each_processor {
             Csv($crate::processor::csv::Csv) = "csv",
             /// Parses `key=value` pairs from text into an object.
             KeyValue($crate::processor::key_value::KeyValue) = "key_value",
+            /// Groups events by keys and merges, counts, samples or de-duplicates each group.
+            Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
         }
     };
 }
 
 pub mod add_entries;
+pub mod aggregate;
 pub mod convert_entry_type;
 pub mod copy_values;
 pub mod csv;
