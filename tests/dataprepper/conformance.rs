@@ -3,8 +3,9 @@
 //! `sluice run`; each output file must hold the documented event (compared as JSON: key
 //! order does not matter), or nothing when the docs say the event is dropped.
 //!
-//! Cases run when every processor of theirs is built in; those whose output depends on the
-//! clock (`nondeterministic`) or whose documented output is wrong (`doc_suspect`, listed in
+//! Cases run when every processor of theirs is built in; a stateful processor's cases of
+//! several events (`inputs`, `outputs`) run in its own crate's tests; those whose output
+//! depends on the clock (`nondeterministic`) or whose documented output is wrong (`doc_suspect`, listed in
 //! the data's README) are left out, and counted.
 
 use std::time::Duration;

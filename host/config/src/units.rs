@@ -31,7 +31,7 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
                 return Ok(Duration::from_millis(ms));
             }
             if let Some(d) = iso8601(v.trim()) {
-                return Ok(d);
+                return d.map_err(E::custom);
             }
             humantime::parse_duration(v.trim()).map_err(|e| {
                 E::custom(format!(
@@ -43,35 +43,54 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     d.deserialize_any(V)
 }
 
-/// An ISO-8601 duration of days, hours, minutes and seconds (`PT15S`, `PT1M30.5S`, `P1DT2H`),
-/// as Java's `Duration.parse`; `None` if `text` is not one.
-fn iso8601(text: &str) -> Option<Duration> {
-    let upper = text.to_ascii_uppercase();
-    let rest = upper.strip_prefix('P')?;
-    let (days, time) = match rest.split_once('T') {
-        Some((days, time)) => (days, Some(time)),
+/// An ISO-8601 duration as Java's `Duration.parse` reads it: `P`, then days (`nD`), then `T`
+/// and hours, minutes, seconds (`nH`, `nM`, `n.nS`), case-insensitive. `None` when the text
+/// does not start with `P` (not meant as ISO-8601); an error when it does but is not one, or
+/// is negative.
+fn iso8601(text: &str) -> Option<Result<Duration, String>> {
+    let rest = text.strip_prefix(['P', 'p'])?;
+    let invalid = || format!("invalid ISO-8601 duration `{text}`; write e.g. `PT15S`, `PT1M30S`");
+    let (days, time) = match rest.split_once(['T', 't']) {
+        Some((days, time)) if !time.is_empty() => (days, Some(time)),
+        Some(_) => return Some(Err(invalid())),
         None => (rest, None),
     };
-    let mut seconds = 0f64;
-    if !days.is_empty() {
-        seconds += days.strip_suffix('D')?.parse::<f64>().ok()? * 86_400.0;
-    }
-    if let Some(mut time) = time {
-        if time.is_empty() {
-            return None;
-        }
-        for (unit, scale) in [('H', 3600.0), ('M', 60.0), ('S', 1.0)] {
-            if let Some(at) = time.find(unit) {
-                seconds += time[..at].parse::<f64>().ok()? * scale;
-                time = &time[at + 1..];
+    let mut total = 0f64;
+    let mut parts = 0;
+    let mut read = |text: &str, units: &[(char, f64)]| -> Result<(), String> {
+        let mut text = text;
+        let mut allowed = units;
+        while !text.is_empty() {
+            let end = text
+                .find(|c: char| c.is_ascii_alphabetic())
+                .ok_or_else(invalid)?;
+            let (number, unit) = (&text[..end], text[end..].chars().next().unwrap_or(' '));
+            let at = allowed
+                .iter()
+                .position(|(u, _)| u.eq_ignore_ascii_case(&unit))
+                .ok_or_else(invalid)?;
+            let value: f64 = number.parse().map_err(|_| invalid())?;
+            if value < 0.0 || (number.contains('.') && !unit.eq_ignore_ascii_case(&'S')) {
+                return Err(invalid());
             }
+            total += value * allowed[at].1;
+            parts += 1;
+            allowed = &allowed[at + 1..];
+            text = &text[end + 1..];
         }
-        if !time.is_empty() {
-            return None;
-        }
-    }
-    (seconds.is_finite() && seconds >= 0.0 && (days.len() + time.map_or(0, str::len)) > 0)
-        .then(|| Duration::from_secs_f64(seconds))
+        Ok(())
+    };
+    let result = read(days, &[('D', 86_400.0)]).and_then(|()| {
+        read(
+            time.unwrap_or(""),
+            &[('H', 3600.0), ('M', 60.0), ('S', 1.0)],
+        )
+    });
+    Some(match result {
+        Ok(()) if parts > 0 => Ok(Duration::from_secs_f64(total)),
+        Ok(()) => Err(invalid()),
+        Err(e) => Err(e),
+    })
 }
 
 /// Deserializes an optional [`Duration`] as [`duration`] does.
@@ -199,6 +218,18 @@ mod tests {
         assert_eq!(d("pt1m30.5s").unwrap(), Duration::from_millis(90_500));
         assert_eq!(d("P1DT2H").unwrap(), Duration::from_secs(93_600));
         assert!(d("PT").is_err() && d("P").is_err() && d("PT5X").is_err());
+                assert_eq!(d("PT15S").unwrap(), Duration::from_secs(15));
+        assert_eq!(d("pt1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(d("PT20.345S").unwrap(), Duration::from_millis(20_345));
+        assert_eq!(d("P1DT2H").unwrap(), Duration::from_secs(93_600));
+        assert_eq!(d("\"180s\"").unwrap(), Duration::from_secs(180));
+        assert_eq!(d("1500ms").unwrap(), Duration::from_millis(1500));
+        for bad in ["PT", "P", "PT1.5M", "PTS", "PT-5S", "PT5S5M"] {
+            assert!(
+                d(bad).unwrap_err().to_string().contains("ISO-8601"),
+                "{bad}"
+            );
+        }
         assert!(
             d("soon")
                 .unwrap_err()

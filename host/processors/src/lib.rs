@@ -14,6 +14,7 @@
 //! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
 
 mod add_entries;
+mod aggregate;
 mod convert_entry_type;
 mod copy_values;
 mod csv;
@@ -387,4 +388,5 @@ macro_rules! stateful {
 stateful!(
     sluice_config::processor::otel_traces::OtelTraces,
     sluice_config::processor::service_map::ServiceMap,
+    sluice_config::processor::aggregate::Aggregate,
 );

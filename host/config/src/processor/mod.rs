@@ -92,11 +92,14 @@ macro_rules! for_each_processor {
             ServiceMap($crate::processor::service_map::ServiceMap) = "service_map",
             /// `service_map` under its deprecated name.
             ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
+            /// Groups events by keys and merges, counts, samples or de-duplicates each group.
+            Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
         }
     };
 }
 
 pub mod add_entries;
+pub mod aggregate;
 pub mod convert_entry_type;
 pub mod copy_values;
 pub mod csv;
