@@ -10,6 +10,7 @@ use std::time::Duration;
 use sluice_tests::{Sluice, json_lines, kafka_bootstrap, root, unique};
 
 mod sources;
+mod trace_analytics;
 
 /// An http source on `path` with the otlp deserializer (`options`), the Kafka buffer, a file sink.
 fn start(path: &str, options: &str) -> Sluice {

@@ -218,7 +218,7 @@ mod tests {
         assert_eq!(d("pt1m30.5s").unwrap(), Duration::from_millis(90_500));
         assert_eq!(d("P1DT2H").unwrap(), Duration::from_secs(93_600));
         assert!(d("PT").is_err() && d("P").is_err() && d("PT5X").is_err());
-                assert_eq!(d("PT15S").unwrap(), Duration::from_secs(15));
+        assert_eq!(d("PT15S").unwrap(), Duration::from_secs(15));
         assert_eq!(d("pt1m30s").unwrap(), Duration::from_secs(90));
         assert_eq!(d("PT20.345S").unwrap(), Duration::from_millis(20_345));
         assert_eq!(d("P1DT2H").unwrap(), Duration::from_secs(93_600));

@@ -1,0 +1,169 @@
+//! Data Prepper's documented trace analytics pipeline (its "Trace analytics" page, key for key:
+//! `entry-pipeline` with `delay: "100"` and `otel_trace_source`, `pipeline` sinks to
+//! `raw-trace-pipeline` (`otel_traces`) and `service-map-pipeline` (`service_map`), their
+//! `bounded_blocking` buffers) with the entry pipeline's buffer made Kafka and the opensearch
+//! sinks made files. Spans from the OpenTelemetry Python SDK in two services, checked span by
+//! span, across a kill -9.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_tests::{Sluice, json_lines, kafka_bootstrap, unique};
+
+use super::export;
+
+fn yaml(bootstrap: &str) -> String {
+    let topic = unique("trace-analytics");
+    format!(
+        r#"
+entry-pipeline:
+  delay: "100"
+  source:
+    otel_trace_source:
+      ssl: false
+      port: {{port}}
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      topics:
+        - name: {topic}
+          group_id: {topic}-g
+          create_topic: true
+          commit_interval: 200ms
+  sink:
+    - pipeline:
+        name: raw-trace-pipeline
+    - pipeline:
+        name: service-map-pipeline
+raw-trace-pipeline:
+  source:
+    pipeline:
+      name: entry-pipeline
+  buffer:
+    bounded_blocking:
+      buffer_size: 500000
+      batch_size: 10000
+  processor:
+    - otel_traces:
+  sink:
+    - file:
+        path: {{dir}}/spans.jsonl
+service-map-pipeline:
+  delay: "100"
+  source:
+    pipeline:
+      name: entry-pipeline
+  buffer:
+    bounded_blocking:
+      buffer_size: 500000
+      batch_size: 10000
+  processor:
+    - service_map:
+        window_duration: 1
+  sink:
+    - file:
+        path: {{dir}}/service-map.jsonl
+"#
+    )
+}
+
+/// Sends `n` two-service traces over OTLP/gRPC; returns the spans sent (span id → trace id).
+fn send(s: &Sluice, n: usize) -> BTreeMap<String, String> {
+    let grpc = format!("http://127.0.0.1:{}", s.port);
+    let out = export(
+        "send_service_traces.py",
+        &grpc,
+        n,
+        &[("OTLP_TRANSPORT", "grpc")],
+    );
+    assert!(
+        out.status.success(),
+        "the exporter was refused: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.log()
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let span: Value = serde_json::from_str(l).unwrap();
+            (
+                span["spanId"].as_str().unwrap().to_owned(),
+                span["traceId"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn data_preppers_trace_analytics_pipeline_loses_no_span_across_a_kill_9() {
+    let mut s = Sluice::start(&yaml(&kafka_bootstrap()));
+    let mut sent = send(&s, 10);
+    // Accepted means in the entry pipeline's Kafka buffer: killed before the chain is through.
+    s.kill9();
+    s.restart(&[]);
+    sent.extend(send(&s, 10));
+    assert_eq!(sent.len(), 60, "three spans a trace");
+
+    let spans_file = s.path("spans.jsonl");
+    let spans = || json_lines(&spans_file);
+    let ids = |spans: &[Value]| -> BTreeSet<String> {
+        spans
+            .iter()
+            .map(|e| e["spanId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let want: BTreeSet<String> = sent.keys().cloned().collect();
+    s.wait_for(
+        "every span sent, with its trace group",
+        Duration::from_secs(90),
+        || {
+            let got = spans();
+            ids(&got) == want && got.iter().all(|e| e["traceGroup"] == "GET /buy")
+        },
+    );
+    let got = spans();
+    for span in &got {
+        let id = span["spanId"].as_str().unwrap();
+        assert_eq!(span["traceId"].as_str(), Some(sent[id].as_str()), "{span}");
+        let fields = &span["traceGroupFields"];
+        assert!(fields["endTime"].is_string(), "{span}");
+        assert!(fields["durationInNanos"].as_u64().unwrap() > 0, "{span}");
+        assert_eq!(fields["statusCode"], 0, "{span}");
+    }
+    // At least once: the kill repeats at most what was sent before it.
+    assert!(got.len() <= 90, "{} spans written", got.len());
+
+    // The service map: frontend calls checkout, once each way (deduplicated by hashId).
+    let map_file = s.path("service-map.jsonl");
+    let relationships = || -> BTreeMap<String, Value> {
+        json_lines(&map_file)
+            .into_iter()
+            .map(|r| (r["hashId"].as_str().unwrap().to_owned(), r))
+            .collect()
+    };
+    s.wait_for(
+        "the service map's two relationships",
+        Duration::from_secs(30),
+        || relationships().len() >= 2,
+    );
+    let mut map: Vec<Value> = relationships()
+        .into_values()
+        .map(|mut r| {
+            r.as_object_mut().unwrap().remove("hashId");
+            r
+        })
+        .collect();
+    map.sort_by_key(|r| r["serviceName"].as_str().unwrap().to_owned());
+    let call = json!({"resource": "POST /orders", "domain": "checkout"});
+    assert_eq!(
+        map,
+        [
+            json!({"serviceName": "checkout", "kind": "SPAN_KIND_SERVER", "destination": null,
+                   "target": call, "traceGroupName": "GET /buy"}),
+            json!({"serviceName": "frontend", "kind": "SPAN_KIND_CLIENT", "destination": call,
+                   "target": null, "traceGroupName": "GET /buy"}),
+        ]
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
+}
