@@ -3,18 +3,18 @@
 //! `raw-trace-pipeline` (`otel_traces`) and `service-map-pipeline` (`service_map`), their
 //! `bounded_blocking` buffers) with the entry pipeline's buffer made Kafka and the opensearch
 //! sinks made files. Spans from the OpenTelemetry Python SDK in two services, checked span by
-//! span, across a kill -9.
+//! span, across a kill -9; the entry buffer's records keyed by trace id.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sluice_tests::{Sluice, json_lines, kafka_bootstrap, unique};
+use rdkafka::message::Message;
+use sluice_tests::{Sluice, TopicReader, json_lines, kafka_bootstrap, unique};
 
 use super::export;
 
-fn yaml(bootstrap: &str) -> String {
-    let topic = unique("trace-analytics");
+fn yaml(bootstrap: &str, topic: &str) -> String {
     format!(
         r#"
 entry-pipeline:
@@ -30,6 +30,7 @@ entry-pipeline:
         - name: {topic}
           group_id: {topic}-g
           create_topic: true
+          number_of_partitions: 3
           commit_interval: 200ms
   sink:
     - pipeline:
@@ -97,7 +98,8 @@ fn send(s: &Sluice, n: usize) -> BTreeMap<String, String> {
 
 #[test]
 fn data_preppers_trace_analytics_pipeline_loses_no_span_across_a_kill_9() {
-    let mut s = Sluice::start(&yaml(&kafka_bootstrap()));
+    let (bootstrap, topic) = (kafka_bootstrap(), unique("trace-analytics"));
+    let mut s = Sluice::start(&yaml(&bootstrap, &topic));
     let mut sent = send(&s, 10);
     // Accepted means in the entry pipeline's Kafka buffer: killed before the chain is through.
     s.kill9();
@@ -166,4 +168,21 @@ fn data_preppers_trace_analytics_pipeline_loses_no_span_across_a_kill_9() {
         ]
     );
     assert_eq!(s.terminate(), 0, "{}", s.log());
+
+    // Several hosts: the entry buffer's records are keyed by trace id, so a trace's spans are
+    // on one partition, read by one host of the group.
+    let reader = TopicReader::new(&bootstrap, &topic, &[]);
+    let mut records = reader.take(60);
+    records.extend(reader.rest());
+    let traces: BTreeSet<&str> = sent.values().map(String::as_str).collect();
+    let mut partition_of: BTreeMap<String, i32> = BTreeMap::new();
+    for r in &records {
+        let key = String::from_utf8(r.key().expect("keyed").to_vec()).unwrap();
+        assert!(traces.contains(key.as_str()), "{key} is a trace sent");
+        let p = *partition_of.entry(key.clone()).or_insert(r.partition());
+        assert_eq!(p, r.partition(), "every record of trace {key} on one partition");
+    }
+    assert_eq!(partition_of.len(), 20, "every trace");
+    let used: BTreeSet<i32> = partition_of.values().copied().collect();
+    assert!(used.len() > 1, "traces spread over the partitions: {used:?}");
 }

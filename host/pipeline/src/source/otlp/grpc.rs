@@ -159,12 +159,8 @@ impl UnaryService<Bytes> for Call {
             let message = request.into_inner();
             // An empty message is an export of nothing: nothing to keep.
             if !message.is_empty() {
-                let record = state.record(signal, message.into(), false, headers, "grpc");
-                state
-                    .intake
-                    .write(vec![record])
-                    .await
-                    .map_err(|r| refused(&r))?;
+                let records = state.records(signal, message.into(), false, headers, "grpc");
+                state.intake.write(records).await.map_err(|r| refused(&r))?;
             }
             // An empty `Export…ServiceResponse`: no partial success to report.
             Ok(tonic::Response::new(Bytes::new()))

@@ -106,14 +106,14 @@ pub(super) async fn export(state: Arc<OtlpState>, signal: Signal, request: Reque
             ));
             return refused(encoding, &refusal);
         }
-        let record = state.record(
+        let records = state.records(
             signal,
             Vec::from(body),
             encoding == Encoding::Json,
             headers,
             "http",
         );
-        if let Err(refusal) = state.intake.write(vec![record]).await {
+        if let Err(refusal) = state.intake.write(records).await {
             return refused(encoding, &refusal);
         }
     }

@@ -17,6 +17,7 @@
 //! HTTP 503 with `Retry-After` (Data Prepper: `RESOURCE_EXHAUSTED`, and HTTP 507, which OTLP/HTTP
 //! clients do not retry); both carry the `retry_info` back-off.
 
+mod by_trace;
 mod grpc;
 mod http;
 
@@ -47,27 +48,38 @@ struct OtlpState {
 }
 
 impl OtlpState {
-    /// The buffer record for one request's message.
-    fn record(
+    /// The buffer records for one request's message: one, or for an OTLP/protobuf trace export
+    /// one per trace, keyed by its trace id (`by_trace`).
+    fn records(
         &self,
         signal: Signal,
         payload: Vec<u8>,
         json: bool,
         headers: Vec<(String, String)>,
         transport: &str,
-    ) -> Record {
+    ) -> Vec<Record> {
         let encoding = if json {
             "application/json"
         } else {
             "application/x-protobuf"
         };
-        Record {
+        let record = |payload, key| Record {
             payload,
-            key: None,
+            key,
             received_at_ms: super::now_ms(),
             origin: format!("{}:{transport}/{signal}", self.source),
             content_type: Some(format!("{encoding}; otlp={signal}")),
-            headers,
+            headers: headers.clone(),
+        };
+        match (signal, json) {
+            (Signal::Traces, false) => match by_trace::split(&payload) {
+                Some(parts) => parts
+                    .into_iter()
+                    .map(|(trace, part)| record(part, Some(trace.into_bytes())))
+                    .collect(),
+                None => vec![record(payload, None)],
+            },
+            _ => vec![record(payload, None)],
         }
     }
 }
