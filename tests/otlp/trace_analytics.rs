@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use rdkafka::message::Message;
+use serde_json::{Value, json};
 use sluice_tests::{Sluice, TopicReader, json_lines, kafka_bootstrap, unique};
 
 use super::export;
@@ -180,9 +180,16 @@ fn data_preppers_trace_analytics_pipeline_loses_no_span_across_a_kill_9() {
         let key = String::from_utf8(r.key().expect("keyed").to_vec()).unwrap();
         assert!(traces.contains(key.as_str()), "{key} is a trace sent");
         let p = *partition_of.entry(key.clone()).or_insert(r.partition());
-        assert_eq!(p, r.partition(), "every record of trace {key} on one partition");
+        assert_eq!(
+            p,
+            r.partition(),
+            "every record of trace {key} on one partition"
+        );
     }
     assert_eq!(partition_of.len(), 20, "every trace");
     let used: BTreeSet<i32> = partition_of.values().copied().collect();
-    assert!(used.len() > 1, "traces spread over the partitions: {used:?}");
+    assert!(
+        used.len() > 1,
+        "traces spread over the partitions: {used:?}"
+    );
 }

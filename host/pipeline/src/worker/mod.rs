@@ -273,6 +273,8 @@ pub(crate) async fn flush(
                 };
                 let processor = processor.clone();
                 let out = processor.flush(std::time::Instant::now(), all);
+                metrics::gauge!("sluice_processor_eventsHeld", "pipeline" => delivery.pipeline.clone(), "processor" => processor.name())
+                    .set(processor.held() as f64);
                 if out.events.is_empty() && out.done.is_empty() {
                     continue;
                 }
