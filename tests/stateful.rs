@@ -1,7 +1,7 @@
 //! Processors that keep events past their batch hold those events' acknowledgements: spans
 //! waiting in `otel_traces` for their root keep the Kafka buffer from committing them, so a
 //! kill -9 while they wait loses none (they are read again), and a graceful stop lets them go
-//! through the sinks before the last commit.
+//! through the sinks before the last commit. `aggregate`'s open groups do the same.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -89,4 +89,49 @@ fn spans_waiting_for_their_root_survive_a_kill_9_and_a_stop_lets_them_go() {
         .collect();
     assert_eq!(orphans.len(), 10, "{orphans:#?}");
     assert_eq!(lag(), 0, "everything committed after the stop");
+}
+
+/// `aggregate` holds each event's acknowledgement in its group until the group concludes: a
+/// kill -9 while groups are open loses no event (they are read again into new groups), and each
+/// key's count comes out whole.
+#[test]
+fn aggregate_groups_open_at_a_kill_9_are_counted_whole_after_it() {
+    let bootstrap = kafka_bootstrap();
+    let topic = unique("stateful-aggregate");
+    let yaml = format!(
+        "counts:\n  delay: 20ms\n  source:\n    http:\n      port: {{port}}\n  buffer:\n    kafka:\n      bootstrap_servers: [{bootstrap}]\n      topics:\n        - name: {topic}\n          group_id: {topic}-g\n          create_topic: true\n          commit_interval: 200ms\n  processor:\n    - aggregate:\n        identification_keys: [sourceIp]\n        group_duration: 3s\n        action:\n          count:\n            output_format: raw\n  sink:\n    - file:\n        path: {{dir}}/counts.jsonl\n"
+    );
+    let mut s = Sluice::start(&yaml);
+    let events: Vec<Value> = (0..30)
+        .map(|n| json!({"sourceIp": format!("10.0.0.{}", n % 3), "n": n}))
+        .collect();
+    post(&s, events);
+    // Killed while the three groups are open.
+    s.kill9();
+    s.restart(&[]);
+    let file = s.path("counts.jsonl");
+    s.wait_for("a count per address", Duration::from_secs(60), || {
+        json_lines(&file).len() >= 3
+    });
+    let mut counts: Vec<(String, u64)> = json_lines(&file)
+        .iter()
+        .map(|c| {
+            (
+                c["sourceIp"].as_str().unwrap().to_owned(),
+                c["aggr._count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            ("10.0.0.0".to_owned(), 10),
+            ("10.0.0.1".to_owned(), 10),
+            ("10.0.0.2".to_owned(), 10)
+        ],
+        "{}",
+        s.log()
+    );
+    assert_eq!(s.terminate(), 0, "{}", s.log());
 }
