@@ -187,11 +187,14 @@ pub async fn run(
         while sources.join_next().await.is_some() {}
     })
     .await;
+    // Stateful processors, at every level, let go of what they hold: an upstream level's
+    // batches wait for what the levels after it hold.
+    for (_, phase) in &flushers {
+        let _ = phase.send(worker::Phase::Draining);
+    }
     let mut drained = true;
     for (level, workers) in workers.iter_mut().enumerate() {
         let here = || pipelines.iter().filter(move |(l, ..)| *l == level);
-        // Stateful processors let go of what they hold, so the buffers can drain.
-        let _ = flushers[level].1.send(worker::Phase::Draining);
         for (_, _, buffer, delivery) in here() {
             buffer.close();
             // Staging sinks send now: the buffer's readers end only once what they read is
@@ -331,6 +334,10 @@ async fn build(
         pipeline: name.clone(),
         writer: buffer.writer(),
         counters,
+        keyed: matches!(
+            p.buffer,
+            sluice_config::Buffer::Builtin(sluice_config::Tier::Kafka(_))
+        ),
     };
     let source =
         crate::source::build(&p.source, cx)

@@ -13,7 +13,7 @@
 //! Past `max_held_events` held spans the traces held longest leave early, as a flush would
 //! let them go. At shutdown everything held leaves.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -52,8 +52,10 @@ struct State {
     group_order: VecDeque<(String, Instant)>,
     /// traceId → the spans held for want of its root.
     held: HashMap<String, SpanSet>,
-    /// The held traces, first held first (entries of sets let go since are stale).
-    held_order: VecDeque<(String, Instant)>,
+    /// The held traces by when they were first held (and a sequence number): oldest first.
+    held_order: BTreeMap<(Instant, u64), String>,
+    /// The next sequence number of `held_order`.
+    next: u64,
     /// How many spans `held` holds.
     held_spans: usize,
     /// When the last flush ran (`None`: never).
@@ -67,9 +69,9 @@ struct Group {
     fields: Value,
 }
 
-/// The spans of one trace held for its root, since `seen`.
+/// The spans of one trace held for its root, since `seen` (its key in `held_order`).
 struct SpanSet {
-    seen: Instant,
+    seen: (Instant, u64),
     spans: Vec<(Event, Share)>,
 }
 
@@ -96,8 +98,7 @@ impl Stateful for Traces {
                 fill(&mut span, &group);
                 out.events.push(span);
                 out.done.push(share);
-                if let Some(set) = state.held.remove(&trace) {
-                    state.held_spans -= set.spans.len();
+                if let Some(set) = state.take(&trace) {
                     for (mut child, share) in set.spans {
                         fill(&mut child, &group);
                         out.events.push(child);
@@ -109,24 +110,30 @@ impl Stateful for Traces {
                 out.events.push(span);
                 out.done.push(share);
             } else {
-                let fresh = !state.held.contains_key(&trace);
-                let set = state.held.entry(trace.clone()).or_insert_with(|| SpanSet {
-                    seen: now,
-                    spans: Vec::new(),
-                });
+                if !state.held.contains_key(&trace) {
+                    let seen = (now, state.next);
+                    state.next += 1;
+                    state.held_order.insert(seen, trace.clone());
+                    state.held.insert(
+                        trace.clone(),
+                        SpanSet {
+                            seen,
+                            spans: Vec::new(),
+                        },
+                    );
+                }
+                let set = state.held.get_mut(&trace).expect("inserted above");
                 set.spans.push((span, share));
                 state.held_spans += 1;
-                if fresh {
-                    state.held_order.push_back((trace, now));
-                }
             }
         }
         // Bounded: the traces held longest go early, as a flush would let them go.
         while state.held_spans > self.max_held {
-            let Some((trace, seen)) = state.held_order.pop_front() else {
+            let Some((_, trace)) = state.held_order.first_key_value() else {
                 break;
             };
-            if let Some(set) = take_if_seen(state, &trace, seen) {
+            let trace = trace.clone();
+            if let Some(set) = state.take(&trace) {
                 state.let_go(&trace, set, now, self.cache_ttl, &mut out);
             }
         }
@@ -135,7 +142,18 @@ impl Stateful for Traces {
 
     fn flush(&self, now: Instant, all: bool) -> Released {
         let mut out = Released::default();
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        // Forgotten groups leave the cache (every call: the cache is kept to its ttl).
+        while let Some((trace, at)) = state.group_order.front().cloned() {
+            if now.saturating_duration_since(at) < self.cache_ttl {
+                break;
+            }
+            state.group_order.pop_front();
+            if state.groups.get(&trace).is_some_and(|(_, t)| *t == at) {
+                state.groups.remove(&trace);
+            }
+        }
         let due = all
             || state
                 .last_flush
@@ -144,23 +162,13 @@ impl Stateful for Traces {
             return out;
         }
         state.last_flush = Some(now);
-        while let Some((trace, seen)) = state.held_order.front().cloned() {
-            if !all && now.saturating_duration_since(seen) < self.flush_interval {
+        while let Some(((seen, _), trace)) = state.held_order.first_key_value() {
+            if !all && now.saturating_duration_since(*seen) < self.flush_interval {
                 break;
             }
-            state.held_order.pop_front();
-            if let Some(set) = take_if_seen(&mut state, &trace, seen) {
+            let trace = trace.clone();
+            if let Some(set) = state.take(&trace) {
                 state.let_go(&trace, set, now, self.cache_ttl, &mut out);
-            }
-        }
-        // Forgotten groups leave the cache.
-        while let Some((trace, at)) = state.group_order.front().cloned() {
-            if now.saturating_duration_since(at) < self.cache_ttl {
-                break;
-            }
-            state.group_order.pop_front();
-            if state.groups.get(&trace).is_some_and(|(_, t)| *t == at) {
-                state.groups.remove(&trace);
             }
         }
         out
@@ -174,18 +182,15 @@ impl Stateful for Traces {
     }
 }
 
-/// `trace`'s held set, if it is the one first held at `seen` (not one held again since).
-fn take_if_seen(state: &mut State, trace: &str, seen: Instant) -> Option<SpanSet> {
-    if state.held.get(trace).is_some_and(|set| set.seen == seen) {
-        let set = state.held.remove(trace)?;
-        state.held_spans -= set.spans.len();
-        Some(set)
-    } else {
-        None
-    }
-}
-
 impl State {
+    /// Takes `trace`'s held set, if any, out of `held` and `held_order`.
+    fn take(&mut self, trace: &str) -> Option<SpanSet> {
+        let set = self.held.remove(trace)?;
+        self.held_order.remove(&set.seen);
+        self.held_spans -= set.spans.len();
+        Some(set)
+    }
+
     /// Remembers `trace`'s group, forgetting the oldest past `max`.
     fn remember(&mut self, trace: String, group: Group, now: Instant, max: usize) {
         self.groups.insert(trace.clone(), (group, now));

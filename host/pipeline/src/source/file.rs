@@ -48,6 +48,7 @@ impl Source for FileLines {
             pipeline,
             writer,
             counters,
+            ..
         } = self.cx;
         if let Err(e) = run(self.settings, writer, counters, stop).await {
             tracing::error!(pipeline = %pipeline, error = %e, "file source stopped");

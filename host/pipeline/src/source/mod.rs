@@ -63,6 +63,9 @@ pub struct SourceContext {
     pub writer: Arc<dyn BufferWriter>,
     /// The pipeline's counts (accepted, refused, ...).
     pub counters: Arc<Counters>,
+    /// The buffer partitions by record key (Kafka): a source that can keys its records so that
+    /// related ones stay together (the OTLP trace sources: one record per trace).
+    pub keyed: bool,
 }
 
 /// Builds a source's runtime from its resolved settings: each source's file implements it for

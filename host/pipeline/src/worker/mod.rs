@@ -229,8 +229,9 @@ async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
     Running,
-    /// The buffer is closed: everything held goes, every 100 ms, so the batches it holds are
-    /// acknowledged and the buffer can drain (a Kafka buffer's readers end only then).
+    /// Shutdown began (every level at once): everything held goes, every 100 ms, so the
+    /// batches it holds are acknowledged and the buffers can drain (a Kafka buffer's readers
+    /// end only then, and an upstream level's batches wait for what later levels hold).
     Draining,
     /// The workers have ended: a last flush, then the flusher returns.
     Last,

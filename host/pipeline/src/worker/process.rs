@@ -56,8 +56,19 @@ pub(crate) fn run_stages(
             Stage::Stateful(processor) => {
                 let events = std::mem::take(split.parsed());
                 split.owners.clear();
-                let input = events.into_iter().map(|e| (e, share.share())).collect();
+                // What an earlier stateful stage let go may be kept by this one: the shares it
+                // carries go with the events, released only once all of them left this one too.
+                let (mine, carried) = (share.share(), std::mem::take(&mut split.done));
+                let group = sluice_buffer::Acknowledgement::new(move || {
+                    mine.release();
+                    for s in carried {
+                        s.release();
+                    }
+                })
+                .shared();
+                let input = events.into_iter().map(|e| (e, group.share())).collect();
                 let out = processor.process(input, Instant::now());
+                group.release();
                 left(processor.name(), out, records, split);
             }
             Stage::Plugin(stage) => {
@@ -264,7 +275,123 @@ fn from_plugin(old: &Metadata, set: &EventMetadata) -> Result<Metadata, String> 
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use sluice_buffer::Acknowledgement;
+    use sluice_processors::{Released, Stateful};
+
     use super::*;
+
+    /// Keeps what it is given; `flush(_, true)` or its next `process` lets it go.
+    #[derive(Default)]
+    struct Keeps(Mutex<Vec<(sluice_event::Event, Share)>>, bool);
+
+    impl Stateful for Keeps {
+        fn name(&self) -> &'static str {
+            "keeps"
+        }
+        fn process(&self, events: Vec<(sluice_event::Event, Share)>, _: Instant) -> Released {
+            let mut held = self.0.lock().unwrap();
+            let mut out = Released::default();
+            if self.1 {
+                // Lets go of the earlier batch's events as this one's come in.
+                for (e, s) in held.drain(..) {
+                    out.events.push(e);
+                    out.done.push(s);
+                }
+            }
+            held.extend(events);
+            out
+        }
+        fn flush(&self, _: Instant, all: bool) -> Released {
+            let mut out = Released::default();
+            if all {
+                for (e, s) in self.0.lock().unwrap().drain(..) {
+                    out.events.push(e);
+                    out.done.push(s);
+                }
+            }
+            out
+        }
+        fn held(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
+    }
+
+    fn batch(acked: &Arc<AtomicUsize>) -> Share {
+        let a = acked.clone();
+        Acknowledgement::new(move || {
+            a.fetch_add(1, Ordering::SeqCst);
+        })
+        .shared()
+    }
+
+    fn split(n: usize) -> (Vec<RawRecord>, Split) {
+        let mut s = Split::default();
+        let events = (0..n)
+            .map(|i| sluice_event::Event::new(serde_json::json!({"i": i}), Metadata::new("LOG", 0)))
+            .collect();
+        s.parsed = Some(events);
+        s.owners = (0..n).collect();
+        let records = (0..n)
+            .map(|_| RawRecord {
+                payload: Vec::new(),
+                key: None,
+                received_at_ms: 0,
+                origin: "t".into(),
+            })
+            .collect();
+        (records, s)
+    }
+
+    /// Two stateful stages: what the first lets go of an earlier batch and the second keeps
+    /// keeps that batch unacknowledged (its shares travel with the events, not with the batch
+    /// they leave in).
+    #[test]
+    fn a_batch_stays_unacknowledged_while_a_later_stateful_stage_keeps_its_events() {
+        let first = Arc::new(Keeps(Mutex::default(), true));
+        let second = Arc::new(Keeps::default());
+        let mut stages = vec![
+            Stage::Stateful(first.clone()),
+            Stage::Stateful(second.clone()),
+        ];
+        let slot = crate::watchdog::Watchdog::default().slot("p", 0);
+        let (one, two) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        for acked in [&one, &two] {
+            let share = batch(acked);
+            let (mut records, mut s) = split(2);
+            run_stages("p", &mut stages, &mut records, &mut s, &share, &slot);
+            // Delivered: the batch's own share and what left with it are released.
+            share.release();
+            for d in std::mem::take(&mut s.done) {
+                d.release();
+            }
+        }
+        assert_eq!(
+            second.held(),
+            2,
+            "batch one's events, let go by the first stage"
+        );
+        assert_eq!(
+            one.load(Ordering::SeqCst),
+            0,
+            "batch one's events are still kept"
+        );
+        for d in second.flush(Instant::now(), true).done {
+            d.release();
+        }
+        assert_eq!(one.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            two.load(Ordering::SeqCst),
+            0,
+            "batch two's are in the first stage"
+        );
+        for d in first.flush(Instant::now(), true).done {
+            d.release();
+        }
+        assert_eq!(two.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn metadata_a_plugin_sets_replaces_the_events_but_keeps_the_hosts_times() {

@@ -6,7 +6,8 @@
 //!
 //! An export of one trace is kept as the client encoded it; one of several is re-encoded, one
 //! message per trace. OTLP/JSON bodies, and protobuf that does not decode, stay whole and
-//! unkeyed (the deserializer reports what is wrong with them).
+//! unkeyed (the deserializer reports what is wrong with them). Only for a Kafka buffer: an
+//! in-memory one has no partitions, and counts its room in records.
 
 use std::collections::HashMap;
 
@@ -18,13 +19,16 @@ use prost::Message;
 /// came; `None` when it does not decode or has no span.
 pub(crate) fn split(payload: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
     let request = ExportTraceServiceRequest::decode(payload).ok()?;
+    // Each trace id once, in the order first seen, and where it is in that order.
     let mut ids: Vec<&[u8]> = Vec::new();
+    let mut index: HashMap<&[u8], usize> = HashMap::new();
     for rs in &request.resource_spans {
         for ss in &rs.scope_spans {
             for span in &ss.spans {
-                if !ids.contains(&span.trace_id.as_slice()) {
+                index.entry(&span.trace_id).or_insert_with(|| {
                     ids.push(&span.trace_id);
-                }
+                    ids.len() - 1
+                });
             }
         }
     }
@@ -33,7 +37,6 @@ pub(crate) fn split(payload: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
         1 => return Some(vec![(hex::encode(ids[0]), payload.to_vec())]),
         _ => {}
     }
-    let index: HashMap<&[u8], usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let mut parts: Vec<ExportTraceServiceRequest> =
         vec![ExportTraceServiceRequest::default(); ids.len()];
     for rs in &request.resource_spans {

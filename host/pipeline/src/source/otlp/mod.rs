@@ -45,11 +45,13 @@ struct OtlpState {
     compression: Compression,
     /// `max_request_length` in bytes.
     max_length: u64,
+    /// One record per trace, keyed by its trace id (`SourceContext::keyed`: a Kafka buffer).
+    by_trace: bool,
 }
 
 impl OtlpState {
     /// The buffer records for one request's message: one, or for an OTLP/protobuf trace export
-    /// one per trace, keyed by its trace id (`by_trace`).
+    /// into a Kafka buffer one per trace, keyed by its trace id (`by_trace`).
     fn records(
         &self,
         signal: Signal,
@@ -71,8 +73,8 @@ impl OtlpState {
             content_type: Some(format!("{encoding}; otlp={signal}")),
             headers: headers.clone(),
         };
-        match (signal, json) {
-            (Signal::Traces, false) => match by_trace::split(&payload) {
+        match (signal, json, self.by_trace) {
+            (Signal::Traces, false, true) => match by_trace::split(&payload) {
                 Some(parts) => parts
                     .into_iter()
                     .map(|(trace, part)| record(part, Some(trace.into_bytes())))
@@ -112,6 +114,7 @@ pub async fn bind(
         guard: Guard::new(listener.authentication.as_ref(), listener.compression),
         compression: listener.compression,
         max_length: listener.max_request_length.bytes(),
+        by_trace: cx.keyed,
     });
     tracing::info!(
         pipeline = %cx.pipeline,
