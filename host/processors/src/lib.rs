@@ -93,6 +93,9 @@ pub trait Stateful: Send + Sync {
 pub struct Released {
     pub events: Vec<Event>,
     pub done: Vec<Share>,
+    /// How many events it dropped on purpose (a sampler, a rate limiter, a duplicate), for
+    /// the pipeline's count of dropped events.
+    pub dropped: u64,
 }
 
 impl Released {
@@ -100,6 +103,7 @@ impl Released {
     pub fn extend(&mut self, other: Released) {
         self.events.extend(other.events);
         self.done.extend(other.done);
+        self.dropped += other.dropped;
     }
 }
 

@@ -234,7 +234,11 @@ impl State {
         let done = std::mem::take(&mut self.previous.shares);
         self.previous = std::mem::take(&mut self.current);
         self.rotated = now;
-        Released { events, done }
+        Released {
+            events,
+            done,
+            dropped: 0,
+        }
     }
 
     /// The name of `trace_id`'s root span, from the current window, else the previous one.

@@ -283,8 +283,10 @@ pub(crate) async fn flush(
                 let share = sluice_buffer::Acknowledgement::new(|| {}).shared();
                 let mut records = Vec::new();
                 let mut split = outcome::Split::default();
+                let dropped = out.dropped;
                 process::left(processor.name(), out, &mut records, &mut split);
-                let out = finish(&delivery, &mut list[i + 1..], records, split, &share, &slot);
+                let mut out = finish(&delivery, &mut list[i + 1..], records, split, &share, &slot);
+                out.dropped += dropped;
                 sends.push((out, share));
             }
             (list, sends)

@@ -69,6 +69,7 @@ pub(crate) fn run_stages(
                 let input = events.into_iter().map(|e| (e, group.share())).collect();
                 let out = processor.process(input, Instant::now());
                 group.release();
+                done.dropped += out.dropped;
                 left(processor.name(), out, records, split);
             }
             Stage::Plugin(stage) => {

@@ -296,6 +296,9 @@ impl<A: Action> Groups<A> {
                 out.done.push(share);
             }
             Handled::Dropped => {
+                if original.is_none() {
+                    out.dropped += 1;
+                }
                 out.events.extend(original);
                 out.done.push(share);
             }
@@ -356,7 +359,12 @@ impl<A: Action> Groups<A> {
         };
         self.held -= group.folded;
         self.weight -= group.folded.max(1);
-        for mut event in self.action.conclude(group.state, &group.keys) {
+        let made = self.action.conclude(group.state, &group.keys);
+        if made.is_empty() {
+            // Nothing came of the group's events (a tail sample not taken).
+            out.dropped += group.folded as u64;
+        }
+        for mut event in made {
             options.tag(&mut event);
             out.events.push(event);
         }

@@ -10,23 +10,11 @@ use sluice_buffer::{Acknowledgement, Share};
 use sluice_event::{Event, Metadata};
 
 use crate::testing::invalid;
-use crate::{Built, Released, Stateful};
+use crate::{Released, Stateful};
 
 /// The `aggregate` processor of a `processor:` list item written in YAML (JSON is YAML).
 fn aggregate(yaml: &str) -> Box<dyn Stateful> {
-    let file = format!(
-        "p:\n  source:\n    http:\n  processor:\n    - {}\n  sink:\n    - stdout:\n",
-        yaml.replace('\n', "\n      ")
-    );
-    let mut config =
-        sluice_config::parse("t.yaml", &file, Default::default()).unwrap_or_else(|e| panic!("{e}"));
-    match config.pipelines.remove(0).processor.remove(0) {
-        sluice_config::Processor::Builtin(b) => match crate::build(&b).unwrap() {
-            Built::Stateful(p) => p,
-            Built::Each(p) => panic!("`{}` keeps nothing", p.name()),
-        },
-        sluice_config::Processor::Plugin(p) => panic!("`{}` is not built in", p.name),
-    }
+    crate::testing::stateful(yaml)
 }
 
 /// A batch's acknowledgement: `acked` once every share of it was released.
@@ -183,10 +171,12 @@ fn a_group_concludes_group_duration_after_its_first_event_and_then_lets_its_shar
 fn events_dropped_or_passed_on_release_their_shares_at_once() {
     let p = aggregate("aggregate:\n  identification_keys: [k]\n  action:\n    remove_duplicates:");
     let mut batch = Batch::new();
-    let out = settle(p.process(
+    let released = p.process(
         batch.events(&[json!({"k": 1, "n": 1}), json!({"k": 1, "n": 2})]),
         Instant::now(),
-    ));
+    );
+    assert_eq!(released.dropped, 1, "the duplicate is counted as dropped");
+    let out = settle(released);
     batch.close();
     assert_eq!(out, [json!({"k": 1, "n": 1})]);
     assert!(
