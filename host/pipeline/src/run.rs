@@ -131,13 +131,13 @@ pub async fn run(
             });
         }
         if let Some(stages) = b.flusher {
-            let (set, last) = &mut flushers[level];
+            let (set, phase) = &mut flushers[level];
             let slot = options.watchdog.slot(&name, b.workers.len());
             set.spawn(worker::flush(
                 stages,
                 b.delivery.clone(),
                 slot,
-                last.subscribe(),
+                phase.subscribe(),
             ));
         }
         for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
@@ -214,7 +214,7 @@ pub async fn run(
             workers.abort_all();
             while workers.join_next().await.is_some() {}
         }
-        // What stateful processors hold goes to the sinks now, before they flush.
+        // The flushers' last flush, then they end: before the staged sinks send what they hold.
         let (set, phase) = &mut flushers[level];
         let _ = phase.send(worker::Phase::Last);
         if tokio::time::timeout_at(deadline, async { while set.join_next().await.is_some() {} })
