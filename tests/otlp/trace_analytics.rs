@@ -193,3 +193,52 @@ fn data_preppers_trace_analytics_pipeline_loses_no_span_across_a_kill_9() {
         "traces spread over the partitions: {used:?}"
     );
 }
+
+/// Two hosts in one consumer group (one consumer each) on a two-partition entry topic: the
+/// exports go to one
+/// host, the traces are read by both (a trace's records on one partition, so on one host), and
+/// every span comes out of one of them with its trace group; without keying, a child read by
+/// one host and its root by the other would wait there for `trace_flush_interval` (600 s).
+#[test]
+fn two_hosts_sharing_the_buffer_each_see_whole_traces() {
+    let (bootstrap, topic) = (kafka_bootstrap(), unique("two-hosts"));
+    let yaml = format!(
+        "traces:\n  delay: 20ms\n  source:\n    otel_trace_source:\n      ssl: false\n      port: {{port}}\n  buffer:\n    kafka:\n      bootstrap_servers: [{bootstrap}]\n      topics:\n        - name: {topic}\n          group_id: {topic}-g\n          create_topic: true\n          number_of_partitions: 2\n          workers: 1\n          commit_interval: 200ms\n  processor:\n    - otel_traces:\n        trace_flush_interval: 600\n  sink:\n    - file:\n        path: {{dir}}/spans.jsonl\n"
+    );
+    let (a, b) = (Sluice::start(&yaml), Sluice::start(&yaml));
+    let (file_a, file_b) = (a.path("spans.jsonl"), b.path("spans.jsonl"));
+    let spans = || {
+        let mut all = json_lines(&file_a);
+        all.extend(json_lines(&file_b));
+        all
+    };
+    let mut sent = BTreeMap::new();
+    // Until both hosts have partitions (the group settles after the second one joins).
+    for _ in 0..20 {
+        sent.extend(send(&a, 5));
+        std::thread::sleep(Duration::from_millis(500));
+        if !json_lines(&file_a).is_empty() && !json_lines(&file_b).is_empty() {
+            break;
+        }
+    }
+    sent.extend(send(&a, 5));
+    let want: BTreeSet<String> = sent.keys().cloned().collect();
+    let grouped = || -> BTreeSet<String> {
+        spans()
+            .iter()
+            .filter(|e| e["traceGroup"] == "GET /buy")
+            .map(|e| e["spanId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    a.wait_for(
+        "every span with its trace group, from one host or the other",
+        Duration::from_secs(60),
+        || grouped() == want,
+    );
+    assert!(
+        !json_lines(&file_a).is_empty() && !json_lines(&file_b).is_empty(),
+        "both hosts read traces:\n{}\n{}",
+        a.log(),
+        b.log()
+    );
+}
