@@ -131,9 +131,9 @@ pub(crate) async fn run(
                 content_type: r.content_type.as_deref(),
                 received_at_ms: r.received_at_ms,
             };
+            // Dead-lettered, but not a parse failure (`numberOfRecordsFailedToParse`).
             out.dead
                 .push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
-            out.failed_to_parse += 1;
         }
         deliver(&outputs, out, share).await;
     }
