@@ -32,6 +32,7 @@ pub(crate) struct Args {
 fn record(i: usize, records_per_write: usize) -> Vec<Record> {
     (0..records_per_write)
         .map(|j| Record {
+        events: Vec::new(),
             payload: format!(r#"[{{"n":{i},"j":{j},"msg":"a log line of about a hundred bytes, as in the end-to-end run"}}]"#)
                 .into_bytes(),
             key: None,

@@ -26,11 +26,17 @@ pub mod tiered;
 
 pub use tiered::TierState;
 
-/// One raw record as a source received it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One raw record as a source received it, or the events an upstream pipeline of the same
+/// process handed over already parsed.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Record {
-    /// The bytes exactly as received.
+    /// The bytes exactly as received (empty when the record carries `events`).
     pub payload: Vec<u8>,
+    /// Events a `pipeline` sink hands, parsed and with their metadata, to a downstream
+    /// pipeline whose buffer holds them as they are ([`BufferWriter::events_per_record`]: the
+    /// in-memory one), so nothing between two pipelines of one process serializes them. Empty
+    /// for records of bytes; only such a buffer is ever given a record with events.
+    pub events: Vec<sluice_event::Event>,
     /// The key, when the source has one.
     pub key: Option<Vec<u8>>,
     /// When the source received it, in ms since the Unix epoch.
@@ -117,6 +123,13 @@ pub trait BufferWriter: Send + Sync {
         timeout: Duration,
     ) -> Result<Held, WriteError> {
         self.write(records, timeout).await.map(|()| Held::now())
+    }
+
+    /// Whether the buffer holds records of parsed events (`Record::events`), and then how many
+    /// events one such record should carry at most (its batch size). Such a record takes room
+    /// for each of its events. `None` (the default): records of bytes only.
+    fn events_per_record(&self) -> Option<usize> {
+        None
     }
 
     /// The largest record payload the buffer takes, if it has a limit. Sources split larger
@@ -217,7 +230,7 @@ pub struct Batch {
 }
 
 /// A record the buffer could not open, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Unreadable {
     pub record: Record,
     pub reason: String,

@@ -2,6 +2,8 @@
 //!
 //! Capacity is counted in records and held until a batch is acknowledged, so records being
 //! deserialized or written to sinks still count: memory stays bounded however slow the sinks.
+//! A record of events an upstream pipeline handed over parsed (`Record::events`) counts as
+//! its events, in the room it takes and in a batch's size, as Data Prepper counts its records.
 //! Writers wait (up to their timeout) for room; they never block forever and never drop.
 //! A writer that must know when its records are through (`write_held`: an upstream pipeline's
 //! `pipeline` sink) is told when the batches carrying them are acknowledged.
@@ -165,6 +167,24 @@ impl Drop for Shares {
     }
 }
 
+/// The room a record takes: one, or one per event it carries.
+fn weight(record: &Record) -> usize {
+    record.events.len().max(1)
+}
+
+/// How many records from the front of `queue` make a batch of at most `size` (by weight; at
+/// least one), and whether that batch is full.
+fn batch_len(queue: &VecDeque<(Record, Option<Arc<Pending>>)>, size: usize) -> (usize, bool) {
+    let mut total = 0;
+    for (n, (record, _)) in queue.iter().enumerate() {
+        total += weight(record);
+        if total >= size {
+            return (if total > size { n.max(1) } else { n + 1 }, true);
+        }
+    }
+    (queue.len(), false)
+}
+
 /// A batch of `records`, whose acknowledgement gives their room back and tells the writes
 /// waiting for them.
 fn batch(
@@ -172,7 +192,7 @@ fn batch(
     room: &Arc<Semaphore>,
 ) -> Batch {
     let (records, pending): (Vec<Record>, Vec<Option<Arc<Pending>>>) = records.unzip();
-    let n = records.len();
+    let n = records.iter().map(weight).sum();
     let room = room.clone();
     let shares = Shares {
         pending: pending.into_iter().flatten().collect(),
@@ -197,19 +217,18 @@ impl MemoryBuffer {
         pending: Option<Arc<Pending>>,
     ) -> Result<(), WriteError> {
         let inner = &self.inner;
-        if records.len() > inner.capacity {
-            return Err(WriteError::TooLarge {
-                records: records.len(),
-                capacity: inner.capacity,
-            });
+        let needed: usize = records.iter().map(weight).sum();
+        let too_large = || WriteError::TooLarge {
+            records: needed,
+            capacity: inner.capacity,
+        };
+        if needed > inner.capacity {
+            return Err(too_large());
         }
         if inner.closed.load(Ordering::SeqCst) {
             return Err(WriteError::Closed);
         }
-        let n = u32::try_from(records.len()).map_err(|_| WriteError::TooLarge {
-            records: records.len(),
-            capacity: inner.capacity,
-        })?;
+        let n = u32::try_from(needed).map_err(|_| too_large())?;
         let permits = tokio::time::timeout(timeout, inner.room.acquire_many(n))
             .await
             .map_err(|_| WriteError::Full(timeout))?
@@ -230,6 +249,10 @@ impl MemoryBuffer {
 impl BufferWriter for MemoryBuffer {
     async fn write(&self, records: Vec<Record>, timeout: Duration) -> Result<(), WriteError> {
         self.push(records, timeout, None).await
+    }
+
+    fn events_per_record(&self) -> Option<usize> {
+        Some(self.inner.batch_size.min(self.inner.capacity).max(1))
     }
 
     async fn write_held(
@@ -268,9 +291,8 @@ impl BufferReader for MemoryBuffer {
                     first_seen = None;
                 } else {
                     let started = *first_seen.get_or_insert_with(Instant::now);
-                    if queue.len() >= inner.batch_size || closed || started.elapsed() >= inner.delay
-                    {
-                        let n = queue.len().min(inner.batch_size);
+                    let (n, full) = batch_len(&queue, inner.batch_size);
+                    if full || closed || started.elapsed() >= inner.delay {
                         return Some(batch(queue.drain(..n), &inner.room));
                     }
                 }
@@ -291,6 +313,7 @@ mod tests {
 
     fn rec(i: usize) -> Record {
         Record {
+            events: Vec::new(),
             payload: vec![i as u8],
             key: None,
             received_at_ms: 0,
@@ -354,6 +377,53 @@ mod tests {
         let lost = w.write_held(vec![rec(9)], Duration::ZERO).await.unwrap();
         drop(r.read().await.unwrap());
         assert_eq!(lost.acknowledged().await, Err(crate::Lost));
+    }
+
+    #[tokio::test]
+    async fn records_of_events_take_room_and_fill_batches_per_event() {
+        let carrying = |n: usize| Record {
+            events: (0..n)
+                .map(|i| {
+                    sluice_event::Event::new(
+                        serde_json::json!({"i": i}),
+                        sluice_event::Metadata::new("LOG", 0),
+                    )
+                })
+                .collect(),
+            ..Record::default()
+        };
+        let buffer = MemoryBuffer::new("test", 10, 4, Duration::ZERO);
+        let w = buffer.writer();
+        assert_eq!(w.events_per_record(), Some(4), "the batch size");
+        w.write(vec![carrying(3), carrying(3), rec(1)], Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            buffer.used(),
+            7,
+            "one per event, one for the record of bytes"
+        );
+        assert_eq!(
+            w.write(vec![carrying(4)], Duration::from_millis(10)).await,
+            Err(WriteError::Full(Duration::from_millis(10)))
+        );
+        assert!(matches!(
+            w.write(vec![carrying(11)], Duration::ZERO).await,
+            Err(WriteError::TooLarge { records: 11, .. })
+        ));
+        let mut r = buffer.reader();
+        let first = r.read().await.unwrap();
+        assert_eq!(
+            first.records.len(),
+            1,
+            "3 + 3 events are more than a batch of 4"
+        );
+        let second = r.read().await.unwrap();
+        assert_eq!(second.records.len(), 2, "3 events and a record: 4");
+        first.ack.acknowledge();
+        assert_eq!(buffer.used(), 4);
+        second.ack.acknowledge();
+        assert_eq!(buffer.used(), 0);
     }
 
     #[tokio::test]

@@ -373,6 +373,7 @@ impl Consumer {
             self.shared.stats.bytes_consumed.add(payload.len() as u64);
             let position = format!("kafka:{}/{partition}@{offset}", m.topic());
             let record = Record {
+                events: Vec::new(),
                 payload,
                 key: m.key().map(<[u8]>::to_vec),
                 received_at_ms,

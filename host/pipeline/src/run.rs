@@ -306,21 +306,18 @@ async fn build(
         connections,
     };
     for sink in &p.sink {
-        let output = crate::sink::build(&cx, &sink.sink)
+        let sink = crate::sink::Sink::open(&cx, &sink.sink, dead_letters.clone())
             .await
             .map_err(sink_error)?;
-        sinks.push(Arc::new(crate::sink::Sink::new(
-            &name,
-            output,
-            dead_letters.clone(),
-        )));
+        sinks.push(Arc::new(sink));
     }
+    let hands: Vec<bool> = sinks.iter().map(|s| s.hands_events()).collect();
     let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
         event_type: p.source.event_type(),
         connected: matches!(p.source, sluice_config::Source::Pipeline(_)),
-        router: crate::worker::Router::new(&p.route, &p.sink),
+        router: crate::worker::Router::new(&p.route, &p.sink).handing(&hands),
         sinks,
         dead_letters,
         counters: counters.clone(),

@@ -133,6 +133,7 @@ pub(super) fn record(v: &Value, received_at_ms: u64) -> Record {
         .map(|pair| (text(&pair[0]), text(&pair[1])))
         .collect();
     Record {
+        events: Vec::new(),
         payload,
         key: None,
         received_at_ms,

@@ -16,6 +16,7 @@ fn tier(capacity: usize) -> Flaky {
 
 fn record(id: u64, origin: &str) -> Record {
     Record {
+        events: Vec::new(),
         payload: format!("{{\"id\":{id}}}").into_bytes(),
         key: None,
         received_at_ms: 0,

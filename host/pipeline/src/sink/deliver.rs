@@ -34,7 +34,7 @@ pub(crate) struct SinkMetrics {
 }
 
 impl SinkMetrics {
-    fn new(pipeline: &str, sink: &str) -> Self {
+    pub(crate) fn new(pipeline: &str, sink: &str) -> Self {
         let c = |name: &'static str| metrics::counter!(name, "pipeline" => pipeline.to_owned(), "sink" => sink.to_owned());
         Self {
             written: c("sluice_sink_eventsWritten"),

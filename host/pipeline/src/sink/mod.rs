@@ -159,6 +159,16 @@ enum Route {
     Direct(Arc<deliver::Delivery>),
     /// Batches are collected by the sink's own task up to a threshold.
     Staged(staged::Stager),
+    /// The events themselves go to a pipeline of this process whose buffer holds them.
+    Handoff(pipeline::Handoff),
+}
+
+/// A batch's events as one sink takes them.
+pub enum Take {
+    /// One serialized JSON object each, as an [`Output`] sends them.
+    Lines(Vec<Bytes>),
+    /// The events themselves, for a sink that [`hands_events`](Sink::hands_events).
+    Events(Vec<sluice_event::Event>),
 }
 
 impl Sink {
@@ -174,23 +184,52 @@ impl Sink {
         Self { name, route }
     }
 
+    /// The sink `config` configures, for `cx.pipeline`: over its [`Output`], or, for a
+    /// `pipeline` sink into a buffer of events, the handoff.
+    pub async fn open(
+        cx: &SinkBuild<'_>,
+        config: &sluice_config::Sink,
+        dead_letters: Arc<DeadLetters>,
+    ) -> Result<Self, SinkError> {
+        if let sluice_config::Sink::Pipeline(connection) = config
+            && let Some(handoff) = pipeline::Handoff::new(connection, cx)
+        {
+            return Ok(Self {
+                name: handoff.name().to_owned(),
+                route: Route::Handoff(handoff),
+            });
+        }
+        Ok(Self::new(
+            cx.pipeline,
+            build(cx, config).await?,
+            dead_letters,
+        ))
+    }
+
     /// For logs.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Whether the sink takes the events themselves ([`Take::Events`]), not their lines.
+    pub fn hands_events(&self) -> bool {
+        matches!(self.route, Route::Handoff(_))
+    }
+
     /// Hands a batch's events to the sink. Resolves once the sink has taken them in (it waits
     /// while the sink is behind: that is the pipeline's backpressure); `receipt` is completed
     /// when the events are durable at the destination or dead-lettered.
-    pub async fn take(&self, events: Vec<Bytes>, receipt: Receipt) {
-        match &self.route {
-            Route::Direct(delivery) => {
+    pub async fn take(&self, events: Take, receipt: Receipt) {
+        match (&self.route, events) {
+            (Route::Direct(delivery), Take::Lines(events)) => {
                 if !events.is_empty() {
                     delivery.send(events).await;
                 }
                 receipt.complete();
             }
-            Route::Staged(stager) => stager.take(events, receipt).await,
+            (Route::Staged(stager), Take::Lines(events)) => stager.take(events, receipt).await,
+            (Route::Handoff(handoff), Take::Events(events)) => handoff.take(events, receipt).await,
+            (_, _) => unreachable!("the router gives a sink events exactly when it hands_events"),
         }
     }
 
@@ -203,8 +242,10 @@ impl Sink {
 
     /// Sends what is staged and waits until it is delivered; called once the workers stopped.
     pub async fn close(&self) {
-        if let Route::Staged(stager) = &self.route {
-            stager.close().await;
+        match &self.route {
+            Route::Direct(_) => {}
+            Route::Staged(stager) => stager.close().await,
+            Route::Handoff(handoff) => handoff.close().await,
         }
     }
 }

@@ -8,13 +8,18 @@
 //! backoff: the upstream pipeline slows down and never drops (nothing between them queues
 //! without bound).
 //!
-//! Events cross as NDJSON records, as many per record as the downstream buffer takes in one
-//! record, so a chain costs one record per batch rather than one per event; the downstream
-//! pipeline reads them natively (`worker::outcome::split_connected`), not with a
-//! deserializer. Each line is the event with its metadata, `{"data":
-//! {...}, "metadata": {...}}` (`wrap`, written by the router for a `pipeline` sink), which
-//! the downstream pipeline reads back into the event (`unwrap`): its type, time received,
-//! tags and attributes cross the connection.
+//! Into an in-memory downstream buffer ([`Handoff`]) the events cross as they are: parsed,
+//! with their metadata, moved (not copied) when nothing else takes them, in records of up to
+//! the downstream batch size that take room per event, as Data Prepper's pipeline connector
+//! hands its records over. Nothing between the two pipelines serializes.
+//!
+//! Into a buffer of bytes (Kafka, a tiered buffer) they cross as NDJSON records ([`ToPipeline`]),
+//! as many per record as the downstream buffer takes in one record, so a chain costs one
+//! record per batch rather than one per event; the downstream pipeline reads them natively
+//! (`worker::outcome::split_connected`), not with a deserializer. Each line is the event with
+//! its metadata, `{"data": {...}, "metadata": {...}}` (`wrap`, written by the router for a
+//! `pipeline` sink), which the downstream pipeline reads back into the event (`unwrap`): its
+//! type, time received, tags and attributes cross the connection.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -46,6 +51,102 @@ impl Connections {
     /// Pipeline `name` is built: its buffer takes what its upstream pipelines send.
     pub fn insert(&mut self, name: &str, writer: Arc<dyn BufferWriter>) {
         self.0.insert(name.to_owned(), writer);
+    }
+}
+
+/// A `pipeline` sink into a pipeline of this process whose buffer holds parsed events (the
+/// in-memory one): hands the events over as they are. A write waits for room (the downstream
+/// buffer's backpressure reaches the upstream worker); the upstream batch's receipt is
+/// completed once the downstream batches carrying its events were acknowledged, by a task
+/// per write, so the upstream worker reads on meanwhile (the downstream buffer's room bounds
+/// how many wait). Events the downstream pipeline drops unacknowledged (its shutdown gave up
+/// on them) leave the upstream batch unacknowledged: read again after a restart.
+pub(crate) struct Handoff {
+    /// `pipeline:<downstream>`.
+    name: String,
+    /// `pipeline:<upstream>`: the records' origin downstream.
+    origin: String,
+    per_record: usize,
+    writer: Arc<dyn BufferWriter>,
+    metrics: Arc<super::deliver::SinkMetrics>,
+    /// The writes waiting for their acknowledgement.
+    waiting: std::sync::Mutex<tokio::task::JoinSet<()>>,
+}
+
+impl Handoff {
+    /// The handoff for `config`, if its downstream pipeline's buffer holds events.
+    pub(crate) fn new(
+        config: &sluice_config::connection::PipelineSink,
+        cx: &SinkBuild<'_>,
+    ) -> Option<Self> {
+        let writer = cx.connections.0.get(&config.name)?;
+        let per_record = writer.events_per_record()?;
+        let name = format!("pipeline:{}", config.name);
+        Some(Self {
+            metrics: Arc::new(super::deliver::SinkMetrics::new(cx.pipeline, &name)),
+            name,
+            origin: format!("pipeline:{}", cx.pipeline),
+            per_record,
+            writer: writer.clone(),
+            waiting: std::sync::Mutex::default(),
+        })
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Writes `events` into the downstream buffer once it has room; `receipt` completes when
+    /// the downstream pipeline acknowledged all of them.
+    pub(crate) async fn take(&self, mut events: Vec<Event>, receipt: super::Receipt) {
+        if events.is_empty() {
+            receipt.complete();
+            return;
+        }
+        let (n, now) = (events.len() as u64, crate::source::now_ms());
+        // One write per record: each waits for its own room, so a batch larger than the
+        // downstream buffer still goes, record by record. No timeout: a full downstream buffer
+        // holds the upstream worker here (the chain's backpressure) until there is room, or
+        // until the downstream buffer closes.
+        let mut held = Vec::with_capacity(events.len().div_ceil(self.per_record));
+        while !events.is_empty() {
+            let rest = events.split_off(events.len().min(self.per_record));
+            let record = Record {
+                events: std::mem::replace(&mut events, rest),
+                received_at_ms: now,
+                origin: self.origin.clone(),
+                ..Record::default()
+            };
+            match self.writer.write_held(vec![record], Duration::MAX).await {
+                Ok(h) => held.push(h),
+                Err(error) => {
+                    tracing::error!(sink = %self.name, %error, "the downstream pipeline did not take a batch; it is not acknowledged upstream");
+                    return;
+                }
+            }
+        }
+        let (metrics, name) = (self.metrics.clone(), self.name.clone());
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        while waiting.try_join_next().is_some() {}
+        waiting.spawn(async move {
+            for h in held {
+                if let Err(lost) = h.acknowledged().await {
+                    tracing::warn!(sink = %name, %lost, "the downstream pipeline stopped before taking a batch; it is not acknowledged upstream");
+                    return;
+                }
+            }
+            metrics.requests.increment(1);
+            metrics.written.increment(n);
+            receipt.complete();
+        });
+    }
+
+    /// Waits for the writes still waiting for their acknowledgement; called once the upstream
+    /// workers stopped.
+    pub(crate) async fn close(&self) {
+        let mut waiting =
+            std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+        while waiting.join_next().await.is_some() {}
     }
 }
 
@@ -95,6 +196,7 @@ impl ToPipeline {
             if !members.is_empty() {
                 records.push((
                     Record {
+                        events: Vec::new(),
                         payload: std::mem::take(payload),
                         key: None,
                         received_at_ms: now,

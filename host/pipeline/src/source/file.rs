@@ -88,6 +88,7 @@ async fn run(
             let text = text.strip_suffix(b"\r").unwrap_or(text);
             if !text.is_empty() {
                 pending.push(Record {
+                    events: Vec::new(),
                     payload: text.to_vec(),
                     key: None,
                     received_at_ms: super::now_ms(),

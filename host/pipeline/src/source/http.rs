@@ -144,6 +144,7 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
     let records = payloads
         .into_iter()
         .map(|payload| Record {
+            events: Vec::new(),
             payload,
             key: None,
             received_at_ms,

@@ -70,6 +70,16 @@ pub(crate) async fn run(
             .iter()
             .map(|r| r.content_type.clone())
             .collect();
+        // Events an upstream pipeline of this process handed over, parsed.
+        let handed: Vec<Vec<sluice_event::Event>> = if outputs.connected {
+            batch
+                .records
+                .iter_mut()
+                .map(|r| std::mem::take(&mut r.events))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let records: Vec<RawRecord> = std::mem::take(&mut batch.records)
             .into_iter()
             .map(plugin_record)
@@ -92,7 +102,13 @@ pub(crate) async fn run(
             let pipeline = &delivery.pipeline;
             let split = if delivery.connected {
                 // Events from upstream pipelines: read natively, with their metadata.
-                outcome::split_connected(pipeline, delivery.event_type, &records, &content_types)
+                outcome::split_connected(
+                    pipeline,
+                    delivery.event_type,
+                    &records,
+                    &content_types,
+                    handed,
+                )
             } else {
                 slot.enter(
                     d.current.plugin().name(),

@@ -144,18 +144,26 @@ pub(crate) fn split_outcomes(
     out
 }
 
-/// A batch of a `pipeline` source's records (NDJSON lines of events with their metadata,
-/// from upstream `pipeline` sinks), read natively into parsed events: one parse per event,
-/// no plugin call. A record with a line that is not a JSON object is dead-lettered whole.
+/// A batch of a `pipeline` source's records, read natively into parsed events, no plugin
+/// call: the events upstream pipelines of this process handed over (`handed`, per record) as
+/// they are; records of NDJSON lines of events with their metadata (from a `pipeline` sink
+/// into a buffer of bytes) with one parse per event. A record with a line that is not a JSON
+/// object is dead-lettered whole.
 pub(crate) fn split_connected(
     pipeline: &str,
     event_type: &'static str,
     records: &[RawRecord],
     content_types: &[Option<String>],
+    mut handed: Vec<Vec<Event>>,
 ) -> Split {
     let mut out = Split::default();
     let mut parsed = Vec::new();
     for (i, (record, content_type)) in records.iter().zip(content_types).enumerate() {
+        if let Some(events) = handed.get_mut(i).filter(|e| !e.is_empty()) {
+            out.owners.extend(std::iter::repeat_n(i, events.len()));
+            parsed.append(events);
+            continue;
+        }
         let mark = parsed.len();
         let mut failed = None;
         for (n, line) in record
@@ -258,7 +266,7 @@ mod connected_tests {
         good.push(b'\n');
         good.extend_from_slice(br#"{"b": 2}"#);
         let records = [record(&good), record(b"{\"c\": 3}\n[4]\n")];
-        let mut split = split_connected("p", "LOG", &records, &[None, None]);
+        let mut split = split_connected("p", "LOG", &records, &[None, None], Vec::new());
         assert_eq!(split.owners, [0, 0]);
         let events = split.parsed().clone();
         assert_eq!(events[0], Event::new(json!({"a": 1}), tagged));

@@ -13,6 +13,7 @@ use sluice_config::{DEFAULT_ROUTE, Route, RoutedSink};
 use sluice_event::{Event, Key};
 
 use super::outcome::Split;
+use crate::sink::Take;
 
 /// A pipeline's routes and what each of its sinks takes.
 #[derive(Debug)]
@@ -35,6 +36,9 @@ struct Takes {
     /// The sink sends to another pipeline: each event goes with its metadata
     /// (`crate::sink::pipeline::wrap`).
     connection: bool,
+    /// The sink takes the events themselves (`Sink::hands_events`), moved when no later
+    /// sink needs them.
+    hands: bool,
 }
 
 /// How a sink reshapes each event it sends.
@@ -48,7 +52,7 @@ struct Shape {
 /// A batch's events as each sink takes them.
 pub(crate) struct Routed {
     /// One list per sink, in the pipeline's order.
-    pub(crate) per_sink: Vec<Vec<Bytes>>,
+    pub(crate) per_sink: Vec<Take>,
     /// Events no sink took.
     pub(crate) unrouted: u64,
 }
@@ -73,6 +77,7 @@ impl Router {
                         exclude_keys: c.exclude_keys.clone(),
                     }),
                     connection: matches!(s.sink, sluice_config::Sink::Pipeline(_)),
+                    hands: false,
                 }
             })
             .collect();
@@ -91,12 +96,21 @@ impl Router {
                 default: false,
                 shape: None,
                 connection: false,
+                hands: false,
             })
             .collect();
         Self {
             routes: Vec::new(),
             sinks,
         }
+    }
+
+    /// Sink `i` takes the events themselves when `hands[i]` (`Sink::hands_events`).
+    pub fn handing(mut self, hands: &[bool]) -> Self {
+        for (sink, &hands) in self.sinks.iter_mut().zip(hands) {
+            sink.hands = hands;
+        }
+        self
     }
 
     /// Each sink's events of `split`.
@@ -129,36 +143,67 @@ impl Router {
                 || sink.routes.iter().any(|&r| row[r])
                 || (sink.default && !row.iter().any(|&m| m))
         };
-        // Reshaped sinks and connections first, from the parsed events; then the lines,
-        // serialized once.
-        let mut shaped: Vec<Option<Vec<Bytes>>> = Vec::with_capacity(self.sinks.len());
+        // Reshaped sinks and connections first, from the parsed events; then the sinks that
+        // take the events themselves, copies of them; then the lines, serialized once. With
+        // no lines to make, the last sink taking events takes them without a copy.
+        let mut per_sink: Vec<Option<Take>> = Vec::with_capacity(self.sinks.len());
         for sink in &self.sinks {
-            shaped.push(sink.reads_events().then(|| {
-                split
-                    .parsed()
-                    .iter()
-                    .enumerate()
-                    .filter(|&(e, _)| takes(sink, e))
-                    .map(|(_, event)| Bytes::from(sink.write(event)))
-                    .collect()
+            per_sink.push((sink.reads_events() && !sink.hands).then(|| {
+                Take::Lines(
+                    split
+                        .parsed()
+                        .iter()
+                        .enumerate()
+                        .filter(|&(e, _)| takes(sink, e))
+                        .map(|(_, event)| Bytes::from(sink.write(event)))
+                        .collect(),
+                )
             }));
         }
-        let lines = if shaped.iter().all(Option::is_some) {
-            Vec::new()
-        } else {
+        let lines_wanted = self.sinks.iter().any(|s| !s.reads_events());
+        let last_hand = self.sinks.iter().rposition(|s| s.hands);
+        for (i, sink) in self.sinks.iter().enumerate() {
+            if !sink.hands || (Some(i) == last_hand && !lines_wanted) {
+                continue;
+            }
+            let events = split.parsed().iter().enumerate();
+            per_sink[i] = Some(Take::Events(
+                events
+                    .filter(|&(e, _)| takes(sink, e))
+                    .map(|(_, event)| sink.handed(event.clone()))
+                    .collect(),
+            ));
+        }
+        if let Some(i) = last_hand
+            && !lines_wanted
+        {
+            let sink = &self.sinks[i];
+            let events = std::mem::take(split.parsed()).into_iter().enumerate();
+            per_sink[i] = Some(Take::Events(
+                events
+                    .filter(|&(e, _)| takes(sink, e))
+                    .map(|(_, event)| sink.handed(event))
+                    .collect(),
+            ));
+        }
+        let lines = if lines_wanted {
             split.lines();
             crate::sink::events(std::mem::take(&mut split.events))
+        } else {
+            Vec::new()
         };
-        for (sink, shaped) in self.sinks.iter().zip(shaped) {
-            routed.per_sink.push(match shaped {
-                Some(events) => events,
-                None if sink.all => lines.clone(),
-                None => lines
-                    .iter()
-                    .enumerate()
-                    .filter(|&(e, _)| takes(sink, e))
-                    .map(|(_, line)| line.clone())
-                    .collect(),
+        for (sink, taken) in self.sinks.iter().zip(per_sink) {
+            routed.per_sink.push(match taken {
+                Some(taken) => taken,
+                None if sink.all => Take::Lines(lines.clone()),
+                None => Take::Lines(
+                    lines
+                        .iter()
+                        .enumerate()
+                        .filter(|&(e, _)| takes(sink, e))
+                        .map(|(_, line)| line.clone())
+                        .collect(),
+                ),
             });
         }
         // A sink without routes takes every event: nothing to count then.
@@ -176,6 +221,14 @@ impl Takes {
     /// events with their metadata.
     fn reads_events(&self) -> bool {
         self.shape.is_some() || self.connection
+    }
+
+    /// The event as this sink hands it over (reshaped, with its metadata).
+    fn handed(&self, event: Event) -> Event {
+        match &self.shape {
+            Some(shape) => Event::new(shape.shaped(&event), event.metadata),
+            None => event,
+        }
     }
 
     /// The event as this sink sends it.
@@ -261,11 +314,15 @@ mod tests {
         split
     }
 
-    fn lines(events: &[Bytes]) -> Vec<Value> {
-        events
-            .iter()
-            .map(|e| serde_json::from_slice(e).unwrap())
-            .collect()
+    /// What a sink took, as values (events: their data).
+    fn lines(taken: &Take) -> Vec<Value> {
+        match taken {
+            Take::Lines(lines) => lines
+                .iter()
+                .map(|e| serde_json::from_slice(e).unwrap())
+                .collect(),
+            Take::Events(events) => events.iter().map(|e| e.data.clone()).collect(),
+        }
     }
 
     #[test]
@@ -333,8 +390,8 @@ mod tests {
             sink(&["_default"], SinkContext::default()),
         ];
         let routed = Router::new(&routes, &sinks).route(&mut split(&[json!({"n": "text"})]));
-        assert!(routed.per_sink[0].is_empty());
-        assert_eq!(routed.per_sink[1].len(), 1);
+        assert!(lines(&routed.per_sink[0]).is_empty());
+        assert_eq!(lines(&routed.per_sink[1]).len(), 1);
     }
 
     #[test]
@@ -374,5 +431,58 @@ mod tests {
             events,
             "the others send the events as they are"
         );
+    }
+
+    #[test]
+    fn sinks_that_take_events_get_them_with_their_metadata_routed_and_shaped() {
+        let pipeline = |routes: &[&str], context| RoutedSink {
+            sink: Sink::Pipeline(sluice_config::connection::PipelineSink {
+                name: "next".to_owned(),
+            }),
+            ..sink(routes, context)
+        };
+        let only = SinkContext {
+            include_keys: vec!["n".to_owned()],
+            ..SinkContext::default()
+        };
+        let routes = [route("big", "/n >= 10")];
+        let events = [json!({"n": 1, "x": "a"}), json!({"n": 12, "x": "b"})];
+        let is_event = |taken: &Take| matches!(taken, Take::Events(_));
+
+        // Two sinks take events, a third the lines: both get copies.
+        let sinks = [
+            pipeline(&["big"], SinkContext::default()),
+            pipeline(&[], only.clone()),
+            sink(&[], SinkContext::default()),
+        ];
+        let router = Router::new(&routes, &sinks).handing(&[true, true, false]);
+        let routed = router.route(&mut split(&events));
+        assert!(is_event(&routed.per_sink[0]) && is_event(&routed.per_sink[1]));
+        assert_eq!(lines(&routed.per_sink[0]), [events[1].clone()]);
+        assert_eq!(
+            lines(&routed.per_sink[1]),
+            [json!({"n": 1}), json!({"n": 12})]
+        );
+        assert_eq!(lines(&routed.per_sink[2]), events);
+        let Take::Events(shaped) = &routed.per_sink[1] else {
+            unreachable!()
+        };
+        assert_eq!(
+            shaped[0].metadata.tags,
+            ["t"],
+            "metadata goes with the event"
+        );
+
+        // Only sinks of events: the last takes them without a copy, as they are.
+        let sinks = [
+            pipeline(&["big"], SinkContext::default()),
+            pipeline(&[], SinkContext::default()),
+        ];
+        let routed = Router::new(&routes, &sinks)
+            .handing(&[true, true])
+            .route(&mut split(&events));
+        assert_eq!(lines(&routed.per_sink[0]), [events[1].clone()]);
+        assert_eq!(lines(&routed.per_sink[1]), events);
+        assert_eq!(routed.unrouted, 0);
     }
 }

@@ -66,6 +66,7 @@ impl OtlpState {
             "application/x-protobuf"
         };
         let record = |payload, key| Record {
+            events: Vec::new(),
             payload,
             key,
             received_at_ms: super::now_ms(),
