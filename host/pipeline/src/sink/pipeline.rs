@@ -388,9 +388,74 @@ pub(crate) fn unwrap(event: &mut Event) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use serde_json::json;
+    use sluice_buffer::{Buffer, memory::MemoryBuffer};
 
     use super::*;
+
+    /// A handoff from pipeline `up` into `down`'s memory buffer, and `down`'s buffer.
+    fn handoff(capacity: usize, batch_size: usize) -> (Handoff, MemoryBuffer) {
+        let down = MemoryBuffer::new("down", capacity, batch_size, Duration::ZERO);
+        let mut connections = Connections::default();
+        connections.insert("down", down.writer());
+        let cx = SinkBuild {
+            pipeline: "up",
+            connections: &connections,
+        };
+        let config = sluice_config::connection::PipelineSink {
+            name: "down".to_owned(),
+        };
+        (
+            Handoff::new(&config, &cx).expect("a memory buffer holds events"),
+            down,
+        )
+    }
+
+    fn numbered(n: usize) -> Vec<Event> {
+        (0..n)
+            .map(|i| Event::new(json!({"n": i}), Metadata::new("TRACE", 7)))
+            .collect()
+    }
+
+    /// A receipt that counts its batch's acknowledgement in `acked`.
+    fn receipt(acked: &Arc<AtomicUsize>) -> super::super::Receipt {
+        let acked = acked.clone();
+        super::super::Receipt::split(1, move || {
+            acked.fetch_add(1, Ordering::SeqCst);
+        })
+        .remove(0)
+    }
+
+    #[tokio::test]
+    async fn a_handoff_is_acknowledged_upstream_once_downstream_acknowledged_every_event() {
+        let (handoff, down) = handoff(4, 2);
+        let acked = Arc::new(AtomicUsize::new(0));
+        let mut reader = down.reader();
+        // Five events into a buffer of four: record by record, as room comes back.
+        let take = handoff.take(numbered(5), receipt(&acked));
+        let read = async {
+            let mut got = Vec::new();
+            while got.len() < 5 {
+                let batch = reader.read().await.unwrap();
+                got.extend(batch.records.iter().flat_map(|r| r.events.clone()));
+                batch.ack.acknowledge();
+            }
+            got
+        };
+        let ((), got) = tokio::join!(take, read);
+        assert_eq!(got, numbered(5), "in order, with their metadata");
+        handoff.close().await;
+        assert_eq!(acked.load(Ordering::SeqCst), 1);
+
+        // A downstream batch dropped unacknowledged: the upstream batch never is.
+        let acked = Arc::new(AtomicUsize::new(0));
+        handoff.take(numbered(1), receipt(&acked)).await;
+        drop(reader.read().await.unwrap());
+        handoff.close().await;
+        assert_eq!(acked.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn an_event_crosses_a_connection_with_its_metadata() {
