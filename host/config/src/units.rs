@@ -12,35 +12,59 @@ use serde::de::{self, Deserializer, Visitor};
 /// Deserializes a [`Duration`] from a humantime string, an ISO-8601 duration as Java's
 /// `Duration.parse` reads it (`PT15S`, Data Prepper's defaults), or integer milliseconds.
 pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    struct V;
-    impl Visitor<'_> for V {
-        type Value = Duration;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a duration such as `250ms`, `30s` or `1m`, or integer milliseconds")
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            Ok(Duration::from_millis(v))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-            u64::try_from(v)
-                .map(Duration::from_millis)
-                .map_err(|_| E::custom(format!("a duration cannot be negative, got {v}")))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
-            if let Ok(ms) = v.trim().parse::<u64>() {
-                return Ok(Duration::from_millis(ms));
-            }
-            if let Some(d) = iso8601(v.trim()) {
-                return d.map_err(E::custom);
-            }
-            humantime::parse_duration(v.trim()).map_err(|e| {
-                E::custom(format!(
-                    "invalid duration `{v}` ({e}); write e.g. `250ms`, `30s`, `1m`"
-                ))
-            })
-        }
+    d.deserialize_any(DurationVisitor {
+        bare: Duration::from_millis,
+        unit: "milliseconds",
+    })
+}
+
+/// [`duration`] for keys Data Prepper reads as integer seconds (`window_duration: 180`,
+/// `trace_flush_interval`): a bare integer is seconds; text with a unit is read as
+/// [`duration`] reads it.
+pub fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    d.deserialize_any(DurationVisitor {
+        bare: Duration::from_secs,
+        unit: "seconds",
+    })
+}
+
+/// A duration, with what a bare integer counts.
+struct DurationVisitor {
+    bare: fn(u64) -> Duration,
+    unit: &'static str,
+}
+
+impl Visitor<'_> for DurationVisitor {
+    type Value = Duration;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a duration such as `250ms`, `30s` or `1m`, or integer {}",
+            self.unit
+        )
     }
-    d.deserialize_any(V)
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
+        Ok((self.bare)(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
+        u64::try_from(v)
+            .map(self.bare)
+            .map_err(|_| E::custom(format!("a duration cannot be negative, got {v}")))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
+        if let Ok(n) = v.trim().parse::<u64>() {
+            return Ok((self.bare)(n));
+        }
+        if let Some(d) = iso8601(v.trim()) {
+            return d.map_err(E::custom);
+        }
+        humantime::parse_duration(v.trim()).map_err(|e| {
+            E::custom(format!(
+                "invalid duration `{v}` ({e}); write e.g. `250ms`, `30s`, `1m`, or integer {}",
+                self.unit
+            ))
+        })
+    }
 }
 
 /// An ISO-8601 duration as Java's `Duration.parse` reads it: `P`, then days (`nD`), then `T`

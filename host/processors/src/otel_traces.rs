@@ -27,7 +27,7 @@ use crate::{BuildError, BuildStateful, Released, Stateful};
 impl BuildStateful for OtelTraces {
     fn build(&self) -> Result<Box<dyn Stateful>, BuildError> {
         Ok(Box::new(Traces {
-            flush_interval: Duration::from_secs(self.trace_flush_interval),
+            flush_interval: self.trace_flush_interval,
             cache_ttl: self.trace_group_cache_ttl,
             cache_max: usize::try_from(self.trace_group_cache_max_size).unwrap_or(usize::MAX),
             max_held: self.max_held_events,

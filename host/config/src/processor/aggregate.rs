@@ -66,17 +66,13 @@ pub struct Aggregate {
     /// sluice's, not Data Prepper's: how many events the open groups may hold (each open group
     /// counts at least one). Past it the oldest groups conclude early, as they would at their
     /// time. Default 100000.
-    #[serde(default = "default_max_held_events")]
+    #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
 
 /// Data Prepper's `DEFAULT_GROUP_DURATION_SECONDS`.
 fn default_group_duration() -> Duration {
     Duration::from_secs(180)
-}
-
-fn default_max_held_events() -> usize {
-    100_000
 }
 
 /// The aggregate actions, each with its options (Data Prepper's `AggregateAction` plugins).
@@ -420,10 +416,7 @@ impl ProcessorConfig for Aggregate {
                 ),
             );
         }
-        if self.max_held_events == 0 {
-            let at = join(path, "max_held_events");
-            errors.at(&at, format!("`{at}` must be at least 1"));
-        }
+        super::check_max_held_events(self.max_held_events, path, errors);
         let at = join(&join(path, "action"), self.action.name());
         match &self.action {
             Action::Count(count) => {

@@ -142,6 +142,26 @@ impl<'de> Deserialize<'de> for Unsupported {
     }
 }
 
+/// sluice's bound on what one stateful processor holds (`max_held_events`, not Data
+/// Prepper's): its default.
+pub(crate) const fn default_max_held_events() -> usize {
+    100_000
+}
+
+/// A stateful processor's `max_held_events` at `path`: at least one.
+pub(crate) fn check_max_held_events(value: usize, path: &str, errors: &mut Errors) {
+    if value == 0 {
+        let key = join(path, "max_held_events");
+        errors.at(
+            &key,
+            format!(
+                "`{key}` is 0; it must be at least 1 (default {})",
+                default_max_held_events()
+            ),
+        );
+    }
+}
+
 /// Checks that each of `regexes` compiles; `path` is their key.
 pub(crate) fn regexes(regexes: &[String], path: &str, errors: &mut Errors) {
     for regex in regexes {

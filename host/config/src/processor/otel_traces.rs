@@ -8,7 +8,6 @@ use serde::Deserialize;
 
 use super::ProcessorConfig;
 use crate::error::Errors;
-use crate::location::join;
 
 /// ```yaml
 /// - otel_traces:
@@ -20,8 +19,8 @@ pub struct OtelTraces {
     /// Seconds between two flushes of the spans held for want of their root span: a flush lets
     /// go (without a trace group) of the held spans of every trace first seen at least this
     /// long ago. Default 180.
-    #[serde(default = "flush_interval")]
-    pub trace_flush_interval: u64,
+    #[serde(default = "flush_interval", deserialize_with = "crate::units::seconds")]
+    pub trace_flush_interval: Duration,
     /// How long a root span's trace group is remembered for the spans of its trace that come
     /// after it (Data Prepper's `PT15S`). A span arriving later is held, then let go without.
     #[serde(default = "cache_ttl", deserialize_with = "crate::units::duration")]
@@ -33,12 +32,12 @@ pub struct OtelTraces {
     /// sluice's, not Data Prepper's: how many spans are held at most (each holds back its
     /// batch's acknowledgement); past it the traces held longest are let go early, without a
     /// trace group, as a flush would. Default 100000.
-    #[serde(default = "max_held_events")]
+    #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
 
-fn flush_interval() -> u64 {
-    180
+fn flush_interval() -> Duration {
+    Duration::from_secs(180)
 }
 
 fn cache_ttl() -> Duration {
@@ -49,20 +48,8 @@ fn cache_max_size() -> u64 {
     1_000_000
 }
 
-pub(crate) fn max_held_events() -> usize {
-    100_000
-}
-
 impl ProcessorConfig for OtelTraces {
     fn check(&self, path: &str, errors: &mut Errors) {
-        if self.max_held_events == 0 {
-            let key = join(path, "max_held_events");
-            errors.at(
-                &key,
-                format!(
-                    "`{key}` is 0; it must let at least one span wait for its root (default 100000)"
-                ),
-            );
-        }
+        super::check_max_held_events(self.max_held_events, path, errors);
     }
 }

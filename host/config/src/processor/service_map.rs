@@ -3,11 +3,9 @@
 //! which trace group), as Data Prepper's `ServiceMapProcessorConfig`. The spans are consumed;
 //! the relationships leave once per window.
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, Visitor};
 
 use super::ProcessorConfig;
 use crate::error::Errors;
@@ -27,7 +25,7 @@ pub struct ServiceMap {
     /// A parent and its child span are matched when both came within the same two windows.
     #[serde(
         default = "default_window_duration",
-        deserialize_with = "window_duration"
+        deserialize_with = "crate::units::seconds"
     )]
     pub window_duration: Duration,
     /// Data Prepper's folder for its MapDB files (default `data/service-map/`). Accepted so
@@ -38,52 +36,13 @@ pub struct ServiceMap {
     /// sluice's own bound (not Data Prepper's): the most spans kept in the two windows.
     /// Past it the windows are evaluated and rotated early, as at the end of a window, so the
     /// oldest spans leave. Default 100000.
-    #[serde(default = "default_max_held_events")]
+    #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
 
 /// Data Prepper's `DEFAULT_WINDOW_DURATION`: 180 seconds.
 const fn default_window_duration() -> Duration {
     Duration::from_secs(180)
-}
-
-/// sluice's bound on the spans kept (see [`ServiceMap::max_held_events`]).
-const fn default_max_held_events() -> usize {
-    100_000
-}
-
-/// Deserializes `window_duration`: an integer (or integer text) is seconds, as Data
-/// Prepper's `int`; text with a unit is a humantime duration (`60s`, `1m30s`).
-fn window_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    struct V;
-    impl Visitor<'_> for V {
-        type Value = Duration;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("integer seconds such as `180`, or a duration such as `60s` or `3m`")
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Duration, E> {
-            Ok(Duration::from_secs(v))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-            u64::try_from(v).map(Duration::from_secs).map_err(|_| {
-                E::custom(format!(
-                    "`window_duration` cannot be negative, got {v}; write seconds such as `180`"
-                ))
-            })
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
-            let v = v.trim();
-            if let Ok(seconds) = v.parse::<u64>() {
-                return Ok(Duration::from_secs(seconds));
-            }
-            humantime::parse_duration(v).map_err(|e| {
-                E::custom(format!(
-                    "invalid `window_duration` `{v}` ({e}); write seconds such as `180`, or `60s`, `3m`"
-                ))
-            })
-        }
-    }
-    d.deserialize_any(V)
 }
 
 impl ProcessorConfig for ServiceMap {
@@ -94,12 +53,7 @@ impl ProcessorConfig for ServiceMap {
                 format!("`{path}.db_path` cannot be empty; remove it (sluice keeps the windows in memory)"),
             );
         }
-        if self.max_held_events == 0 {
-            errors.at(
-                &join(path, "max_held_events"),
-                format!("`{path}.max_held_events` must be at least 1"),
-            );
-        }
+        super::check_max_held_events(self.max_held_events, path, errors);
     }
 }
 
@@ -151,13 +105,13 @@ mod tests {
     #[test]
     fn wrong_values_name_their_key() {
         let e = parse("service_map:\n  window_duration: -1").unwrap_err();
-        assert!(e.contains("`window_duration` cannot be negative"), "{e}");
+        assert!(e.contains("window_duration`: a duration cannot be negative"), "{e}");
         let e = parse("service_map:\n  window_duration: soon").unwrap_err();
-        assert!(e.contains("invalid `window_duration` `soon`"), "{e}");
+        assert!(e.contains("window_duration`: invalid duration `soon`"), "{e}");
         let e = parse("service_map:\n  db_path: ''").unwrap_err();
         assert!(e.contains("db_path` cannot be empty"), "{e}");
         let e = parse("service_map:\n  max_held_events: 0").unwrap_err();
-        assert!(e.contains("max_held_events` must be at least 1"), "{e}");
+        assert!(e.contains("max_held_events` is 0; it must be at least 1"), "{e}");
         let e = parse("service_map:\n  window: 3").unwrap_err();
         assert!(e.contains("window"), "{e}");
     }
