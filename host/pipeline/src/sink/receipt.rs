@@ -4,21 +4,10 @@
 //! (Kafka: its offsets may be committed). A receipt dropped without being completed (a sink
 //! gave up at shutdown) means the batch is never acknowledged: it is read again after a restart.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-/// One sink's share of a batch's acknowledgement.
-pub struct Receipt {
-    tally: std::sync::Arc<Tally>,
-    completed: bool,
-}
-
-struct Tally {
-    left: AtomicUsize,
-    /// A receipt was dropped without being completed.
-    abandoned: AtomicBool,
-    on_done: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
+/// One sink's share of a batch's acknowledgement: a [`Share`](sluice_buffer::Share), named
+/// for what completes it.
+#[derive(Debug)]
+pub struct Receipt(sluice_buffer::Share);
 
 impl Receipt {
     /// `n` receipts that run `on_done` once all of them are completed. With `n == 0`,
@@ -28,51 +17,15 @@ impl Receipt {
             on_done();
             return Vec::new();
         }
-        let tally = std::sync::Arc::new(Tally {
-            left: AtomicUsize::new(n),
-            abandoned: AtomicBool::new(false),
-            on_done: Mutex::new(Some(Box::new(on_done))),
-        });
-        (0..n)
-            .map(|_| Receipt {
-                tally: tally.clone(),
-                completed: false,
-            })
-            .collect()
+        let first = sluice_buffer::Acknowledgement::new(on_done).shared();
+        let mut receipts: Vec<Receipt> = (1..n).map(|_| Receipt(first.share())).collect();
+        receipts.push(Receipt(first));
+        receipts
     }
 
     /// The sink holds its share (or dead-lettered it).
-    pub fn complete(mut self) {
-        self.completed = true;
-    }
-}
-
-impl Drop for Receipt {
-    fn drop(&mut self) {
-        if !self.completed {
-            self.tally.abandoned.store(true, Ordering::SeqCst);
-        }
-        if self.tally.left.fetch_sub(1, Ordering::SeqCst) == 1
-            && !self.tally.abandoned.load(Ordering::SeqCst)
-        {
-            let on_done = self
-                .tally
-                .on_done
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            if let Some(f) = on_done {
-                f();
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for Receipt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Receipt")
-            .field("left", &self.tally.left.load(Ordering::Relaxed))
-            .finish()
+    pub fn complete(self) {
+        self.0.release();
     }
 }
 
@@ -80,6 +33,7 @@ impl std::fmt::Debug for Receipt {
 mod tests {
     use super::*;
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn counter() -> (Arc<AtomicUsize>, impl FnOnce() + Send + 'static) {
         let done = Arc::new(AtomicUsize::new(0));
