@@ -35,7 +35,8 @@ pub struct ServiceMap {
     pub db_path: Option<String>,
     /// sluice's own bound (not Data Prepper's): the most spans kept in the two windows.
     /// Past it the windows are evaluated and rotated early, as at the end of a window, so the
-    /// oldest spans leave. Default 100000.
+    /// oldest spans leave. Default 100000, or half the `bounded_blocking` buffer_size when that
+    /// is smaller.
     #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
@@ -54,6 +55,10 @@ impl ProcessorConfig for ServiceMap {
             );
         }
         super::check_max_held_events(self.max_held_events, path, errors);
+    }
+
+    fn max_held_events(&mut self) -> Option<&mut usize> {
+        Some(&mut self.max_held_events)
     }
 }
 
@@ -85,7 +90,10 @@ mod tests {
         // trace-analytics.md, trace-peer-forwarder.md, anomaly-detection.md: no options.
         let c = parse("service_map:").unwrap();
         assert_eq!(c.window_duration, Duration::from_secs(180));
-        assert_eq!(c.max_held_events, 100_000);
+        assert_eq!(
+            c.max_held_events, 6_400,
+            "half the default bounded_blocking buffer"
+        );
         assert_eq!(c.db_path, None);
         // trace-analytics.md:284
         let c = parse("service_map:\n  window_duration: 180").unwrap();
@@ -105,13 +113,22 @@ mod tests {
     #[test]
     fn wrong_values_name_their_key() {
         let e = parse("service_map:\n  window_duration: -1").unwrap_err();
-        assert!(e.contains("window_duration`: a duration cannot be negative"), "{e}");
+        assert!(
+            e.contains("window_duration`: a duration cannot be negative"),
+            "{e}"
+        );
         let e = parse("service_map:\n  window_duration: soon").unwrap_err();
-        assert!(e.contains("window_duration`: invalid duration `soon`"), "{e}");
+        assert!(
+            e.contains("window_duration`: invalid duration `soon`"),
+            "{e}"
+        );
         let e = parse("service_map:\n  db_path: ''").unwrap_err();
         assert!(e.contains("db_path` cannot be empty"), "{e}");
         let e = parse("service_map:\n  max_held_events: 0").unwrap_err();
-        assert!(e.contains("max_held_events` is 0; it must be at least 1"), "{e}");
+        assert!(
+            e.contains("max_held_events` is 0; it must be at least 1"),
+            "{e}"
+        );
         let e = parse("service_map:\n  window: 3").unwrap_err();
         assert!(e.contains("window"), "{e}");
     }
