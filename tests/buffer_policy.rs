@@ -17,6 +17,7 @@ type Dropped = Arc<Mutex<Vec<(Record, String)>>>;
 fn record(payload: &str, idempotency_key: Option<&str>) -> Record {
     Record {
         events: Vec::new(),
+        position: None,
         payload: payload.as_bytes().to_vec(),
         key: None,
         received_at_ms: 0,

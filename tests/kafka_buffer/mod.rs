@@ -46,6 +46,7 @@ pub(crate) fn config(bootstrap: String, topic: &str, group: &str) -> KafkaBuffer
 fn record(i: usize) -> Record {
     Record {
         events: Vec::new(),
+        position: None,
         payload: format!("{{\"n\":{i}}}").into_bytes(),
         key: Some(format!("k{i}").into_bytes()),
         received_at_ms: 1_700_000_000_000 + i as u64,

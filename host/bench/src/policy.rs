@@ -33,6 +33,7 @@ fn record(i: usize, records_per_write: usize) -> Vec<Record> {
     (0..records_per_write)
         .map(|j| Record {
         events: Vec::new(),
+        position: None,
             payload: format!(r#"[{{"n":{i},"j":{j},"msg":"a log line of about a hundred bytes, as in the end-to-end run"}}]"#)
                 .into_bytes(),
             key: None,

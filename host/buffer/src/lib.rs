@@ -41,6 +41,9 @@ pub struct Record {
     pub key: Option<Vec<u8>>,
     /// When the source received it, in ms since the Unix epoch.
     pub received_at_ms: u64,
+    /// Where it sits in a durable buffer (Kafka), once read back from it: what lets a sink
+    /// tell a record it already holds from a new one. `None` for a memory buffer's records.
+    pub position: Option<Position>,
     /// Where it came from, for error reports (`http:/log/ingest`).
     pub origin: String,
     /// What the source was told the bytes are (http: the `Content-Type` header), when known.
@@ -48,6 +51,14 @@ pub struct Record {
     /// The request headers a buffer policy asked for ([`BufferWriter::wanted_headers`]), as
     /// sent. Read by the policy when the record is written; not stored with the record.
     pub headers: Vec<(String, String)>,
+}
+
+/// Where a record sits in a Kafka buffer: its topic, partition and offset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Position {
+    pub topic: std::sync::Arc<str>,
+    pub partition: i32,
+    pub offset: i64,
 }
 
 /// Why a write was refused. Nothing refused was accepted: the source tells its client.

@@ -314,6 +314,7 @@ mod tests {
     fn rec(i: usize) -> Record {
         Record {
             events: Vec::new(),
+            position: None,
             payload: vec![i as u8],
             key: None,
             received_at_ms: 0,

@@ -57,6 +57,8 @@ const PAUSE_AFTER: Duration = Duration::from_secs(1);
 /// What the consumer thread and the acknowledging workers share.
 struct Shared {
     topic: String,
+    /// The topic, shared by the positions of the records read.
+    topic_name: Arc<str>,
     tracker: Mutex<Tracker>,
     /// Batches handed out and not yet acknowledged or dropped.
     in_flight: AtomicUsize,
@@ -191,6 +193,7 @@ impl Consumer {
     ) -> Result<Self, KafkaBufferError> {
         let shared = Arc::new(Shared {
             topic: config.topic.clone(),
+            topic_name: Arc::from(config.topic.as_str()),
             tracker: Mutex::new(Tracker::default()),
             in_flight: AtomicUsize::new(0),
             stats,
@@ -374,6 +377,11 @@ impl Consumer {
             let position = format!("kafka:{}/{partition}@{offset}", m.topic());
             let record = Record {
                 events: Vec::new(),
+                position: Some(sluice_buffer::Position {
+                    topic: self.shared.topic_name.clone(),
+                    partition,
+                    offset,
+                }),
                 payload,
                 key: m.key().map(<[u8]>::to_vec),
                 received_at_ms,

@@ -134,6 +134,7 @@ pub(super) fn record(v: &Value, received_at_ms: u64) -> Record {
         .collect();
     Record {
         events: Vec::new(),
+        position: None,
         payload,
         key: None,
         received_at_ms,

@@ -132,6 +132,7 @@ impl Rng {
 pub fn record(id: u64, headers: Vec<(String, String)>) -> Record {
     Record {
         events: Vec::new(),
+        position: None,
         payload: format!("{{\"id\":{id}}}").into_bytes(),
         key: None,
         received_at_ms: 0,

@@ -17,6 +17,7 @@ fn tier(capacity: usize) -> Flaky {
 fn record(id: u64, origin: &str) -> Record {
     Record {
         events: Vec::new(),
+        position: None,
         payload: format!("{{\"id\":{id}}}").into_bytes(),
         key: None,
         received_at_ms: 0,

@@ -71,15 +71,18 @@ impl Delivery {
     }
 
     /// Sends `events` until every one is taken or dead-lettered.
-    pub(crate) async fn send(&self, events: Vec<Bytes>) {
+    pub(crate) async fn send(&self, events: Vec<Bytes>, from: super::Provenance) {
         let sink = self.output.name();
         let mut todo = events;
+        let mut from = from;
         let mut attempt = 0u32;
         loop {
-            let reason = match self.output.send(&todo).await {
+            let reason = match self.output.send_from(&todo, &from).await {
                 Ok(()) => {
-                    self.metrics.requests.increment(1);
-                    self.metrics.written.increment(todo.len() as u64);
+                    if !todo.is_empty() {
+                        self.metrics.requests.increment(1);
+                        self.metrics.written.increment(todo.len() as u64);
+                    }
                     return;
                 }
                 Err(SendError::Reject(reason)) => {
@@ -109,6 +112,12 @@ impl Delivery {
                         return;
                     }
                     todo = retry.iter().filter_map(|i| todo.get(*i).cloned()).collect();
+                    if !from.at.is_empty() {
+                        from.at = retry
+                            .iter()
+                            .filter_map(|i| from.at.get(*i).cloned())
+                            .collect();
+                    }
                     reason
                 }
                 Err(SendError::Retry(reason)) => reason,

@@ -1,7 +1,14 @@
 //! The `file` sink: appends event lines to a file, flushing each batch, and reopens the file
 //! after a failed write (it may have been rotated, or its disk freed). Also the dead-letter
 //! file's storage (see [`super::dlq`]).
+//!
+//! From a Kafka buffer it writes no line twice (`docs/design/exactly-once.md`): beside the file,
+//! `<file>.offsets` records the file's length and, per partition, the offset ranges whose
+//! events the file holds, rewritten after each batch under the same lock. On open the file is
+//! cut to that length (what a crash left after it was never recorded, so its batch is read
+//! again), and a batch's events whose record is in a held range are skipped.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,29 +17,122 @@ use tokio::sync::Mutex;
 
 use bytes::Bytes;
 
-use super::{Output, SendError, SinkError};
+use super::{Output, Provenance, SendError, SinkError, Span};
+
+/// The most offset ranges kept per partition; past it the lowest go (long committed: after a
+/// rebalance took the partition away and gave it back, it can be more than one).
+const RANGES_KEPT: usize = 32;
 
 /// An appended file. The tokio Mutex keeps one batch's lines together when several workers
-/// write at once (it is held across the write).
+/// write at once (it is held across the write, and the record of offsets).
 pub struct FileSink {
     name: String,
     path: PathBuf,
     /// `None` after a failed write: the next write reopens the path.
-    file: Mutex<Option<tokio::fs::File>>,
+    file: Mutex<Option<Opened>>,
+}
+
+/// The open file and what it holds.
+struct Opened {
+    file: tokio::fs::File,
+    held: Held,
+}
+
+/// What `<file>.offsets` records: the file's length, and per `topic/partition` the merged,
+/// sorted offset ranges `[first, last]` whose events the file holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Held {
+    length: u64,
+    ranges: BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+impl Held {
+    fn key(topic: &str, partition: i32) -> String {
+        format!("{topic}/{partition}")
+    }
+
+    /// Whether the file holds the events of this record.
+    fn holds(&self, topic: &str, partition: i32, offset: i64) -> bool {
+        self.ranges
+            .get(&Self::key(topic, partition))
+            .is_some_and(|r| r.iter().any(|&(a, b)| a <= offset && offset <= b))
+    }
+
+    /// The file now holds `span`.
+    fn add(&mut self, span: &Span) {
+        let ranges = self
+            .ranges
+            .entry(Self::key(&span.topic, span.partition))
+            .or_default();
+        ranges.push((span.first, span.last));
+        ranges.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for &(a, b) in ranges.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        let excess = merged.len().saturating_sub(RANGES_KEPT);
+        merged.drain(..excess);
+        *ranges = merged;
+    }
+
+    /// `<file>.offsets`.
+    fn path(file: &Path) -> PathBuf {
+        let mut name = file.as_os_str().to_owned();
+        name.push(".offsets");
+        PathBuf::from(name)
+    }
+
+    /// The record beside `file`, if there is one that can be read.
+    async fn read(file: &Path) -> Option<Held> {
+        let path = Self::path(file);
+        let text = tokio::fs::read(&path).await.ok()?;
+        match serde_json::from_slice(&text) {
+            Ok(held) => Some(held),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot read the record of offsets; the file may get lines again that it holds");
+                None
+            }
+        }
+    }
+
+    /// Replaces the record beside `file` (written aside, then renamed over it).
+    async fn write(&self, file: &Path) -> std::io::Result<()> {
+        let path = Self::path(file);
+        let mut aside = path.as_os_str().to_owned();
+        aside.push(".tmp");
+        let text = serde_json::to_vec(self).expect("serializable");
+        tokio::fs::write(&aside, text).await?;
+        tokio::fs::rename(&aside, &path).await
+    }
 }
 
 impl FileSink {
     /// Opens `path` for appending, creating it and its folder.
     pub async fn open(path: &Path) -> Result<Self, SinkError> {
         let name = format!("file:{}", path.display());
-        match open_append(path).await {
-            Ok(file) => Ok(Self {
+        match Opened::open(path).await {
+            Ok(opened) => Ok(Self {
                 name,
                 path: path.to_owned(),
-                file: Mutex::new(Some(file)),
+                file: Mutex::new(Some(opened)),
             }),
             Err(source) => Err(SinkError::new(&name, source)),
         }
+    }
+}
+
+impl Opened {
+    /// Opens `path` for appending; with a record of offsets beside it, cuts it to the recorded
+    /// length first.
+    async fn open(path: &Path) -> std::io::Result<Self> {
+        let held = Held::read(path).await;
+        let file = open_append(path, held.as_ref().map(|h| h.length)).await?;
+        let mut held = held.unwrap_or_default();
+        held.length = file.metadata().await?.len();
+        Ok(Self { file, held })
     }
 }
 
@@ -49,7 +149,12 @@ impl Output for FileSink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        self.write(&super::codec::lines(events))
+        self.send_from(events, &Provenance::default()).await
+    }
+
+    /// Skips the events whose record the file holds; records the batch's ranges with the lines.
+    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
+        self.write_from(events, from)
             .await
             .map_err(|e| SendError::Retry(e.source.to_string()))
     }
@@ -66,29 +171,79 @@ impl FileSink {
         if lines.is_empty() {
             return Ok(());
         }
+        self.append(|_| lines.to_vec(), &[]).await
+    }
+
+    /// Appends the events the file does not hold yet, then records `from.covers` as held.
+    async fn write_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SinkError> {
+        if events.is_empty() && from.covers.is_empty() {
+            return Ok(());
+        }
+        let fresh = |held: &Held| {
+            if from.at.is_empty() {
+                return super::codec::lines(events);
+            }
+            let fresh: Vec<Bytes> = events
+                .iter()
+                .zip(&from.at)
+                .filter(|(_, at)| {
+                    !at.as_ref()
+                        .is_some_and(|(p, _)| held.holds(&p.topic, p.partition, p.offset))
+                })
+                .map(|(e, _)| e.clone())
+                .collect();
+            if fresh.len() < events.len() {
+                tracing::debug!(sink = %self.name, skipped = events.len() - fresh.len(), "skipping events the file already holds (read again after a restart)");
+            }
+            super::codec::lines(&fresh)
+        };
+        self.append(fresh, &from.covers).await
+    }
+
+    /// Appends the lines `lines` makes from what the file holds, flushes, and records `covers`
+    /// (and the new length) beside the file when it keeps a record of offsets; all under the
+    /// lock, so what the record says and what the file holds move together.
+    async fn append(
+        &self,
+        lines: impl FnOnce(&Held) -> Vec<u8>,
+        covers: &[Span],
+    ) -> Result<(), SinkError> {
         let mut slot = self.file.lock().await;
         let result = async {
-            let file = match &mut *slot {
-                Some(file) => file,
-                None => slot.insert(open_append(&self.path).await?),
+            let opened = match &mut *slot {
+                Some(opened) => opened,
+                None => slot.insert(Opened::open(&self.path).await?),
             };
-            file.write_all(lines).await?;
-            file.flush().await
+            let lines = lines(&opened.held);
+            if !lines.is_empty() {
+                opened.file.write_all(&lines).await?;
+                opened.file.flush().await?;
+                opened.held.length += lines.len() as u64;
+            }
+            if !covers.is_empty() || !opened.held.ranges.is_empty() {
+                for span in covers {
+                    opened.held.add(span);
+                }
+                opened.held.write(&self.path).await?;
+            }
+            Ok::<_, std::io::Error>(())
         }
         .await;
         if result.is_err() {
-            // Part of the batch may be in the file: reopening cuts the torn line, and the
-            // retry writes the whole batch.
+            // Part of the batch may be in the file: reopening cuts it (to the recorded length,
+            // or the torn line), and the retry writes the whole batch.
             *slot = None;
         }
         result.map_err(|source| SinkError::new(&self.name, source))
     }
 }
 
-/// Opens `path` for appending, creating it and its folder. A last line without its newline
-/// (the process died mid-write) is cut off: its batch was not acknowledged, so its events are
-/// written again, whole.
-async fn open_append(path: &Path) -> std::io::Result<tokio::fs::File> {
+/// Opens `path` for appending, creating it and its folder. What follows `recorded` bytes (the
+/// length in the record of offsets), or else a last line without its newline (the process
+/// died mid-write), is cut off: its batch was not acknowledged, so its events are written
+/// again, whole. A file shorter than `recorded` was rotated or truncated by someone else: only
+/// a torn line is cut.
+async fn open_append(path: &Path, recorded: Option<u64>) -> std::io::Result<tokio::fs::File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         tokio::fs::create_dir_all(dir).await?;
     }
@@ -99,7 +254,20 @@ async fn open_append(path: &Path) -> std::io::Result<tokio::fs::File> {
         .open(path)
         .await?;
     let file = file.into_std().await;
-    let file = tokio::task::spawn_blocking(move || trim_torn_line(&file).map(|()| file))
+    let file = tokio::task::spawn_blocking(move || {
+        let len = file.metadata()?.len();
+        match recorded {
+            Some(recorded) if recorded < len => {
+                tracing::warn!(
+                    cut = len - recorded,
+                    "the sink file holds lines written after its last record of offsets (a crash mid-batch); cutting them, their batch is read again"
+                );
+                file.set_len(recorded)?;
+            }
+            _ => trim_torn_line(&file)?,
+        }
+        Ok::<_, std::io::Error>(file)
+    })
         .await
         .map_err(std::io::Error::other)??;
     Ok(tokio::fs::File::from_std(file))
@@ -144,7 +312,101 @@ fn trim_torn_line(file: &std::fs::File) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::FileSink;
+    use super::*;
+    use sluice_buffer::Position;
+
+    /// One event per offset of `offsets` in partition 0 of `t`, and where they came from.
+    fn batch(offsets: std::ops::Range<i64>) -> (Vec<Bytes>, Provenance) {
+        let at: Vec<Position> = offsets
+            .clone()
+            .map(|offset| Position {
+                topic: Arc::from("t"),
+                partition: 0,
+                offset,
+            })
+            .collect();
+        let events = offsets
+            .map(|n| Bytes::from(format!("{{\"n\":{n}}}")))
+            .collect();
+        let from = Provenance {
+            covers: Span::runs(at.iter()),
+            at: at.into_iter().map(|p| Some((p, 0))).collect(),
+        };
+        (events, from)
+    }
+
+    fn numbers(path: &Path) -> Vec<i64> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["n"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn batches_read_again_after_a_restart_are_not_written_twice_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let sink = FileSink::open(&path).await.unwrap();
+        // A later batch of the partition first (another worker was faster).
+        let (e, from) = batch(5..10);
+        sink.send_from(&e, &from).await.unwrap();
+        drop(sink);
+        // The restart reads everything again from the last commit.
+        let sink = FileSink::open(&path).await.unwrap();
+        for range in [0..5, 5..10, 0..10, 10..12] {
+            let (e, from) = batch(range);
+            sink.send_from(&e, &from).await.unwrap();
+        }
+        assert_eq!(numbers(&path), [5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 10, 11]);
+    }
+
+    #[tokio::test]
+    async fn lines_after_the_record_of_offsets_are_cut_and_written_once_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..3);
+        sink.send_from(&e, &from).await.unwrap();
+        drop(sink);
+        // A kill -9 between the next batch's lines and its record of offsets.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"{\"n\":3}\n{\"n\":4}\n{\"n\"").unwrap();
+        let sink = FileSink::open(&path).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 2], "cut to the recorded length");
+        let (e, from) = batch(0..5);
+        sink.send_from(&e, &from).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn a_file_rotated_away_keeps_what_it_held_and_lines_without_offsets_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..3);
+        sink.send_from(&e, &from).await.unwrap();
+        // Lines without a position (what a stateful processor emits) move the length too.
+        sink.send(&[Bytes::from_static(b"{\"n\":100}")])
+            .await
+            .unwrap();
+        drop(sink);
+        let sink = FileSink::open(&path).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 2, 100]);
+        drop(sink);
+        std::fs::rename(&path, dir.path().join("events.jsonl.1")).unwrap();
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..4);
+        sink.send_from(&e, &from).await.unwrap();
+        assert_eq!(numbers(&path), [3], "0..3 are in the rotated file");
+    }
 
     #[tokio::test]
     async fn a_torn_last_line_is_cut_when_the_file_is_reopened() {

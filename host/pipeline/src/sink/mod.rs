@@ -34,6 +34,7 @@ pub mod stdout;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use sluice_buffer::Position;
 
 use self::dlq::DeadLetters;
 pub use self::receipt::Receipt;
@@ -136,6 +137,18 @@ pub trait Output: Send + Sync + 'static {
     /// destination holds them durably, or with what it did not take.
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError>;
 
+    /// [`send`](Self::send), told where the events came from (`from.at` is aligned with
+    /// `events`). Outputs that hold each event once (the file sink) skip what they hold and
+    /// record what they took; by default, `send` (and nothing to do when `events` is empty:
+    /// a batch none of whose events reached the sink).
+    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
+        let _ = from;
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.send(events).await
+    }
+
     /// Events per request this output can take at most (a Kafka produce has none; staged
     /// outputs get theirs from `threshold`).
     fn threshold(&self) -> Option<Threshold> {
@@ -163,10 +176,59 @@ enum Route {
     Handoff(pipeline::Handoff),
 }
 
+/// Where a batch's lines came from in a Kafka buffer, so a sink can hold each event once
+/// (`docs/design/exactly-once.md`). Empty for a memory buffer's batches and for what stateful
+/// processors emit from their flush.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Provenance {
+    /// Per line, its record's position and its rank among the lines of that record this
+    /// sink takes; `None` for an event without one.
+    pub at: Vec<Option<(Position, u32)>>,
+    /// Every offset the batch read (whether or not an event of it reached this sink), as
+    /// contiguous runs per partition.
+    pub covers: Vec<Span>,
+}
+
+/// A contiguous run of offsets of one partition: `first..=last`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub topic: std::sync::Arc<str>,
+    pub partition: i32,
+    pub first: i64,
+    pub last: i64,
+}
+
+impl Span {
+    /// The runs of `positions` (in any order, repeats allowed).
+    pub fn runs<'a>(positions: impl Iterator<Item = &'a Position>) -> Vec<Span> {
+        let mut sorted: Vec<&Position> = positions.collect();
+        sorted.sort_unstable();
+        let mut runs: Vec<Span> = Vec::new();
+        for p in sorted {
+            match runs.last_mut() {
+                Some(r)
+                    if r.topic == p.topic
+                        && r.partition == p.partition
+                        && p.offset <= r.last + 1 =>
+                {
+                    r.last = r.last.max(p.offset);
+                }
+                _ => runs.push(Span {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                    first: p.offset,
+                    last: p.offset,
+                }),
+            }
+        }
+        runs
+    }
+}
+
 /// A batch's events as one sink takes them.
 pub enum Take {
-    /// One serialized JSON object each, as an [`Output`] sends them.
-    Lines(Vec<Bytes>),
+    /// One serialized JSON object each, as an [`Output`] sends them, and where they came from.
+    Lines(Vec<Bytes>, Provenance),
     /// The events themselves, for a sink that [`hands_events`](Sink::hands_events).
     Events(Vec<sluice_event::Event>),
 }
@@ -221,13 +283,13 @@ impl Sink {
     /// when the events are durable at the destination or dead-lettered.
     pub async fn take(&self, events: Take, receipt: Receipt) {
         match (&self.route, events) {
-            (Route::Direct(delivery), Take::Lines(events)) => {
-                if !events.is_empty() {
-                    delivery.send(events).await;
+            (Route::Direct(delivery), Take::Lines(events, from)) => {
+                if !events.is_empty() || !from.covers.is_empty() {
+                    delivery.send(events, from).await;
                 }
                 receipt.complete();
             }
-            (Route::Staged(stager), Take::Lines(events)) => stager.take(events, receipt).await,
+            (Route::Staged(stager), Take::Lines(events, _)) => stager.take(events, receipt).await,
             (Route::Handoff(handoff), Take::Events(events)) => handoff.take(events, receipt).await,
             (_, _) => unreachable!("the router gives a sink events exactly when it hands_events"),
         }

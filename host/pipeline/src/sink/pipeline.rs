@@ -197,6 +197,7 @@ impl ToPipeline {
                 records.push((
                     Record {
                         events: Vec::new(),
+                        position: None,
                         payload: std::mem::take(payload),
                         key: None,
                         received_at_ms: now,

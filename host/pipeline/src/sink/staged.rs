@@ -190,7 +190,7 @@ async fn flush(delivery: &Delivery, threshold: &Threshold, staged: &mut Staged, 
     while staged.full(threshold) || (all && !staged.events.is_empty()) {
         let events = staged.next_request(threshold);
         let n = events.len();
-        delivery.send(events).await;
+        delivery.send(events, super::Provenance::default()).await;
         staged.delivered(n);
     }
     // Batches without events (all dead-lettered) are done once everything before them is.

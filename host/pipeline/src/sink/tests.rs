@@ -100,7 +100,11 @@ async fn a_retryable_failure_is_sent_again_and_the_batch_waits_for_it() {
     ]);
     let (sink, _dir, dlq) = sink(output.clone()).await;
     let (acked, r) = receipt();
-    sink.take(super::Take::Lines(events(&["a", "b"])), r).await;
+    sink.take(
+        super::Take::Lines(events(&["a", "b"]), Default::default()),
+        r,
+    )
+    .await;
     assert_eq!(acked.load(Ordering::SeqCst), 1);
     let sent = output.sent.lock().unwrap().clone();
     assert_eq!(sent.len(), 3, "two failures, then taken");
@@ -122,8 +126,11 @@ async fn refused_events_are_dead_lettered_and_only_the_rest_sent_again() {
         }));
     let (sink, _dir, dlq) = sink(output.clone()).await;
     let (acked, r) = receipt();
-    sink.take(super::Take::Lines(events(&["a", "b", "c"])), r)
-        .await;
+    sink.take(
+        super::Take::Lines(events(&["a", "b", "c"]), Default::default()),
+        r,
+    )
+    .await;
     assert_eq!(acked.load(Ordering::SeqCst), 1);
     let sent = output.sent.lock().unwrap().clone();
     assert_eq!(
@@ -150,7 +157,8 @@ async fn out_of_retries_the_events_go_to_the_dead_letter_file_with_the_last_reas
         .extend((0..5).map(|i| Err(SendError::Retry(format!("503 #{i}")))));
     let (sink, _dir, dlq) = sink(output.clone()).await;
     let (acked, r) = receipt();
-    sink.take(super::Take::Lines(events(&["a"])), r).await;
+    sink.take(super::Take::Lines(events(&["a"]), Default::default()), r)
+        .await;
     assert_eq!(acked.load(Ordering::SeqCst), 1, "dead-lettered is done");
     assert_eq!(output.sent.lock().unwrap().len(), 3);
     let d = dead(&dlq);
@@ -172,8 +180,16 @@ async fn a_staged_sink_acknowledges_a_batch_once_the_request_holding_it_is_sent(
     let (first, r1) = receipt();
     let (second, r2) = receipt();
     let (third, r3) = receipt();
-    sink.take(super::Take::Lines(events(&["a", "b"])), r1).await;
-    sink.take(super::Take::Lines(events(&["c", "d"])), r2).await;
+    sink.take(
+        super::Take::Lines(events(&["a", "b"]), Default::default()),
+        r1,
+    )
+    .await;
+    sink.take(
+        super::Take::Lines(events(&["c", "d"]), Default::default()),
+        r2,
+    )
+    .await;
     // Let the sink's task send (well before the collect timeout).
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(
@@ -182,7 +198,8 @@ async fn a_staged_sink_acknowledges_a_batch_once_the_request_holding_it_is_sent(
         "a, b, c went in one request"
     );
     assert_eq!(second.load(Ordering::SeqCst), 0, "d is still staged");
-    sink.take(super::Take::Lines(events(&["e"])), r3).await;
+    sink.take(super::Take::Lines(events(&["e"]), Default::default()), r3)
+        .await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(
         (second.load(Ordering::SeqCst), third.load(Ordering::SeqCst)),
@@ -206,7 +223,8 @@ async fn close_sends_what_is_staged() {
     });
     let (sink, _dir, _dlq) = sink(output.clone()).await;
     let (acked, r) = receipt();
-    sink.take(super::Take::Lines(events(&["a"])), r).await;
+    sink.take(super::Take::Lines(events(&["a"]), Default::default()), r)
+        .await;
     assert_eq!(acked.load(Ordering::SeqCst), 0);
     sink.close().await;
     assert_eq!(acked.load(Ordering::SeqCst), 1);

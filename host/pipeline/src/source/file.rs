@@ -89,6 +89,7 @@ async fn run(
             if !text.is_empty() {
                 pending.push(Record {
                     events: Vec::new(),
+                    position: None,
                     payload: text.to_vec(),
                     key: None,
                     received_at_ms: super::now_ms(),

@@ -145,6 +145,7 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
         .into_iter()
         .map(|payload| Record {
             events: Vec::new(),
+            position: None,
             payload,
             key: None,
             received_at_ms,

@@ -70,6 +70,8 @@ pub(crate) async fn run(
             .iter()
             .map(|r| r.content_type.clone())
             .collect();
+        // Where each record sits in a Kafka buffer, and the runs of offsets the batch read.
+        let from = Origins::of(&batch);
         // Events an upstream pipeline of this process handed over, parsed.
         let handed: Vec<Vec<sluice_event::Event>> = if outputs.connected {
             batch
@@ -126,7 +128,15 @@ pub(crate) async fn run(
                 )
             };
             let parse_failures = split.dead.len() as u64;
-            let out = finish(&delivery, &mut stage_list, records, split, &share, &slot);
+            let out = finish(
+                &delivery,
+                &mut stage_list,
+                records,
+                split,
+                &share,
+                &slot,
+                &from,
+            );
             let out = Outgoing {
                 failed_to_parse: parse_failures,
                 ..out
@@ -177,8 +187,64 @@ struct Outgoing {
     failed_to_parse: u64,
 }
 
+/// Where a batch's records sit in a Kafka buffer (`docs/design/exactly-once.md`).
+#[derive(Default)]
+struct Origins {
+    /// Per record of the batch; empty when none has a position (a memory buffer).
+    positions: Vec<Option<sluice_buffer::Position>>,
+    /// The runs of offsets the batch read, unreadable records included.
+    covers: Vec<crate::sink::Span>,
+}
+
+impl Origins {
+    fn of(batch: &sluice_buffer::Batch) -> Self {
+        let unreadable = batch.unreadable.iter().map(|u| &u.record);
+        if batch
+            .records
+            .iter()
+            .chain(unreadable.clone())
+            .all(|r| r.position.is_none())
+        {
+            return Self::default();
+        }
+        Self {
+            positions: batch.records.iter().map(|r| r.position.clone()).collect(),
+            covers: crate::sink::Span::runs(
+                batch
+                    .records
+                    .iter()
+                    .chain(unreadable)
+                    .filter_map(|r| r.position.as_ref()),
+            ),
+        }
+    }
+
+    /// Where the lines of `chosen` (indexes into the events, whose records `owners` names)
+    /// came from: each its record's position and its rank among that record's lines here.
+    fn provenance(&self, chosen: &[usize], owners: &[usize]) -> crate::sink::Provenance {
+        if self.positions.is_empty() {
+            return crate::sink::Provenance::default();
+        }
+        let mut ranks: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+        let at = chosen
+            .iter()
+            .map(|&e| {
+                let owner = owners[e];
+                let position = self.positions.get(owner).cloned().flatten()?;
+                let rank = ranks.entry(owner).or_insert(0);
+                *rank += 1;
+                Some((position, *rank - 1))
+            })
+            .collect();
+        crate::sink::Provenance {
+            at,
+            covers: self.covers.clone(),
+        }
+    }
+}
+
 /// Runs `split` through `stages`, routes it, and dead-letters what cannot be read: on the
-/// blocking thread.
+/// blocking thread. `from` says where the batch's records came from.
 fn finish(
     delivery: &Delivery,
     stages: &mut [Stage],
@@ -186,10 +252,16 @@ fn finish(
     mut split: outcome::Split,
     share: &sluice_buffer::Share,
     slot: &Slot,
+    from: &Origins,
 ) -> Outgoing {
     let pipeline = &delivery.pipeline;
     let counts = process::run_stages(pipeline, stages, &mut records, &mut split, share, slot);
-    let routed = delivery.router.route(&mut split);
+    let mut routed = delivery.router.route(&mut split);
+    for (taken, chosen) in routed.per_sink.iter_mut().zip(&routed.chosen) {
+        if let crate::sink::Take::Lines(_, provenance) = taken {
+            *provenance = from.provenance(chosen, &split.owners);
+        }
+    }
     let unreadable = std::mem::take(&mut split.unreadable);
     for (owner, body, reason) in &unreadable {
         let record = &records[*owner];
@@ -301,7 +373,17 @@ pub(crate) async fn flush(
                 let mut split = outcome::Split::default();
                 let dropped = out.dropped;
                 process::left(processor.name(), out, &mut records, &mut split);
-                let mut out = finish(&delivery, &mut list[i + 1..], records, split, &share, &slot);
+                // What leaves a stateful processor has no single record: no provenance.
+                let none = Origins::default();
+                let mut out = finish(
+                    &delivery,
+                    &mut list[i + 1..],
+                    records,
+                    split,
+                    &share,
+                    &slot,
+                    &none,
+                );
                 out.dropped += dropped;
                 sends.push((out, share));
             }

@@ -13,7 +13,7 @@ use sluice_config::{DEFAULT_ROUTE, Route, RoutedSink};
 use sluice_event::{Event, Key};
 
 use super::outcome::Split;
-use crate::sink::Take;
+use crate::sink::{Provenance, Take};
 
 /// A pipeline's routes and what each of its sinks takes.
 #[derive(Debug)]
@@ -53,6 +53,8 @@ struct Shape {
 pub(crate) struct Routed {
     /// One list per sink, in the pipeline's order.
     pub(crate) per_sink: Vec<Take>,
+    /// Per sink, the indexes (into the batch's events) of the events it takes, in order.
+    pub(crate) chosen: Vec<Vec<usize>>,
     /// Events no sink took.
     pub(crate) unrouted: u64,
 }
@@ -122,6 +124,7 @@ impl Router {
         let n = split.event_count();
         let mut routed = Routed {
             per_sink: Vec::with_capacity(self.sinks.len()),
+            chosen: Vec::with_capacity(self.sinks.len()),
             unrouted: 0,
         };
         // matched[e * routes + r]: event e matched route r.
@@ -157,6 +160,7 @@ impl Router {
                         .filter(|&(e, _)| takes(sink, e))
                         .map(|(_, event)| Bytes::from(sink.write(event)))
                         .collect(),
+                    Provenance::default(),
                 )
             }));
         }
@@ -195,7 +199,7 @@ impl Router {
         for (sink, taken) in self.sinks.iter().zip(per_sink) {
             routed.per_sink.push(match taken {
                 Some(taken) => taken,
-                None if sink.all => Take::Lines(lines.clone()),
+                None if sink.all => Take::Lines(lines.clone(), Provenance::default()),
                 None => Take::Lines(
                     lines
                         .iter()
@@ -203,8 +207,12 @@ impl Router {
                         .filter(|&(e, _)| takes(sink, e))
                         .map(|(_, line)| line.clone())
                         .collect(),
+                    Provenance::default(),
                 ),
             });
+            routed
+                .chosen
+                .push((0..n).filter(|&e| takes(sink, e)).collect());
         }
         // A sink without routes takes every event: nothing to count then.
         if !self.sinks.iter().any(|s| s.all) {
@@ -317,7 +325,7 @@ mod tests {
     /// What a sink took, as values (events: their data).
     fn lines(taken: &Take) -> Vec<Value> {
         match taken {
-            Take::Lines(lines) => lines
+            Take::Lines(lines, _) => lines
                 .iter()
                 .map(|e| serde_json::from_slice(e).unwrap())
                 .collect(),

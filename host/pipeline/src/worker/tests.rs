@@ -22,6 +22,7 @@ use crate::watchdog::Watchdog;
 fn record(payload: &[u8]) -> Record {
     Record {
         events: Vec::new(),
+        position: None,
         payload: payload.to_vec(),
         key: None,
         received_at_ms: 7,

@@ -67,6 +67,7 @@ impl OtlpState {
         };
         let record = |payload, key| Record {
             events: Vec::new(),
+            position: None,
             payload,
             key,
             received_at_ms: super::now_ms(),
