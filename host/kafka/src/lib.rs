@@ -41,7 +41,7 @@ mod sink;
 mod stats;
 
 pub use config::{CreateTopic, Encryption, KafkaBufferConfig, Sasl, Tls};
-pub use sink::{Failed, KafkaSinkConfig, KafkaSinkProducer};
+pub use sink::{Failed, KafkaSinkConfig, KafkaSinkProducer, Origin, Outgoing};
 pub use stats::KafkaStats;
 
 /// Why the Kafka buffer could not be set up.

@@ -57,6 +57,55 @@ impl KafkaSinkConfig {
     }
 }
 
+/// One record to produce.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    pub key: Option<&'a [u8]>,
+    pub payload: &'a [u8],
+    /// Where the event came from in the pipeline's Kafka buffer, sent as headers.
+    pub origin: Option<Origin<'a>>,
+}
+
+/// Where an event came from in the pipeline's Kafka buffer: the headers
+/// `sluice-buffer-topic`, `sluice-buffer-partition`, `sluice-buffer-offset` and
+/// `sluice-event-index` (decimal text), which together name the event. A consumer that keeps
+/// the ones it saw drops what a crash made the sink produce again.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    /// The event's rank among the events of its buffer record.
+    pub index: u32,
+}
+
+impl Origin<'_> {
+    fn headers(&self) -> rdkafka::message::OwnedHeaders {
+        use rdkafka::message::Header;
+        let (partition, offset, index) = (
+            self.partition.to_string(),
+            self.offset.to_string(),
+            self.index.to_string(),
+        );
+        [
+            ("sluice-buffer-topic", self.topic),
+            ("sluice-buffer-partition", &partition),
+            ("sluice-buffer-offset", &offset),
+            ("sluice-event-index", &index),
+        ]
+        .into_iter()
+        .fold(
+            rdkafka::message::OwnedHeaders::new_with_capacity(4),
+            |h, (key, value)| {
+                h.insert(Header {
+                    key,
+                    value: Some(value),
+                })
+            },
+        )
+    }
+}
+
 /// One record the sink did not get into Kafka.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failed {
@@ -90,13 +139,21 @@ impl KafkaSinkProducer {
         &self.config.topic
     }
 
-    /// Produces `records` (key, payload) and waits for every acknowledgement. Returns the
-    /// records Kafka did not take; empty when all are in the topic.
-    pub async fn send(&self, records: &[(Option<&[u8]>, &[u8])]) -> Vec<Failed> {
+    /// Produces `records` and waits for every acknowledgement. Returns the records Kafka did
+    /// not take; empty when all are in the topic.
+    pub async fn send(&self, records: &[Outgoing<'_>]) -> Vec<Failed> {
         let mut failed = Vec::new();
         let mut deliveries = Vec::with_capacity(records.len());
         let too_large = self.config.max_request_size;
-        for (index, (key, payload)) in records.iter().enumerate() {
+        for (
+            index,
+            Outgoing {
+                key,
+                payload,
+                origin,
+            },
+        ) in records.iter().enumerate()
+        {
             let size = payload.len() + key.map_or(0, <[u8]>::len);
             if size > too_large {
                 failed.push(Failed {
@@ -108,9 +165,12 @@ impl KafkaSinkProducer {
                 });
                 continue;
             }
-            let mut record = FutureRecord::<[u8], [u8]>::to(&self.config.topic).payload(payload);
+            let mut record = FutureRecord::<[u8], [u8]>::to(&self.config.topic).payload(*payload);
             if let Some(key) = key {
-                record = record.key(key);
+                record = record.key(*key);
+            }
+            if let Some(origin) = origin {
+                record = record.headers(origin.headers());
             }
             loop {
                 match self.producer.send_result(record) {

@@ -1,16 +1,18 @@
 //! The `kafka` sink: each event one record of the topic, its JSON text (whatever the
 //! `serde_format`, as in Data Prepper), keyed by `partition_key`. A record is taken once Kafka acknowledged it
 //! (acks=all, idempotent producer); records Kafka refuses for good (too large, invalid) go to
-//! the dead-letter file, the rest of a failed send is sent again.
+//! the dead-letter file, the rest of a failed send is sent again. From a Kafka buffer, each
+//! record carries where its event came from as headers (`sluice_kafka::Origin`), so a
+//! consumer can drop what a crash made the sink produce twice.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use sluice_config::sink::kafka::{KafkaSink as Config, KafkaSinkSettings};
 use sluice_config::sink::template::Template;
-use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer};
+use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer, Origin, Outgoing};
 
-use super::{Output, SendError, SinkError};
+use super::{Output, Provenance, SendError, SinkError};
 
 pub struct KafkaSink {
     name: String,
@@ -69,11 +71,35 @@ impl Output for KafkaSink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        self.send_from(events, &Provenance::default()).await
+    }
+
+    /// Each record carries its event's buffer position as headers (`sluice_kafka::Origin`):
+    /// the test broker refuses transactions, so this is how a consumer drops what a crash
+    /// made the sink produce again (`docs/design/exactly-once.md`).
+    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let keys: Vec<_> = events.iter().map(|e| self.key(e)).collect();
-        let records: Vec<(Option<&[u8]>, &[u8])> = keys
+        let records: Vec<Outgoing<'_>> = keys
             .iter()
             .zip(events)
-            .map(|(k, e)| (k.as_deref(), &e[..]))
+            .enumerate()
+            .map(|(i, (k, e))| Outgoing {
+                key: k.as_deref(),
+                payload: e,
+                origin: from
+                    .at
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .map(|(p, index)| Origin {
+                        topic: &p.topic,
+                        partition: p.partition,
+                        offset: p.offset,
+                        index: *index,
+                    }),
+            })
             .collect();
         let failed = self.producer.send(&records).await;
         if failed.is_empty() {
