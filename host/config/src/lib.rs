@@ -66,3 +66,8 @@ pub use source::{
     SourceKind,
 };
 pub use units::ByteSize;
+
+/// serde's default for the keys whose default is `true`.
+pub(crate) const fn yes() -> bool {
+    true
+}

@@ -86,6 +86,8 @@ pub(crate) struct Shape<'a> {
     pub(super) then: Option<&'a str>,
     /// The source and what clients send it.
     pub(crate) ingest: Ingest,
+    /// The file sink's `exactly_once: false`: at least once, no record of offsets.
+    pub(super) at_least_once: bool,
 }
 
 /// Starts sluice with the benchmark pipeline of this `shape`, its file sink at `sink` (`None`:
@@ -118,7 +120,14 @@ topics:
         extra = shape.extra,
         partitions = args.partitions,
     );
-    let file_sink = format!("    - file:\n        path: {sink_yaml}\n");
+    let file_sink = format!(
+        "    - file:\n        path: {sink_yaml}\n{}",
+        if shape.at_least_once {
+            "        exactly_once: false\n"
+        } else {
+            ""
+        }
+    );
     let (sink_block, next) = match shape.then {
         None => (file_sink, String::new()),
         Some(processors) => (

@@ -66,20 +66,16 @@ pub struct AddEntry {
     pub add_to_element_when: Option<Expression>,
     /// With `iterate_on`: `key` is one key of each element, taken literally (`a/b` is one
     /// key); false reads it as a path inside the element. Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub flatten_key: bool,
     /// With `iterate_on`: `format` and `value_expression` read the element (true) or the whole
     /// event (false). Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub disable_root_keys: bool,
     /// With `iterate_on` and `add_to_element_when`: evaluate the condition on each element
     /// (its data, the event's metadata) instead of once on the event. Default false.
     #[serde(default)]
     pub evaluate_when_on_element: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Where an entry goes, read from `key` / `metadata_key`.

@@ -28,7 +28,7 @@ pub struct Csv {
     pub quote_character: String,
     /// Remove `column_names_source_key` from the event after parsing (when the event has
     /// it). Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub delete_header: bool,
     /// A key of the event holding the header: a CSV line of column names, read with the
     /// same delimiter and quote. Takes precedence over `column_names`. Default: none.
@@ -65,10 +65,6 @@ fn comma() -> String {
 
 fn double_quote() -> String {
     "\"".to_owned()
-}
-
-const fn yes() -> bool {
-    true
 }
 
 impl ProcessorConfig for Csv {

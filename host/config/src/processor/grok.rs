@@ -31,13 +31,13 @@ pub struct Grok {
     #[serde(default, deserialize_with = "crate::event::opt_key")]
     pub target_key: Option<Key>,
     /// Stop at the first pattern that captures anything. Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub break_on_match: bool,
     /// Keep the named captures that took no part in the match, as `null`. Default false.
     #[serde(default)]
     pub keep_empty_captures: bool,
     /// Keep only named captures (`%{WORD:name}`), not `%{WORD}`. Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub named_captures_only: bool,
     /// Keys a capture replaces; at any other existing key a capture makes a list of the old and
     /// new values. Default: none.
@@ -70,10 +70,6 @@ pub struct Grok {
     /// went through. Default false.
     #[serde(default)]
     pub performance_metadata: bool,
-}
-
-const fn yes() -> bool {
-    true
 }
 
 fn all_files() -> String {

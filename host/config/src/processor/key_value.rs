@@ -100,7 +100,7 @@ pub struct KeyValue {
     #[serde(default)]
     pub recursive: bool,
     /// Replace the `destination` (or top-level keys) that already exist. Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub overwrite_if_destination_exists: bool,
     /// Leave out keys whose value is `null` (a pair with no delimiter, without
     /// `non_match_value`). Default false.
@@ -169,10 +169,6 @@ fn ampersand() -> Option<String> {
 
 fn equals() -> Option<String> {
     Some("=".to_owned())
-}
-
-const fn yes() -> bool {
-    true
 }
 
 /// Data Prepper's `buildRegexFromCharacters`: each character an alternative, a `\` kept with

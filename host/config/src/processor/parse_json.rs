@@ -38,7 +38,7 @@ pub struct ParseJson {
     #[serde(default)]
     pub depth: u8,
     /// Replace keys (or the `destination`) that already exist. Default true.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::yes")]
     pub overwrite_if_destination_exists: bool,
     /// Remove `source` after parsing. Default false.
     #[serde(default)]
@@ -62,10 +62,6 @@ pub struct ParseJson {
 
 fn message() -> Key {
     Key::unchecked("message")
-}
-
-const fn yes() -> bool {
-    true
 }
 
 const fn skip() -> HandleFailedEvents {

@@ -80,6 +80,12 @@ pub struct StdoutSink {}
 pub struct FileSink {
     /// The file to append to; created (with its folder) if missing. Required.
     pub path: PathBuf,
+    /// sluice's, not Data Prepper's: from a kafka buffer, write each event once, even when a
+    /// crash makes the pipeline read a batch again. The sink keeps, beside the file,
+    /// `<path>.offsets`: the buffer offsets the file holds and its length. `false`: at least
+    /// once (a batch read again after a crash is written again). Default true.
+    #[serde(default = "crate::yes")]
+    pub exactly_once: bool,
 }
 
 /// `codec`: how events are written into one request or object. One key: `ndjson` (the

@@ -1,16 +1,21 @@
 //! The dead-letter file: one JSON line per record that could not be delivered (the
 //! deserializer rejected it or trapped on it, it returned something that is not JSON objects,
 //! or the buffer could not open it), with the reason and the original bytes, so nothing is
-//! lost and the record can be replayed.
+//! lost and the record can be replayed. From a Kafka buffer each entry also says where its
+//! record sits (`buffer`: topic, partition, offset), and a batch read again after a crash
+//! dead-letters none of its records twice (the file keeps its record of offsets, as the
+//! file sink does).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use base64::Engine as _;
+use bytes::Bytes;
 use serde_json::{Value, json};
+use sluice_buffer::Position;
 
-use super::SinkError;
 use super::file::FileSink;
+use super::{Provenance, SinkError, Span};
 
 /// A record that did not become events, as the pipeline read it.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +71,54 @@ impl DeadLetters {
     /// Writes `entries`, retrying with backoff until the file holds them (what is
     /// dead-lettered is not acknowledged before).
     pub async fn write_until_held(&self, entries: &[Value]) {
+        let lines = lines(entries);
+        self.until_held(|| self.file.write(&lines)).await;
+    }
+
+    /// [`write_until_held`](Self::write_until_held) for a batch's dead letters, each with its
+    /// record's position in a Kafka buffer (written into the entry as `buffer`): those whose
+    /// record the file already holds (a batch read again after a crash) are left out, and the
+    /// batch's offsets (`covers`) are recorded as held.
+    pub async fn write_from_until_held(
+        &self,
+        entries: &[(Option<Position>, Value)],
+        covers: &[Span],
+    ) {
+        let lines: Vec<Bytes> = entries
+            .iter()
+            .map(|(at, entry)| {
+                let mut entry = entry.clone();
+                if let (Some(at), Value::Object(fields)) = (at, &mut entry) {
+                    fields.insert(
+                        "buffer".to_owned(),
+                        json!({"topic": &*at.topic, "partition": at.partition, "offset": at.offset}),
+                    );
+                }
+                Bytes::from(entry.to_string())
+            })
+            .collect();
+        let from = Provenance {
+            at: if covers.is_empty() {
+                Vec::new()
+            } else {
+                entries
+                    .iter()
+                    .map(|(at, _)| at.clone().map(|p| (p, 0)))
+                    .collect()
+            },
+            covers: covers.to_vec(),
+        };
+        self.until_held(|| self.file.write_from(&lines, &from))
+            .await;
+    }
+
+    async fn until_held<F, E>(&self, mut write: impl FnMut() -> F)
+    where
+        F: std::future::Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
         let mut backoff = std::time::Duration::from_millis(100);
-        while let Err(e) = self.write(entries).await {
+        while let Err(e) = write().await {
             tracing::warn!(sink = self.name(), error = %e, retry_in = ?backoff, "the dead-letter file refused entries; retrying");
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(std::time::Duration::from_secs(10));
@@ -129,6 +180,55 @@ mod tests {
         };
         let e = entry("p", record, "r");
         assert!(e["key"].is_null() && e["content_type"].is_null());
+    }
+
+    #[tokio::test]
+    async fn a_batch_read_again_dead_letters_none_of_its_records_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dlq.jsonl");
+        let at = |offset| Position {
+            topic: std::sync::Arc::from("t"),
+            partition: 1,
+            offset,
+        };
+        let record = |reason: &str| {
+            let rejected = Rejected {
+                origin: "o",
+                payload: b"x",
+                key: None,
+                content_type: None,
+                received_at_ms: 1,
+            };
+            entry("p", rejected, reason)
+        };
+        // Records 10..=14 read, 11 and 13 dead-lettered; then the same batch read again after
+        // a restart, with 15..=16 (16 dead-lettered) now in it too.
+        let dlq = DeadLetters::open(&path).await.unwrap();
+        let first = [(Some(at(11)), record("11")), (Some(at(13)), record("13"))];
+        let covers = |a: i64, b: i64| Span::runs((a..=b).map(at).collect::<Vec<_>>().iter());
+        dlq.write_from_until_held(&first, &covers(10, 14)).await;
+        drop(dlq);
+        let dlq = DeadLetters::open(&path).await.unwrap();
+        let again = [
+            (Some(at(11)), record("11")),
+            (Some(at(13)), record("13")),
+            (Some(at(16)), record("16")),
+        ];
+        dlq.write_from_until_held(&again, &covers(10, 16)).await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let entries: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let reasons: Vec<&str> = entries
+            .iter()
+            .map(|e| e["reason"].as_str().unwrap())
+            .collect();
+        assert_eq!(reasons, ["11", "13", "16"]);
+        assert_eq!(
+            entries[2]["buffer"],
+            json!({"topic": "t", "partition": 1, "offset": 16})
+        );
     }
 
     #[tokio::test]

@@ -28,6 +28,8 @@ const RANGES_KEPT: usize = 32;
 pub struct FileSink {
     name: String,
     path: PathBuf,
+    /// Skip what the file holds and record what it takes (`exactly_once`).
+    once: bool,
     /// `None` after a failed write: the next write reopens the path.
     file: Mutex<Option<Opened>>,
 }
@@ -112,11 +114,17 @@ impl Held {
 impl FileSink {
     /// Opens `path` for appending, creating it and its folder.
     pub async fn open(path: &Path) -> Result<Self, SinkError> {
+        Self::open_with(path, true).await
+    }
+
+    /// [`open`](Self::open); `once`: write each event from a Kafka buffer once.
+    pub async fn open_with(path: &Path, once: bool) -> Result<Self, SinkError> {
         let name = format!("file:{}", path.display());
         match Opened::open(path).await {
             Ok(opened) => Ok(Self {
                 name,
                 path: path.to_owned(),
+                once,
                 file: Mutex::new(Some(opened)),
             }),
             Err(source) => Err(SinkError::new(&name, source)),
@@ -138,7 +146,9 @@ impl Opened {
 
 impl super::BuildOutput for sluice_config::FileSink {
     async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
-        Ok(Arc::new(FileSink::open(&self.path).await?))
+        Ok(Arc::new(
+            FileSink::open_with(&self.path, self.exactly_once).await?,
+        ))
     }
 }
 
@@ -175,7 +185,14 @@ impl FileSink {
     }
 
     /// Appends the events the file does not hold yet, then records `from.covers` as held.
-    async fn write_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SinkError> {
+    pub(crate) async fn write_from(
+        &self,
+        events: &[Bytes],
+        from: &Provenance,
+    ) -> Result<(), SinkError> {
+        if !self.once {
+            return self.write(&super::codec::lines(events)).await;
+        }
         if events.is_empty() && from.covers.is_empty() {
             return Ok(());
         }

@@ -158,8 +158,8 @@ pub(crate) async fn run(
                 received_at_ms: r.received_at_ms,
             };
             // Dead-lettered, but not a parse failure (`numberOfRecordsFailedToParse`).
-            out.dead
-                .push(dlq::entry(&outputs.pipeline, rejected, &u.reason));
+            let entry = dlq::entry(&outputs.pipeline, rejected, &u.reason);
+            out.dead.push((r.position.clone(), entry));
         }
         deliver(&outputs, out, share).await;
     }
@@ -178,7 +178,10 @@ async fn follow(stages: &mut [Stage]) {
 /// counters count of it.
 struct Outgoing {
     routed: route::Routed,
-    dead: Vec<serde_json::Value>,
+    /// The dead letters, each with its record's position in a Kafka buffer.
+    dead: Vec<(Option<sluice_buffer::Position>, serde_json::Value)>,
+    /// The runs of offsets the batch read (`Origins::covers`).
+    covers: Vec<crate::sink::Span>,
     /// Shares of earlier batches whose events leave with this one.
     done: Vec<sluice_buffer::Share>,
     events: u64,
@@ -273,12 +276,20 @@ fn finish(
             content_type: Some("application/json"),
             received_at_ms: record.received_at_ms,
         };
-        split.dead.push(dlq::entry(pipeline, rejected, reason));
+        split
+            .dead
+            .push((*owner, dlq::entry(pipeline, rejected, reason)));
     }
+    let position = |record: usize| from.positions.get(record).cloned().flatten();
     Outgoing {
         events: split.event_count() as u64,
         routed,
-        dead: split.dead,
+        dead: split
+            .dead
+            .into_iter()
+            .map(|(record, entry)| (position(record), entry))
+            .collect(),
+        covers: from.covers.clone(),
         done: split.done,
         dropped: counts.dropped,
         processor_failed: counts.failed + unreadable.len() as u64,
@@ -296,7 +307,11 @@ async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share)
     counters.unrouted.add(out.routed.unrouted);
     counters.failed_to_parse.add(out.failed_to_parse);
     if !out.dead.is_empty() {
-        outputs.dead_letters.write_until_held(&out.dead).await;
+        // A batch read again after a crash dead-letters none of its records twice.
+        outputs
+            .dead_letters
+            .write_from_until_held(&out.dead, &out.covers)
+            .await;
     }
     counters.dead_lettered.add(out.dead.len() as u64);
     let (n_events, done) = (out.events, out.done);

@@ -24,8 +24,9 @@ pub(crate) struct Split {
     /// Events that are JSON objects but cannot be read into values (a number past `f64`,
     /// `1e400`): their owner, their text and why; the worker dead-letters them.
     pub(crate) unreadable: Vec<(usize, Vec<u8>, String)>,
-    /// One dead-letter entry per record that gave no events.
-    pub(crate) dead: Vec<Value>,
+    /// One dead-letter entry per record that gave no events (or event a processor failed
+    /// on), with the index of its record.
+    pub(crate) dead: Vec<(usize, Value)>,
     /// Shares of earlier batches' acknowledgements whose events a stateful processor let go
     /// in this one: released once its sinks took it.
     pub(crate) done: Vec<sluice_buffer::Share>,
@@ -135,10 +136,9 @@ pub(crate) fn split_outcomes(
             Decoded::Trapped(reason) => format!("plugin trapped: {reason}"),
         };
         tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
-        out.dead.push(dlq::entry(
-            pipeline,
-            rejected(record, content_type.as_deref()),
-            &reason,
+        out.dead.push((
+            i,
+            dlq::entry(pipeline, rejected(record, content_type.as_deref()), &reason),
         ));
     }
     out
@@ -193,10 +193,9 @@ pub(crate) fn split_connected(
             Some(reason) => {
                 parsed.truncate(mark);
                 tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering record");
-                out.dead.push(dlq::entry(
-                    pipeline,
-                    rejected(record, content_type.as_deref()),
-                    &reason,
+                out.dead.push((
+                    i,
+                    dlq::entry(pipeline, rejected(record, content_type.as_deref()), &reason),
                 ));
             }
         }
@@ -276,7 +275,7 @@ mod connected_tests {
             "a line without metadata keeps the record's"
         );
         assert_eq!(split.dead.len(), 1);
-        assert_eq!(split.dead[0]["reason"], "line 2: not a JSON object");
+        assert_eq!(split.dead[0].1["reason"], "line 2: not a JSON object");
     }
 }
 
@@ -313,7 +312,7 @@ mod tests {
         split
             .dead
             .iter()
-            .map(|d| (d["origin"].as_str().unwrap(), d["reason"].as_str().unwrap()))
+            .map(|(_, d)| (d["origin"].as_str().unwrap(), d["reason"].as_str().unwrap()))
             .collect()
     }
 
@@ -405,7 +404,7 @@ mod tests {
                 ("test:2", "plugin trapped: wasm trap: unreachable"),
             ]
         );
-        let first = &split.dead[0];
+        let first = &split.dead[0].1;
         assert_eq!(first["payload"], "MA==", "the original bytes, base64");
         assert_eq!(first["content_type"], "application/json");
         assert_eq!(first["pipeline"], "p");

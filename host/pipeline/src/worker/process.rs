@@ -163,8 +163,11 @@ fn run_plugin(
     let mut lines = Vec::with_capacity(text.len());
     let mut owners = Vec::with_capacity(split.owners.len());
     let mut kept_metadata = Vec::with_capacity(split.owners.len());
-    let mut dead: Vec<Value> = Vec::new();
-    let reject = |event: &Event<'_>, reason: String, dead: &mut Vec<Value>| {
+    let mut dead: Vec<(usize, Value)> = Vec::new();
+    let reject = |event: &Event<'_>,
+                  owner: usize,
+                  reason: String,
+                  dead: &mut Vec<(usize, Value)>| {
         tracing::debug!(pipeline, processor = %name, origin = %event.origin, %reason, "dead-lettering an event");
         let rejected = Rejected {
             origin: event.origin,
@@ -173,7 +176,7 @@ fn run_plugin(
             content_type: Some("application/json"),
             received_at_ms: event.received_at_ms,
         };
-        dead.push(dlq::entry(pipeline, rejected, &reason));
+        dead.push((owner, dlq::entry(pipeline, rejected, &reason)));
     };
     for (((event, &owner), result), meta) in
         events.iter().zip(&split.owners).zip(results).zip(metadata)
@@ -186,6 +189,7 @@ fn run_plugin(
                     Err(reason) => {
                         reject(
                             event,
+                            owner,
                             format!("processor `{name}` set metadata: {reason}"),
                             &mut dead,
                         );
@@ -213,17 +217,24 @@ fn run_plugin(
                     }
                     Err(reason) => {
                         lines.truncate(mark);
-                        reject(event, format!("processor `{name}`: {reason}"), &mut dead);
+                        reject(
+                            event,
+                            owner,
+                            format!("processor `{name}`: {reason}"),
+                            &mut dead,
+                        );
                     }
                 }
             }
             Processed::Failed(reason) => reject(
                 event,
+                owner,
                 format!("processor `{name}` failed: {reason}"),
                 &mut dead,
             ),
             Processed::Trapped(reason) => reject(
                 event,
+                owner,
                 format!("processor `{name}` trapped: {reason}"),
                 &mut dead,
             ),
