@@ -123,13 +123,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     // The seven runs, `rounds` times in turn; each figure is the best of its rounds, the one
     // least disturbed by the rest of a shared machine.
     let (mut raw, mut acked) = (Duration::MAX, Duration::MAX);
-    let (mut sluice, mut sealed, mut chained, mut policy, mut once): (
-        Option<E2e>,
-        Option<E2e>,
-        Option<E2e>,
-        Option<E2e>,
-        Option<E2e>,
-    ) = (None, None, None, None, None);
+    let (mut sluice, mut sealed, mut chained, mut policy, mut once) = (
+        None::<E2e>,
+        None::<E2e>,
+        None::<E2e>,
+        None::<E2e>,
+        None::<E2e>,
+    );
     let best = |current: Option<E2e>, new: E2e| match current {
         Some(c) if c.took <= new.took => Some(E2e {
             peak_rss: c.peak_rss.max(new.peak_rss),
