@@ -238,6 +238,13 @@ pub struct Batch {
     /// to the deserializer, and are acknowledged with the batch so they never stall it.
     pub unreadable: Vec<Unreadable>,
     pub ack: Acknowledgement,
+    /// Frees the batch's room in a buffer that counts room (the in-memory one) before the
+    /// acknowledgement does: the worker calls it once the sinks took the batch's events. What
+    /// a stateful processor keeps, or a sink stages, is bounded on its own
+    /// (`max_held_events`, the sinks' thresholds); holding the buffer's room for it too would
+    /// let a processor that keeps one event of each batch (a span whose root never comes) fill
+    /// the buffer and stall the pipeline until its flush. `None`: no room to free (Kafka).
+    pub room: Option<Acknowledgement>,
 }
 
 /// A record the buffer could not open, and why.

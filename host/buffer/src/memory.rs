@@ -1,7 +1,9 @@
 //! `bounded_blocking`: an in-memory queue of raw records with a fixed capacity.
 //!
-//! Capacity is counted in records and held until a batch is acknowledged, so records being
-//! deserialized or written to sinks still count: memory stays bounded however slow the sinks.
+//! Capacity is counted in records and held until a batch's events are in the sinks' hands
+//! (or it is acknowledged), so records being deserialized or written to direct sinks still
+//! count; what stateful processors keep and sinks stage after that is bounded on its own
+//! (`max_held_events`, the sinks' thresholds): memory stays bounded however slow the sinks.
 //! A record of events an upstream pipeline handed over parsed (`Record::events`) counts as
 //! its events, in the room it takes and in a batch's size, as Data Prepper counts its records.
 //! Writers wait (up to their timeout) for room; they never block forever and never drop.
@@ -185,26 +187,34 @@ fn batch_len(queue: &VecDeque<(Record, Option<Arc<Pending>>)>, size: usize) -> (
     (queue.len(), false)
 }
 
-/// A batch of `records`, whose acknowledgement gives their room back and tells the writes
-/// waiting for them.
+/// A batch of `records`, whose acknowledgement tells the writes waiting for them; its room
+/// comes back with the acknowledgement or, before it, once its events are in the sinks'
+/// hands (`Batch::room`), whichever comes first.
 fn batch(
     records: impl Iterator<Item = (Record, Option<Arc<Pending>>)>,
     room: &Arc<Semaphore>,
 ) -> Batch {
     let (records, pending): (Vec<Record>, Vec<Option<Arc<Pending>>>) = records.unzip();
-    let n = records.iter().map(weight).sum();
-    let room = room.clone();
+    let n: usize = records.iter().map(weight).sum();
+    let held = Arc::new(Mutex::new(Some((room.clone(), n))));
+    let free = move || {
+        if let Some((room, n)) = held.lock().expect("room lock").take() {
+            room.add_permits(n);
+        }
+    };
     let shares = Shares {
         pending: pending.into_iter().flatten().collect(),
         acknowledged: false,
     };
+    let free_early = free.clone();
     Batch {
         records,
         unreadable: Vec::new(),
         ack: Acknowledgement::new(move || {
-            room.add_permits(n);
+            free();
             shares.acknowledge();
         }),
+        room: Some(Acknowledgement::new(free_early)),
     }
 }
 
@@ -378,6 +388,32 @@ mod tests {
         let lost = w.write_held(vec![rec(9)], Duration::ZERO).await.unwrap();
         drop(r.read().await.unwrap());
         assert_eq!(lost.acknowledged().await, Err(crate::Lost));
+    }
+
+    #[tokio::test]
+    async fn room_comes_back_once_the_sinks_have_a_batch_before_its_acknowledgement() {
+        let buffer = MemoryBuffer::new("test", 2, 2, Duration::ZERO);
+        let w = buffer.writer();
+        let held = w
+            .write_held(vec![rec(1), rec(2)], Duration::ZERO)
+            .await
+            .unwrap();
+        let batch = buffer.reader().read().await.unwrap();
+        assert_eq!(buffer.used(), 2);
+        // A stateful processor keeps an event: the acknowledgement waits, the room does not.
+        batch.room.expect("a memory buffer has room").acknowledge();
+        assert_eq!(buffer.used(), 0);
+        w.write(vec![rec(3), rec(4)], Duration::ZERO).await.unwrap();
+        let mut held = Box::pin(held.acknowledged());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), &mut held)
+                .await
+                .is_err(),
+            "the writer waits for the acknowledgement, not the room"
+        );
+        batch.ack.acknowledge();
+        assert_eq!(held.await, Ok(()));
+        assert_eq!(buffer.used(), 2, "the room was given back once, not twice");
     }
 
     #[tokio::test]

@@ -55,14 +55,6 @@ macro_rules! kind_enum {
                     $( Self::$variant(ref config) => config, )*
                 }
             }
-
-            /// The variant's config, through the kind's rules, to adjust.
-            #[allow(dead_code, reason = "a kind whose list is empty never calls it")]
-            pub(crate) fn config_mut(&mut self) -> &mut dyn $Trait {
-                match *self {
-                    $( Self::$variant(ref mut config) => config, )*
-                }
-            }
         }
 
         impl $crate::component::Builtins for $Enum {

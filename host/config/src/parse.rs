@@ -116,9 +116,6 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
             ),
         }
     }
-    for p in &mut pipelines {
-        crate::processor::fit_held_events(p, errors);
-    }
     crate::validate::validate(&pipelines, errors, context);
     Some(Config { pipelines })
 }

@@ -427,6 +427,7 @@ impl Consumer {
             records,
             unreadable,
             ack,
+            room: None,
         })
     }
 

@@ -65,7 +65,7 @@ pub struct Aggregate {
     pub disable_group_acknowledgments: bool,
     /// sluice's, not Data Prepper's: how many events the open groups may hold (each open group
     /// counts at least one). Past it the oldest groups conclude early, as they would at their
-    /// time. Default 100000, or half the `bounded_blocking` buffer_size when that is smaller.
+    /// time. Default 100000.
     #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
@@ -467,10 +467,6 @@ impl ProcessorConfig for Aggregate {
             }
             _ => {}
         }
-    }
-
-    fn max_held_events(&mut self) -> Option<&mut usize> {
-        Some(&mut self.max_held_events)
     }
 }
 

@@ -162,47 +162,6 @@ pub(crate) fn check_max_held_events(value: usize, path: &str, errors: &mut Error
     }
 }
 
-/// Fits the stateful processors of a `bounded_blocking` pipeline to its buffer: each event
-/// they hold keeps its room in the buffer until it leaves, so a processor allowed to hold
-/// `buffer_size` events or more would fill it and stall the pipeline until its flush. The
-/// default `max_held_events` is lowered to half of `buffer_size`; one set that high is an
-/// error naming both keys.
-pub(crate) fn fit_held_events(p: &mut crate::Pipeline, errors: &mut Errors) {
-    let crate::Buffer::Builtin(crate::buffer::Tier::BoundedBlocking(buffer)) = &p.buffer else {
-        return;
-    };
-    let size = buffer.buffer_size;
-    for (i, processor) in p.processor.iter_mut().enumerate() {
-        let Processor::Builtin(builtin) = processor else {
-            continue;
-        };
-        let key = format!(
-            "{}[{i}].{}.max_held_events",
-            join(&p.name, "processor"),
-            builtin.plugin_name()
-        );
-        let Some(held) = builtin.config_mut().max_held_events() else {
-            continue;
-        };
-        if *held < size {
-            continue;
-        }
-        if *held == default_max_held_events() {
-            *held = (size / 2).max(1);
-        } else {
-            errors.at(
-                &key,
-                format!(
-                    "`{key}` ({held}) must be below `{}.buffer.bounded_blocking.buffer_size` \
-                     ({size}): each held event keeps its room in the buffer, so the pipeline \
-                     would stall; lower it, or raise buffer_size",
-                    p.name
-                ),
-            );
-        }
-    }
-}
-
 /// Checks that each of `regexes` compiles; `path` is their key.
 pub(crate) fn regexes(regexes: &[String], path: &str, errors: &mut Errors) {
     for regex in regexes {
@@ -220,11 +179,6 @@ pub(crate) trait ProcessorConfig {
     /// Checks the processor's rules; `path` is its key path
     /// (`<pipeline>.processor[i].<name>`).
     fn check(&self, _path: &str, _errors: &mut Errors) {}
-
-    /// A stateful processor's `max_held_events`.
-    fn max_held_events(&mut self) -> Option<&mut usize> {
-        None
-    }
 }
 
 /// One processor: a built-in, or a plugin from the plugin folder.
@@ -357,40 +311,6 @@ mod tests {
             Processor::Plugin(p) => Ok(p),
             Processor::Builtin(b) => Err(format!("`{}` is built in", b.plugin_name())),
         }
-    }
-
-    #[test]
-    fn stateful_processors_hold_less_than_their_bounded_blocking_buffer() {
-        let held = |buffer: &str, option: &str| -> Result<usize, String> {
-            let yaml = format!(
-                "p:\n  source:\n    http:\n{buffer}  processor:\n    - otel_traces:{option}\n  sink:\n    - stdout:\n"
-            );
-            let mut config =
-                crate::parse("t.yaml", &yaml, Context::default()).map_err(|e| e.to_string())?;
-            let Processor::Builtin(mut b) = config.pipelines.remove(0).processor.remove(0) else {
-                panic!("built in");
-            };
-            Ok(*b.config_mut().max_held_events().expect("stateful"))
-        };
-        let small = "  buffer:\n    bounded_blocking:\n      buffer_size: 1000\n";
-        assert_eq!(held(small, ""), Ok(500), "the default fits the buffer");
-        assert_eq!(held(small, "\n        max_held_events: 999"), Ok(999));
-        let e = held(small, "\n        max_held_events: 1000").unwrap_err();
-        assert!(
-            e.contains("`p.processor[0].otel_traces.max_held_events` (1000) must be below `p.buffer.bounded_blocking.buffer_size` (1000)"),
-            "{e}"
-        );
-        assert_eq!(
-            held("", ""),
-            Ok(12_800 / 2),
-            "bounded_blocking's default size"
-        );
-        let kafka = "  buffer:\n    kafka:\n      bootstrap_servers: [b:9092]\n      topics: [{name: t, group_id: g}]\n";
-        assert_eq!(
-            held(kafka, ""),
-            Ok(100_000),
-            "a kafka buffer has no such room"
-        );
     }
 
     #[test]

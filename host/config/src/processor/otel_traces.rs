@@ -31,8 +31,7 @@ pub struct OtelTraces {
     pub trace_group_cache_max_size: u64,
     /// sluice's, not Data Prepper's: how many spans are held at most (each holds back its
     /// batch's acknowledgement); past it the traces held longest are let go early, without a
-    /// trace group, as a flush would. Default 100000, or half the `bounded_blocking` buffer_size
-    /// when that is smaller.
+    /// trace group, as a flush would. Default 100000.
     #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
@@ -52,9 +51,5 @@ fn cache_max_size() -> u64 {
 impl ProcessorConfig for OtelTraces {
     fn check(&self, path: &str, errors: &mut Errors) {
         super::check_max_held_events(self.max_held_events, path, errors);
-    }
-
-    fn max_held_events(&mut self) -> Option<&mut usize> {
-        Some(&mut self.max_held_events)
     }
 }

@@ -35,8 +35,7 @@ pub struct ServiceMap {
     pub db_path: Option<String>,
     /// sluice's own bound (not Data Prepper's): the most spans kept in the two windows.
     /// Past it the windows are evaluated and rotated early, as at the end of a window, so the
-    /// oldest spans leave. Default 100000, or half the `bounded_blocking` buffer_size when that
-    /// is smaller.
+    /// oldest spans leave. Default 100000.
     #[serde(default = "super::default_max_held_events")]
     pub max_held_events: usize,
 }
@@ -55,10 +54,6 @@ impl ProcessorConfig for ServiceMap {
             );
         }
         super::check_max_held_events(self.max_held_events, path, errors);
-    }
-
-    fn max_held_events(&mut self) -> Option<&mut usize> {
-        Some(&mut self.max_held_events)
     }
 }
 
@@ -90,10 +85,7 @@ mod tests {
         // trace-analytics.md, trace-peer-forwarder.md, anomaly-detection.md: no options.
         let c = parse("service_map:").unwrap();
         assert_eq!(c.window_duration, Duration::from_secs(180));
-        assert_eq!(
-            c.max_held_events, 6_400,
-            "half the default bounded_blocking buffer"
-        );
+        assert_eq!(c.max_held_events, 100_000);
         assert_eq!(c.db_path, None);
         // trace-analytics.md:284
         let c = parse("service_map:\n  window_duration: 180").unwrap();

@@ -91,7 +91,7 @@ pub(crate) async fn run(
             .expect("stages are returned after every batch");
         follow(&mut stage_list).await;
         // Stateful processors keep a share of it per event they keep.
-        let (ack, counters) = (batch.ack, outputs.counters.clone());
+        let (ack, room, counters) = (batch.ack, batch.room, outputs.counters.clone());
         let share = sluice_buffer::Acknowledgement::new(move || {
             ack.acknowledge();
             counters.acknowledged.add(1);
@@ -162,6 +162,11 @@ pub(crate) async fn run(
             out.dead.push((r.position.clone(), entry));
         }
         deliver(&outputs, out, share).await;
+        // The sinks have the events: a memory buffer's room is free, even while a stateful
+        // processor keeps some of them or a sink stages them.
+        if let Some(room) = room {
+            room.acknowledge();
+        }
     }
 }
 
