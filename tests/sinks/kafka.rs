@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sluice_tests::{Broker, Sluice, TopicReader, kafka_bootstrap, unique};
+use sluice_tests::{Broker, Sluice, TopicReader, committed_and_end, kafka_bootstrap, unique};
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
@@ -162,8 +162,9 @@ fn the_sinks_broker_down_holds_the_commit_and_the_sink_recovers_without_a_restar
     assert_once_by_origin(&got, &ids);
 }
 
-/// kill -9 under load, four times: every event the clients heard 200 for reaches the topic,
-/// and the copies a restart produced again carry the same origin headers as the first, so
+/// kill -9 three times, each once the sink produced a round's events and before the buffer
+/// committed them all: every event the clients heard 200 for reaches the topic, the restart
+/// produces some again, and those copies carry the same origin headers as the first, so
 /// dropping by them leaves each event once (the test broker refuses transactions, so a
 /// `read_committed` consumer cannot do it: `docs/design/exactly-once.md`).
 #[test]
@@ -172,20 +173,32 @@ fn after_kill_9s_dropping_records_by_their_origin_headers_leaves_each_event_once
     let topic = unique("sink-kill");
     let bootstrap = kafka_bootstrap();
     let sinks = kafka_sink(&bootstrap, &topic, "");
-    // Commits every 2 s once a start's eager first interval is over: a kill then finds
-    // records the sink produced and the buffer did not commit, which the restart reads again.
-    // Batches of 5 records (requests) fill at once instead of waiting for more.
+    // Commits every 4 s once a start's eager first interval is over, and at once for the
+    // first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and
+    // the kill comes first. Batches of 5 records (requests) fill at once.
     let yaml = pipeline(&buffer, &group, &sinks)
-        .replace("commit_interval: 300ms", "commit_interval: 2s")
+        .replace("commit_interval: 300ms", "commit_interval: 4s")
         .replace("max_poll_records: 100", "max_poll_records: 5");
-    assert!(yaml.contains("commit_interval: 2s") && yaml.contains("max_poll_records: 5"));
+    assert!(yaml.contains("commit_interval: 4s") && yaml.contains("max_poll_records: 5"));
     let mut sluice = Sluice::start(&yaml);
+    let produced = || -> i64 {
+        committed_and_end(&bootstrap, &topic, "none")
+            .iter()
+            .map(|(_, _, end)| end)
+            .sum()
+    };
     let mut ids = Vec::new();
-    for round in 0..4 {
+    for round in 0..3 {
+        // The start's eager interval: over before the round's events come.
         ids.extend(post_events(&sluice, &format!("early{round}"), 20, 20));
-        std::thread::sleep(Duration::from_millis(2200));
+        std::thread::sleep(Duration::from_millis(4300));
         ids.extend(post_events(&sluice, &format!("kill{round}"), 300, 20));
-        std::thread::sleep(Duration::from_millis(300 + 100 * round as u64));
+        wait_until(
+            "the sink to produce the round's events",
+            Duration::from_secs(60),
+            &sluice,
+            || produced() >= ids.len() as i64,
+        );
         sluice.kill9();
         sluice.restart(&[]);
     }
@@ -201,6 +214,10 @@ fn after_kill_9s_dropping_records_by_their_origin_headers_leaves_each_event_once
         "{} events, {} records, {dropped} dropped by origin",
         ids.len(),
         got.len()
+    );
+    assert!(
+        dropped > 0,
+        "the kills made the sink produce nothing twice: untested"
     );
     assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 }

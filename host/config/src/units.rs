@@ -47,9 +47,12 @@ impl Visitor<'_> for DurationVisitor {
         Ok((self.bare)(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-        u64::try_from(v)
-            .map(self.bare)
-            .map_err(|_| E::custom(format!("a duration cannot be negative, got {v}")))
+        u64::try_from(v).map(self.bare).map_err(|_| {
+            E::custom(format!(
+                "a duration cannot be negative, got {v}; write e.g. `30s`, or integer {}",
+                self.unit
+            ))
+        })
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Duration, E> {
         if let Ok(n) = v.trim().parse::<u64>() {

@@ -293,7 +293,11 @@ async fn build(
         .dlq_path
         .clone()
         .unwrap_or_else(|| dlq::default_path(&options.data_dir, &name));
-    let dead_letters = Arc::new(DeadLetters::open(&dlq_path).await.map_err(sink_error)?);
+    let dead_letters = Arc::new(
+        DeadLetters::open(&dlq_path, &name)
+            .await
+            .map_err(sink_error)?,
+    );
     let buffer = crate::buffer::build(&p, &options.data_dir, plugins, dead_letters.clone())
         .await
         .map_err(|error| PipelineError::Buffer {

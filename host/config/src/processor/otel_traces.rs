@@ -16,9 +16,10 @@ use crate::error::Errors;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OtelTraces {
-    /// Seconds between two flushes of the spans held for want of their root span: a flush lets
+    /// Time between two flushes of the spans held for want of their root span: a flush lets
     /// go (without a trace group) of the held spans of every trace first seen at least this
-    /// long ago. Default 180.
+    /// long ago. Integer seconds as in Data Prepper, or a duration with its unit (`90s`).
+    /// Default 180.
     #[serde(default = "flush_interval", deserialize_with = "crate::units::seconds")]
     pub trace_flush_interval: Duration,
     /// How long a root span's trace group is remembered for the spans of its trace that come

@@ -56,10 +56,11 @@ pub struct DeadLetters {
 }
 
 impl DeadLetters {
-    /// Opens (appends to) `path`, creating it and its folder.
-    pub async fn open(path: &Path) -> Result<Self, SinkError> {
+    /// Opens (appends to) `pipeline`'s dead-letter file `path`, creating it and its folder.
+    pub async fn open(path: &Path, pipeline: &str) -> Result<Self, SinkError> {
+        let scope = format!("dead letters of {pipeline}");
         Ok(Self {
-            file: FileSink::open(path).await?,
+            file: FileSink::open_with(path, true, &scope).await?,
         })
     }
 
@@ -78,12 +79,9 @@ impl DeadLetters {
     /// [`write_until_held`](Self::write_until_held) for a batch's dead letters, each with its
     /// record's position in a Kafka buffer (written into the entry as `buffer`): those whose
     /// record the file already holds (a batch read again after a crash) are left out, and the
-    /// batch's offsets (`covers`) are recorded as held.
-    pub async fn write_from_until_held(
-        &self,
-        entries: &[(Option<Position>, Value)],
-        covers: &[Span],
-    ) {
+    /// records written are recorded as held. Only those: a record that gave events the first
+    /// time and is dead-lettered when read again (a new plugin version) is not skipped.
+    pub async fn write_from_until_held(&self, entries: &[(Option<Position>, Value)]) {
         let lines: Vec<Bytes> = entries
             .iter()
             .map(|(at, entry)| {
@@ -98,15 +96,11 @@ impl DeadLetters {
             })
             .collect();
         let from = Provenance {
-            at: if covers.is_empty() {
-                Vec::new()
-            } else {
-                entries
-                    .iter()
-                    .map(|(at, _)| at.clone().map(|p| (p, 0)))
-                    .collect()
-            },
-            covers: covers.to_vec(),
+            at: entries
+                .iter()
+                .map(|(at, _)| at.clone().map(|p| (p, 0)))
+                .collect(),
+            covers: Span::runs(entries.iter().filter_map(|(at, _)| at.as_ref())),
         };
         self.until_held(|| self.file.write_from(&lines, &from))
             .await;
@@ -203,18 +197,20 @@ mod tests {
         };
         // Records 10..=14 read, 11 and 13 dead-lettered; then the same batch read again after
         // a restart, with 15..=16 (16 dead-lettered) now in it too.
-        let dlq = DeadLetters::open(&path).await.unwrap();
+        let dlq = DeadLetters::open(&path, "p").await.unwrap();
         let first = [(Some(at(11)), record("11")), (Some(at(13)), record("13"))];
-        let covers = |a: i64, b: i64| Span::runs((a..=b).map(at).collect::<Vec<_>>().iter());
-        dlq.write_from_until_held(&first, &covers(10, 14)).await;
+        dlq.write_from_until_held(&first).await;
         drop(dlq);
-        let dlq = DeadLetters::open(&path).await.unwrap();
+        let dlq = DeadLetters::open(&path, "p").await.unwrap();
+        // 12 gave events the first time and is dead-lettered now (a new plugin version): it
+        // was never in the file, so it is written.
         let again = [
             (Some(at(11)), record("11")),
+            (Some(at(12)), record("12")),
             (Some(at(13)), record("13")),
             (Some(at(16)), record("16")),
         ];
-        dlq.write_from_until_held(&again, &covers(10, 16)).await;
+        dlq.write_from_until_held(&again).await;
         let text = std::fs::read_to_string(&path).unwrap();
         let entries: Vec<Value> = text
             .lines()
@@ -224,9 +220,9 @@ mod tests {
             .iter()
             .map(|e| e["reason"].as_str().unwrap())
             .collect();
-        assert_eq!(reasons, ["11", "13", "16"]);
+        assert_eq!(reasons, ["11", "13", "12", "16"]);
         assert_eq!(
-            entries[2]["buffer"],
+            entries[3]["buffer"],
             json!({"topic": "t", "partition": 1, "offset": 16})
         );
     }
@@ -236,7 +232,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = default_path(dir.path(), "p");
         assert_eq!(path, dir.path().join("dlq/p.jsonl"));
-        let dlq = DeadLetters::open(&path).await.unwrap();
+        let dlq = DeadLetters::open(&path, "p").await.unwrap();
         let record = Rejected {
             origin: "o",
             payload: b"a\nb",

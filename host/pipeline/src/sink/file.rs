@@ -8,9 +8,9 @@
 //! cut to that length (what a crash left after it was never recorded, so its batch is read
 //! again), and a batch's events whose record is in a held range are skipped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
@@ -23,16 +23,30 @@ use super::{Output, Provenance, SendError, SinkError, Span};
 /// rebalance took the partition away and gave it back, it can be more than one).
 const RANGES_KEPT: usize = 32;
 
-/// An appended file. The tokio Mutex keeps one batch's lines together when several workers
-/// write at once (it is held across the write, and the record of offsets).
+/// An appended file, as one sink (or dead-letter file) writes it.
 pub struct FileSink {
     name: String,
-    path: PathBuf,
     /// Skip what the file holds and record what it takes (`exactly_once`).
     once: bool,
-    /// `None` after a failed write: the next write reopens the path.
-    file: Mutex<Option<Opened>>,
+    /// Whose offsets these are in the record (the pipeline, or its dead letters): two writers
+    /// of one file, which may read the same topic, keep theirs apart.
+    scope: String,
+    file: Arc<Shared>,
 }
+
+/// One file as every writer of this process shares it. The tokio Mutex keeps one batch's
+/// lines together when several workers (or sinks) write at once, and the record of offsets in
+/// step with the file: it is held across the write and the record.
+struct Shared {
+    path: PathBuf,
+    /// `None` after a failed write: the next write reopens the path.
+    opened: Mutex<Option<Opened>>,
+}
+
+/// The files open in this process, by absolute path: two sinks (or a sink and a dead-letter
+/// file) on one path share one [`Shared`], so neither rewrites the record of offsets from a
+/// stale view of the file.
+static OPEN: std::sync::Mutex<Option<HashMap<PathBuf, Weak<Shared>>>> = std::sync::Mutex::new(None);
 
 /// The open file and what it holds.
 struct Opened {
@@ -49,22 +63,22 @@ struct Held {
 }
 
 impl Held {
-    fn key(topic: &str, partition: i32) -> String {
-        format!("{topic}/{partition}")
+    fn key(scope: &str, topic: &str, partition: i32) -> String {
+        format!("{scope}:{topic}/{partition}")
     }
 
-    /// Whether the file holds the events of this record.
-    fn holds(&self, topic: &str, partition: i32, offset: i64) -> bool {
+    /// Whether the file holds `scope`'s events of this record.
+    fn holds(&self, scope: &str, topic: &str, partition: i32, offset: i64) -> bool {
         self.ranges
-            .get(&Self::key(topic, partition))
+            .get(&Self::key(scope, topic, partition))
             .is_some_and(|r| r.iter().any(|&(a, b)| a <= offset && offset <= b))
     }
 
-    /// The file now holds `span`.
-    fn add(&mut self, span: &Span) {
+    /// The file now holds `scope`'s events of `span`.
+    fn add(&mut self, scope: &str, span: &Span) {
         let ranges = self
             .ranges
-            .entry(Self::key(&span.topic, span.partition))
+            .entry(Self::key(scope, &span.topic, span.partition))
             .or_default();
         ranges.push((span.first, span.last));
         ranges.sort_unstable();
@@ -114,21 +128,50 @@ impl Held {
 impl FileSink {
     /// Opens `path` for appending, creating it and its folder.
     pub async fn open(path: &Path) -> Result<Self, SinkError> {
-        Self::open_with(path, true).await
+        Self::open_with(path, true, "").await
     }
 
-    /// [`open`](Self::open); `once`: write each event from a Kafka buffer once.
-    pub async fn open_with(path: &Path, once: bool) -> Result<Self, SinkError> {
+    /// [`open`](Self::open); `once`: write each event from a Kafka buffer once, keeping its
+    /// offsets under `scope`. A path this process already has open is shared.
+    pub async fn open_with(path: &Path, once: bool, scope: &str) -> Result<Self, SinkError> {
         let name = format!("file:{}", path.display());
-        match Opened::open(path).await {
-            Ok(opened) => Ok(Self {
-                name,
-                path: path.to_owned(),
-                once,
-                file: Mutex::new(Some(opened)),
-            }),
-            Err(source) => Err(SinkError::new(&name, source)),
-        }
+        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let open = || {
+            OPEN.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .get(&key)
+                .and_then(Weak::upgrade)
+        };
+        let file = match open() {
+            Some(shared) => shared,
+            None => {
+                let opened = Opened::open(path)
+                    .await
+                    .map_err(|source| SinkError::new(&name, source))?;
+                let mut files = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+                let files = files.get_or_insert_with(HashMap::new);
+                files.retain(|_, f| f.strong_count() > 0);
+                match files.get(&key).and_then(Weak::upgrade) {
+                    // Opened meanwhile by another sink: that one is the file.
+                    Some(shared) => shared,
+                    None => {
+                        let shared = Arc::new(Shared {
+                            path: path.to_owned(),
+                            opened: Mutex::new(Some(opened)),
+                        });
+                        files.insert(key, Arc::downgrade(&shared));
+                        shared
+                    }
+                }
+            }
+        };
+        Ok(Self {
+            name,
+            once,
+            scope: scope.to_owned(),
+            file,
+        })
     }
 }
 
@@ -145,9 +188,9 @@ impl Opened {
 }
 
 impl super::BuildOutput for sluice_config::FileSink {
-    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
+    async fn build(&self, cx: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
         Ok(Arc::new(
-            FileSink::open_with(&self.path, self.exactly_once).await?,
+            FileSink::open_with(&self.path, self.exactly_once, cx.pipeline).await?,
         ))
     }
 }
@@ -202,10 +245,12 @@ impl FileSink {
             }
             let fresh: Vec<Bytes> = events
                 .iter()
-                .zip(&from.at)
+                .enumerate()
+                .map(|(i, e)| (e, from.at.get(i).and_then(Option::as_ref)))
                 .filter(|(_, at)| {
-                    !at.as_ref()
-                        .is_some_and(|(p, _)| held.holds(&p.topic, p.partition, p.offset))
+                    !at.is_some_and(|(p, _)| {
+                        held.holds(&self.scope, &p.topic, p.partition, p.offset)
+                    })
                 })
                 .map(|(e, _)| e.clone())
                 .collect();
@@ -225,11 +270,11 @@ impl FileSink {
         lines: impl FnOnce(&Held) -> Vec<u8>,
         covers: &[Span],
     ) -> Result<(), SinkError> {
-        let mut slot = self.file.lock().await;
+        let mut slot = self.file.opened.lock().await;
         let result = async {
             let opened = match &mut *slot {
                 Some(opened) => opened,
-                None => slot.insert(Opened::open(&self.path).await?),
+                None => slot.insert(Opened::open(&self.file.path).await?),
             };
             let lines = lines(&opened.held);
             if !lines.is_empty() {
@@ -239,9 +284,9 @@ impl FileSink {
             }
             if !covers.is_empty() || !opened.held.ranges.is_empty() {
                 for span in covers {
-                    opened.held.add(span);
+                    opened.held.add(&self.scope, span);
                 }
-                opened.held.write(&self.path).await?;
+                opened.held.write(&self.file.path).await?;
             }
             Ok::<_, std::io::Error>(())
         }

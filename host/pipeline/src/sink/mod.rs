@@ -184,8 +184,8 @@ pub struct Provenance {
     /// Per line, its record's position and its rank among the lines of that record this
     /// sink takes; `None` for an event without one.
     pub at: Vec<Option<(Position, u32)>>,
-    /// Every offset the batch read (whether or not an event of it reached this sink), as
-    /// contiguous runs per partition.
+    /// What the batch read (whether or not an event of it reached this sink), one span per
+    /// partition ([`Span::read`]).
     pub covers: Vec<Span>,
 }
 
@@ -199,6 +199,32 @@ pub struct Span {
 }
 
 impl Span {
+    /// What a batch of `positions` read: per partition, from its lowest to its highest offset.
+    /// A consumer reads a partition in order, so offsets between two of its records that are
+    /// not in the batch (transaction markers, compacted records) hold no data: counting them
+    /// read keeps the ranges a sink records whole.
+    pub fn read<'a>(positions: impl Iterator<Item = &'a Position>) -> Vec<Span> {
+        let mut spans: Vec<Span> = Vec::new();
+        for p in positions {
+            match spans
+                .iter_mut()
+                .find(|s| s.partition == p.partition && s.topic == p.topic)
+            {
+                Some(s) => {
+                    s.first = s.first.min(p.offset);
+                    s.last = s.last.max(p.offset);
+                }
+                None => spans.push(Span {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                    first: p.offset,
+                    last: p.offset,
+                }),
+            }
+        }
+        spans
+    }
+
     /// The runs of `positions` (in any order, repeats allowed).
     pub fn runs<'a>(positions: impl Iterator<Item = &'a Position>) -> Vec<Span> {
         let mut sorted: Vec<&Position> = positions.collect();

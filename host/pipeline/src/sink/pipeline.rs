@@ -106,8 +106,9 @@ impl Handoff {
         let (n, now) = (events.len() as u64, crate::source::now_ms());
         // One write per record: each waits for its own room, so a batch larger than the
         // downstream buffer still goes, record by record. No timeout: a full downstream buffer
-        // holds the upstream worker here (the chain's backpressure) until there is room, or
-        // until the downstream buffer closes.
+        // holds the upstream worker here (the chain's backpressure) until its workers make
+        // room. Shutdown drains the upstream level before it closes this buffer, and bounds
+        // the wait with its deadline.
         let mut held = Vec::with_capacity(events.len().div_ceil(self.per_record));
         while !events.is_empty() {
             let rest = events.split_off(events.len().min(self.per_record));
@@ -441,6 +442,12 @@ mod tests {
             while got.len() < 5 {
                 let batch = reader.read().await.unwrap();
                 got.extend(batch.records.iter().flat_map(|r| r.events.clone()));
+                tokio::task::yield_now().await;
+                assert_eq!(
+                    acked.load(Ordering::SeqCst),
+                    0,
+                    "not before downstream acknowledged every event"
+                );
                 batch.ack.acknowledge();
             }
             got

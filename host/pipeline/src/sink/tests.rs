@@ -70,7 +70,7 @@ fn receipt() -> (Arc<AtomicUsize>, Receipt) {
 async fn sink(output: Arc<Scripted>) -> (Sink, tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dlq.jsonl");
-    let dlq = Arc::new(DeadLetters::open(&path).await.unwrap());
+    let dlq = Arc::new(DeadLetters::open(&path, "p").await.unwrap());
     (Sink::new("p", output, dlq), dir, path)
 }
 

@@ -185,8 +185,6 @@ struct Outgoing {
     routed: route::Routed,
     /// The dead letters, each with its record's position in a Kafka buffer.
     dead: Vec<(Option<sluice_buffer::Position>, serde_json::Value)>,
-    /// The runs of offsets the batch read (`Origins::covers`).
-    covers: Vec<crate::sink::Span>,
     /// Shares of earlier batches whose events leave with this one.
     done: Vec<sluice_buffer::Share>,
     events: u64,
@@ -200,7 +198,7 @@ struct Outgoing {
 struct Origins {
     /// Per record of the batch; empty when none has a position (a memory buffer).
     positions: Vec<Option<sluice_buffer::Position>>,
-    /// The runs of offsets the batch read, unreadable records included.
+    /// The offsets the batch read, per partition, unreadable records included.
     covers: Vec<crate::sink::Span>,
 }
 
@@ -217,7 +215,7 @@ impl Origins {
         }
         Self {
             positions: batch.records.iter().map(|r| r.position.clone()).collect(),
-            covers: crate::sink::Span::runs(
+            covers: crate::sink::Span::read(
                 batch
                     .records
                     .iter()
@@ -294,7 +292,6 @@ fn finish(
             .into_iter()
             .map(|(record, entry)| (position(record), entry))
             .collect(),
-        covers: from.covers.clone(),
         done: split.done,
         dropped: counts.dropped,
         processor_failed: counts.failed + unreadable.len() as u64,
@@ -313,10 +310,7 @@ async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share)
     counters.failed_to_parse.add(out.failed_to_parse);
     if !out.dead.is_empty() {
         // A batch read again after a crash dead-letters none of its records twice.
-        outputs
-            .dead_letters
-            .write_from_until_held(&out.dead, &out.covers)
-            .await;
+        outputs.dead_letters.write_from_until_held(&out.dead).await;
     }
     counters.dead_lettered.add(out.dead.len() as u64);
     let (n_events, done) = (out.events, out.done);

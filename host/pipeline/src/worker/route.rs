@@ -166,29 +166,25 @@ impl Router {
         }
         let lines_wanted = self.sinks.iter().any(|s| !s.reads_events());
         let last_hand = self.sinks.iter().rposition(|s| s.hands);
-        for (i, sink) in self.sinks.iter().enumerate() {
-            if !sink.hands || (Some(i) == last_hand && !lines_wanted) {
-                continue;
-            }
-            let events = split.parsed().iter().enumerate();
-            per_sink[i] = Some(Take::Events(
-                events
-                    .filter(|&(e, _)| takes(sink, e))
-                    .map(|(_, event)| sink.handed(event.clone()))
-                    .collect(),
-            ));
-        }
-        if let Some(i) = last_hand
-            && !lines_wanted
-        {
-            let sink = &self.sinks[i];
-            let events = std::mem::take(split.parsed()).into_iter().enumerate();
-            per_sink[i] = Some(Take::Events(
-                events
+        for (i, sink) in self.sinks.iter().enumerate().filter(|(_, s)| s.hands) {
+            let events = if Some(i) == last_hand && !lines_wanted {
+                // Nothing reads them after this sink: moved, not copied.
+                std::mem::take(split.parsed())
+                    .into_iter()
+                    .enumerate()
                     .filter(|&(e, _)| takes(sink, e))
                     .map(|(_, event)| sink.handed(event))
-                    .collect(),
-            ));
+                    .collect()
+            } else {
+                split
+                    .parsed()
+                    .iter()
+                    .enumerate()
+                    .filter(|&(e, _)| takes(sink, e))
+                    .map(|(_, event)| sink.handed(event.clone()))
+                    .collect()
+            };
+            per_sink[i] = Some(Take::Events(events));
         }
         let lines = if lines_wanted {
             split.lines();

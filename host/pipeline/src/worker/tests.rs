@@ -53,7 +53,7 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
     let (_publish, updates) = tokio::sync::watch::channel(plugin);
 
     let dlq_path = dir.path().join("dlq.jsonl");
-    let dead_letters = Arc::new(DeadLetters::open(&dlq_path).await.unwrap());
+    let dead_letters = Arc::new(DeadLetters::open(&dlq_path, "p").await.unwrap());
     let mut sinks = Vec::new();
     for name in ["a.jsonl", "b.jsonl"] {
         let file = Arc::new(FileSink::open(&dir.path().join(name)).await.unwrap());
