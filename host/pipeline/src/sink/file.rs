@@ -428,6 +428,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn two_sinks_on_one_path_share_the_file_and_keep_their_offsets_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        // Two pipelines reading the same topic (two groups) into one file.
+        let a = FileSink::open_with(&path, true, "a").await.unwrap();
+        let b = FileSink::open_with(&path, true, "b").await.unwrap();
+        let (e, from) = batch(0..2);
+        a.send_from(&e, &from).await.unwrap();
+        b.send_from(&e, &from).await.unwrap();
+        a.send_from(&e, &from).await.unwrap();
+        drop((a, b));
+        // Reopened: the length recorded covers both sinks' lines, nothing is cut.
+        let a = FileSink::open_with(&path, true, "a").await.unwrap();
+        let (e, from) = batch(0..3);
+        a.send_from(&e, &from).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 0, 1, 2]);
+    }
+
+    #[tokio::test]
     async fn lines_after_the_record_of_offsets_are_cut_and_written_once_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
