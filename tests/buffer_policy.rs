@@ -16,8 +16,6 @@ type Dropped = Arc<Mutex<Vec<(Record, String)>>>;
 
 fn record(payload: &str, idempotency_key: Option<&str>) -> Record {
     Record {
-        events: Vec::new(),
-        position: None,
         payload: payload.as_bytes().to_vec(),
         key: None,
         received_at_ms: 0,
@@ -26,6 +24,7 @@ fn record(payload: &str, idempotency_key: Option<&str>) -> Record {
         headers: idempotency_key
             .map(|k| vec![("idempotency-key".to_owned(), k.to_owned())])
             .unwrap_or_default(),
+        ..Default::default()
     }
 }
 

@@ -45,14 +45,13 @@ pub(crate) fn config(bootstrap: String, topic: &str, group: &str) -> KafkaBuffer
 
 fn record(i: usize) -> Record {
     Record {
-        events: Vec::new(),
-        position: None,
         payload: format!("{{\"n\":{i}}}").into_bytes(),
         key: Some(format!("k{i}").into_bytes()),
         received_at_ms: 1_700_000_000_000 + i as u64,
         origin: "http:/log/ingest".to_owned(),
         content_type: Some("application/json".to_owned()),
         headers: Vec::new(),
+        ..Default::default()
     }
 }
 

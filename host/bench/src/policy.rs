@@ -32,8 +32,6 @@ pub(crate) struct Args {
 fn record(i: usize, records_per_write: usize) -> Vec<Record> {
     (0..records_per_write)
         .map(|j| Record {
-        events: Vec::new(),
-        position: None,
             payload: format!(r#"[{{"n":{i},"j":{j},"msg":"a log line of about a hundred bytes, as in the end-to-end run"}}]"#)
                 .into_bytes(),
             key: None,
@@ -41,6 +39,7 @@ fn record(i: usize, records_per_write: usize) -> Vec<Record> {
             origin: "http:/log/ingest".to_owned(),
             content_type: Some("application/json".to_owned()),
             headers: vec![("x-tenant".to_owned(), format!("t{}", i % 8))],
+        ..Default::default()
         })
         .collect()
 }

@@ -323,14 +323,13 @@ mod tests {
 
     fn rec(i: usize) -> Record {
         Record {
-            events: Vec::new(),
-            position: None,
             payload: vec![i as u8],
             key: None,
             received_at_ms: 0,
             origin: "t".into(),
             content_type: None,
             headers: Vec::new(),
+            ..Default::default()
         }
     }
 

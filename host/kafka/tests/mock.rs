@@ -47,14 +47,13 @@ fn config(bootstrap: String) -> KafkaBufferConfig {
 
 fn record(i: usize) -> Record {
     Record {
-        events: Vec::new(),
-        position: None,
         payload: format!("{{\"n\":{i}}}").into_bytes(),
         key: None,
         received_at_ms: 1_700_000_000_000 + i as u64,
         origin: "http:/log/ingest".to_owned(),
         content_type: None,
         headers: Vec::new(),
+        ..Default::default()
     }
 }
 

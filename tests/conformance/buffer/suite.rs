@@ -133,8 +133,6 @@ pub(super) fn record(v: &Value, received_at_ms: u64) -> Record {
         .map(|pair| (text(&pair[0]), text(&pair[1])))
         .collect();
     Record {
-        events: Vec::new(),
-        position: None,
         payload,
         key: None,
         received_at_ms,
@@ -144,6 +142,7 @@ pub(super) fn record(v: &Value, received_at_ms: u64) -> Record {
             .to_owned(),
         content_type: v["content_type"].as_str().map(str::to_owned),
         headers,
+        ..Default::default()
     }
 }
 

@@ -131,14 +131,13 @@ impl Rng {
 /// The replay's record `id`: its payload is `{"id":N}`, so equal ids are equal bytes.
 pub fn record(id: u64, headers: Vec<(String, String)>) -> Record {
     Record {
-        events: Vec::new(),
-        position: None,
         payload: format!("{{\"id\":{id}}}").into_bytes(),
         key: None,
         received_at_ms: 0,
         origin: "http:/replay".to_owned(),
         content_type: None,
         headers,
+        ..Default::default()
     }
 }
 

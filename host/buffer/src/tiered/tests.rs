@@ -16,14 +16,13 @@ fn tier(capacity: usize) -> Flaky {
 
 fn record(id: u64, origin: &str) -> Record {
     Record {
-        events: Vec::new(),
-        position: None,
         payload: format!("{{\"id\":{id}}}").into_bytes(),
         key: None,
         received_at_ms: 0,
         origin: origin.to_owned(),
         content_type: None,
         headers: vec![("x-tenant".into(), format!("t{}", id % 3))],
+        ..Default::default()
     }
 }
 

@@ -197,14 +197,13 @@ impl ToPipeline {
             if !members.is_empty() {
                 records.push((
                     Record {
-                        events: Vec::new(),
-                        position: None,
                         payload: std::mem::take(payload),
                         key: None,
                         received_at_ms: now,
                         origin: self.origin.clone(),
                         content_type: Some("application/x-ndjson".to_owned()),
                         headers: Vec::new(),
+                        ..Default::default()
                     },
                     std::mem::take(members),
                 ));

@@ -88,14 +88,13 @@ async fn run(
             let text = text.strip_suffix(b"\r").unwrap_or(text);
             if !text.is_empty() {
                 pending.push(Record {
-                    events: Vec::new(),
-                    position: None,
                     payload: text.to_vec(),
                     key: None,
                     received_at_ms: super::now_ms(),
                     origin: format!("{origin}:{line_number}"),
                     content_type: None,
                     headers: Vec::new(),
+                    ..Default::default()
                 });
             }
             line.clear();

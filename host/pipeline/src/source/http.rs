@@ -144,14 +144,13 @@ async fn ingest(State(state): State<Arc<HttpState>>, request: Request) -> Respon
     let records = payloads
         .into_iter()
         .map(|payload| Record {
-            events: Vec::new(),
-            position: None,
             payload,
             key: None,
             received_at_ms,
             origin: state.origin.clone(),
             content_type: content_type.clone(),
             headers: headers.clone(),
+            ..Default::default()
         })
         .collect();
     match state.intake.write(records).await {

@@ -21,14 +21,13 @@ use crate::watchdog::Watchdog;
 
 fn record(payload: &[u8]) -> Record {
     Record {
-        events: Vec::new(),
-        position: None,
         payload: payload.to_vec(),
         key: None,
         received_at_ms: 7,
         origin: format!("test:{}", String::from_utf8_lossy(payload)),
         content_type: Some("text/plain".to_owned()),
         headers: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -66,14 +66,13 @@ impl OtlpState {
             "application/x-protobuf"
         };
         let record = |payload, key| Record {
-            events: Vec::new(),
-            position: None,
             payload,
             key,
             received_at_ms: super::now_ms(),
             origin: format!("{}:{transport}/{signal}", self.source),
             content_type: Some(format!("{encoding}; otlp={signal}")),
             headers: headers.clone(),
+            ..Default::default()
         };
         match (signal, json, self.by_trace) {
             (Signal::Traces, false, true) => match by_trace::split(&payload) {
