@@ -255,7 +255,9 @@ impl FileSink {
                 .map(|(e, _)| e.clone())
                 .collect();
             if fresh.len() < events.len() {
-                tracing::debug!(sink = %self.name, skipped = events.len() - fresh.len(), "skipping events the file already holds (read again after a restart)");
+                // After a crash the first batches read again are skipped: expected. Skipping
+                // on and on means the offsets are not the ones the record was made from.
+                tracing::warn!(sink = %self.name, skipped = events.len() - fresh.len(), "skipping events the file already holds (read again after a restart); if the buffer topic was recreated or moved to another cluster, remove the file's record of offsets (<path>.offsets)");
             }
             super::codec::lines(&fresh)
         };
