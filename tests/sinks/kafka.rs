@@ -222,6 +222,80 @@ fn after_kill_9s_dropping_records_by_their_origin_headers_leaves_each_event_once
     assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 }
 
+/// Two hosts in one consumer group on a two-partition buffer; one is killed -9 after its sink
+/// produced a round's events and before its buffer committed them. The other takes its
+/// partitions over and produces what was not committed again, with the same origin headers
+/// as the first copies (an origin is the buffer position, whichever host read it): dropping
+/// by them leaves each event once.
+#[test]
+fn two_hosts_one_killed_dropping_by_origin_leaves_each_event_once() {
+    let (buffer, group) = names("k2");
+    let topic = unique("sink-two");
+    let bootstrap = kafka_bootstrap();
+    let sinks = kafka_sink(&bootstrap, &topic, "");
+    let yaml = pipeline(&buffer, &group, &sinks)
+        .replace("commit_interval: 300ms", "commit_interval: 4s")
+        .replace("max_poll_records: 100", "max_poll_records: 5")
+        .replace(
+            "create_topic: true\n          commit_interval",
+            "create_topic: true\n          number_of_partitions: 2\n          workers: 1\n          commit_interval",
+        );
+    assert!(yaml.contains("number_of_partitions: 2") && yaml.contains("commit_interval: 4s"));
+    let (mut a, mut b) = (Sluice::start(&yaml), Sluice::start(&yaml));
+    let produced = || -> i64 {
+        committed_and_end(&bootstrap, &topic, "none")
+            .iter()
+            .map(|(_, _, end)| end)
+            .sum()
+    };
+    let mut ids = Vec::new();
+    // Until both hosts read (the group settles after the second one joins).
+    for round in 0..30 {
+        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
+        std::thread::sleep(Duration::from_millis(500));
+        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
+            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
+        {
+            break;
+        }
+    }
+    assert!(
+        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
+        "the second host never got a partition:\n{}",
+        b.log()
+    );
+    // Past the eager commits of a new assignment, then a round the kill leaves uncommitted:
+    // the first acknowledgement after the quiet interval is committed at once, the rest wait
+    // 4 s. Sixty requests (records) spread over both partitions, several batches each.
+    std::thread::sleep(Duration::from_millis(4300));
+    ids.extend(post_events(&a, "kill", 300, 5));
+    wait_until(
+        "the sinks to produce the round's events",
+        Duration::from_secs(60),
+        &a,
+        || produced() >= ids.len() as i64,
+    );
+    b.kill9();
+    wait_until(
+        "the surviving host to commit every record",
+        Duration::from_secs(90),
+        &a,
+        || committed_to_end(&buffer, &group),
+    );
+    let got = ids_and_origins(&bootstrap, &topic, ids.len());
+    let dropped = assert_once_by_origin(&got, &ids);
+    eprintln!(
+        "two hosts, one killed: {} events, {} records, {dropped} dropped by origin",
+        ids.len(),
+        got.len()
+    );
+    assert!(
+        dropped > 0,
+        "the killed host left nothing to produce again: untested"
+    );
+    assert_eq!(a.terminate(), 0, "{}", a.log());
+}
+
 #[test]
 fn over_sasl_scram_and_tls_events_reach_the_topic_and_an_oversized_event_is_dead_lettered() {
     let certs = tempfile::tempdir().unwrap();
