@@ -75,6 +75,56 @@ fn assert_once_by_origin(records: &[(String, Option<String>)], ids: &[String]) -
     records.len() - by_origin.len()
 }
 
+/// The pipeline of the kill tests, its buffer topic with `topic_lines` more. It commits every
+/// 4 s once a start's (or an assignment's) eager first interval is over, and at once for the
+/// first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and a
+/// kill right after the sink produced it comes first. Batches of 5 records (requests) fill at
+/// once.
+fn slow_commits(buffer: &str, group: &str, sinks: &str, topic_lines: &str) -> String {
+    let yaml = pipeline(buffer, group, sinks)
+        .replace("commit_interval: 300ms", "commit_interval: 4s")
+        .replace("max_poll_records: 100", "max_poll_records: 5")
+        .replace(
+            "create_topic: true\n          commit_interval",
+            &format!("create_topic: true\n{topic_lines}          commit_interval"),
+        );
+    assert!(yaml.contains("commit_interval: 4s") && yaml.contains("max_poll_records: 5"));
+    yaml
+}
+
+/// The records `topic` holds, copies included.
+fn produced(bootstrap: &str, topic: &str) -> i64 {
+    committed_and_end(bootstrap, topic, "none")
+        .iter()
+        .map(|(_, _, end)| end)
+        .sum()
+}
+
+/// Once `sluice` committed every record of its buffer: `topic` holds each event of `ids`
+/// once after dropping by origin, and there were copies to drop (else the test proved
+/// nothing).
+fn assert_dropping_by_origin_leaves_each_once(
+    sluice: &Sluice,
+    (buffer, group): (&str, &str),
+    (bootstrap, topic): (&str, &str),
+    ids: &[String],
+) {
+    wait_until(
+        "the buffer committed every record",
+        Duration::from_secs(90),
+        sluice,
+        || committed_to_end(buffer, group),
+    );
+    let got = ids_and_origins(bootstrap, topic, ids.len());
+    let dropped = assert_once_by_origin(&got, ids);
+    eprintln!(
+        "{} events, {} records, {dropped} dropped by origin",
+        ids.len(),
+        got.len()
+    );
+    assert!(dropped > 0, "nothing was produced twice: untested");
+}
+
 /// The `id` of each record's payload, a JSON event.
 fn event_ids(records: &[(Option<String>, String)]) -> Vec<String> {
     records
@@ -173,20 +223,7 @@ fn after_kill_9s_dropping_records_by_their_origin_headers_leaves_each_event_once
     let topic = unique("sink-kill");
     let bootstrap = kafka_bootstrap();
     let sinks = kafka_sink(&bootstrap, &topic, "");
-    // Commits every 4 s once a start's eager first interval is over, and at once for the
-    // first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and
-    // the kill comes first. Batches of 5 records (requests) fill at once.
-    let yaml = pipeline(&buffer, &group, &sinks)
-        .replace("commit_interval: 300ms", "commit_interval: 4s")
-        .replace("max_poll_records: 100", "max_poll_records: 5");
-    assert!(yaml.contains("commit_interval: 4s") && yaml.contains("max_poll_records: 5"));
-    let mut sluice = Sluice::start(&yaml);
-    let produced = || -> i64 {
-        committed_and_end(&bootstrap, &topic, "none")
-            .iter()
-            .map(|(_, _, end)| end)
-            .sum()
-    };
+    let mut sluice = Sluice::start(&slow_commits(&buffer, &group, &sinks, ""));
     let mut ids = Vec::new();
     for round in 0..3 {
         // The start's eager interval: over before the round's events come.
@@ -197,27 +234,16 @@ fn after_kill_9s_dropping_records_by_their_origin_headers_leaves_each_event_once
             "the sink to produce the round's events",
             Duration::from_secs(60),
             &sluice,
-            || produced() >= ids.len() as i64,
+            || produced(&bootstrap, &topic) >= ids.len() as i64,
         );
         sluice.kill9();
         sluice.restart(&[]);
     }
-    wait_until(
-        "the buffer committed every record",
-        Duration::from_secs(90),
+    assert_dropping_by_origin_leaves_each_once(
         &sluice,
-        || committed_to_end(&buffer, &group),
-    );
-    let got = ids_and_origins(&bootstrap, &topic, ids.len());
-    let dropped = assert_once_by_origin(&got, &ids);
-    eprintln!(
-        "{} events, {} records, {dropped} dropped by origin",
-        ids.len(),
-        got.len()
-    );
-    assert!(
-        dropped > 0,
-        "the kills made the sink produce nothing twice: untested"
+        (&buffer, &group),
+        (&bootstrap, &topic),
+        &ids,
     );
     assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 }
@@ -233,21 +259,9 @@ fn two_hosts_one_killed_dropping_by_origin_leaves_each_event_once() {
     let topic = unique("sink-two");
     let bootstrap = kafka_bootstrap();
     let sinks = kafka_sink(&bootstrap, &topic, "");
-    let yaml = pipeline(&buffer, &group, &sinks)
-        .replace("commit_interval: 300ms", "commit_interval: 4s")
-        .replace("max_poll_records: 100", "max_poll_records: 5")
-        .replace(
-            "create_topic: true\n          commit_interval",
-            "create_topic: true\n          number_of_partitions: 2\n          workers: 1\n          commit_interval",
-        );
-    assert!(yaml.contains("number_of_partitions: 2") && yaml.contains("commit_interval: 4s"));
+    let two = "          number_of_partitions: 2\n          workers: 1\n";
+    let yaml = slow_commits(&buffer, &group, &sinks, two);
     let (mut a, mut b) = (Sluice::start(&yaml), Sluice::start(&yaml));
-    let produced = || -> i64 {
-        committed_and_end(&bootstrap, &topic, "none")
-            .iter()
-            .map(|(_, _, end)| end)
-            .sum()
-    };
     let mut ids = Vec::new();
     // Until both hosts read (the group settles after the second one joins).
     for round in 0..30 {
@@ -273,26 +287,11 @@ fn two_hosts_one_killed_dropping_by_origin_leaves_each_event_once() {
         "the sinks to produce the round's events",
         Duration::from_secs(60),
         &a,
-        || produced() >= ids.len() as i64,
+        || produced(&bootstrap, &topic) >= ids.len() as i64,
     );
     b.kill9();
-    wait_until(
-        "the surviving host to commit every record",
-        Duration::from_secs(90),
-        &a,
-        || committed_to_end(&buffer, &group),
-    );
-    let got = ids_and_origins(&bootstrap, &topic, ids.len());
-    let dropped = assert_once_by_origin(&got, &ids);
-    eprintln!(
-        "two hosts, one killed: {} events, {} records, {dropped} dropped by origin",
-        ids.len(),
-        got.len()
-    );
-    assert!(
-        dropped > 0,
-        "the killed host left nothing to produce again: untested"
-    );
+    // The survivor reads the killed host's partitions again from their last commit.
+    assert_dropping_by_origin_leaves_each_once(&a, (&buffer, &group), (&bootstrap, &topic), &ids);
     assert_eq!(a.terminate(), 0, "{}", a.log());
 }
 

@@ -199,6 +199,16 @@ pub struct Span {
 }
 
 impl Span {
+    /// The span of one record.
+    fn at(p: &Position) -> Span {
+        Span {
+            topic: p.topic.clone(),
+            partition: p.partition,
+            first: p.offset,
+            last: p.offset,
+        }
+    }
+
     /// What a batch of `positions` read: per partition, from its lowest to its highest offset.
     /// A consumer reads a partition in order, so offsets between two of its records that are
     /// not in the batch (transaction markers, compacted records) hold no data: counting them
@@ -214,12 +224,7 @@ impl Span {
                     s.first = s.first.min(p.offset);
                     s.last = s.last.max(p.offset);
                 }
-                None => spans.push(Span {
-                    topic: p.topic.clone(),
-                    partition: p.partition,
-                    first: p.offset,
-                    last: p.offset,
-                }),
+                None => spans.push(Span::at(p)),
             }
         }
         spans
@@ -239,12 +244,7 @@ impl Span {
                 {
                     r.last = r.last.max(p.offset);
                 }
-                _ => runs.push(Span {
-                    topic: p.topic.clone(),
-                    partition: p.partition,
-                    first: p.offset,
-                    last: p.offset,
-                }),
+                _ => runs.push(Span::at(p)),
             }
         }
         runs
