@@ -6,7 +6,8 @@
 //! (`max_held_events`, the sinks' thresholds): memory stays bounded however slow the sinks.
 //! A record of events an upstream pipeline handed over parsed (`Record::events`) counts as
 //! its events, in the room it takes and in a batch's size, as Data Prepper counts its records.
-//! Writers wait (up to their timeout) for room; they never block forever and never drop.
+//! Writers wait (up to their timeout) for room and never drop; only a `pipeline` sink's handoff
+//! waits without one (its wait is the chain's backpressure, bounded by shutdown's deadline).
 //! A writer that must know when its records are through (`write_held`: an upstream pipeline's
 //! `pipeline` sink) is told when the batches carrying them are acknowledged.
 

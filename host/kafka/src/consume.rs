@@ -56,9 +56,8 @@ const PAUSE_AFTER: Duration = Duration::from_secs(1);
 
 /// What the consumer thread and the acknowledging workers share.
 struct Shared {
-    topic: String,
     /// The topic, shared by the positions of the records read.
-    topic_name: Arc<str>,
+    topic: Arc<str>,
     tracker: Mutex<Tracker>,
     /// Batches handed out and not yet acknowledged or dropped.
     in_flight: AtomicUsize,
@@ -107,7 +106,7 @@ pub(crate) struct Context {
 impl ClientContext for Context {
     /// librdkafka's statistics (every `statistics.interval.ms`): the consumer lag per partition.
     fn stats(&self, statistics: rdkafka::Statistics) {
-        let Some(topic) = statistics.topics.get(&self.shared.topic) else {
+        let Some(topic) = statistics.topics.get(&*self.shared.topic) else {
             return;
         };
         for (partition, p) in &topic.partitions {
@@ -192,8 +191,7 @@ impl Consumer {
         opener: Option<sluice_crypt::Opener>,
     ) -> Result<Self, KafkaBufferError> {
         let shared = Arc::new(Shared {
-            topic: config.topic.clone(),
-            topic_name: Arc::from(config.topic.as_str()),
+            topic: Arc::from(config.topic.as_str()),
             tracker: Mutex::new(Tracker::default()),
             in_flight: AtomicUsize::new(0),
             stats,
@@ -378,7 +376,7 @@ impl Consumer {
             let record = Record {
                 events: Vec::new(),
                 position: Some(sluice_buffer::Position {
-                    topic: self.shared.topic_name.clone(),
+                    topic: self.shared.topic.clone(),
                     partition,
                     offset,
                 }),
