@@ -177,8 +177,8 @@ enum Route {
 }
 
 /// Where a batch's lines came from in a Kafka buffer, so a sink can hold each event once
-/// (`docs/design/exactly-once.md`). Empty for a memory buffer's batches and for what stateful
-/// processors emit from their flush.
+/// (`docs/design/exactly-once.md`). Empty for a memory buffer's batches and a flush's; an
+/// event that went through a stateful processor has no position (`None` in `at`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Provenance {
     /// Per line, its record's position and its rank among the lines of that record this

@@ -3,17 +3,17 @@
 //! a kafka buffer once the brokers acknowledged the records; an in-memory buffer once the
 //! downstream batches carrying them were acknowledged (its sinks took the events), so the
 //! acknowledgement travels back along the chain. Only then is the upstream batch acknowledged.
-//! The sink stages (`threshold`): the upstream worker hands a batch over and reads on while
-//! one request waits for its acknowledgement. A full downstream buffer is a retry after a
-//! backoff: the upstream pipeline slows down and never drops (nothing between them queues
-//! without bound).
+//! Either way the upstream worker hands a batch over and reads on while the acknowledgement
+//! is awaited, and a full downstream buffer slows the upstream pipeline (a wait for room, or
+//! into Kafka a retry after a backoff): it never drops, and nothing between them queues
+//! without bound.
 //!
-//! Into an in-memory downstream buffer ([`Handoff`]) the events cross as they are: parsed,
+//! Into an in-memory downstream buffer (`Handoff`) the events cross as they are: parsed,
 //! with their metadata, moved (not copied) when nothing else takes them, in records of up to
 //! the downstream batch size that take room per event, as Data Prepper's pipeline connector
 //! hands its records over. Nothing between the two pipelines serializes.
 //!
-//! Into a buffer of bytes (Kafka, a tiered buffer) they cross as NDJSON records ([`ToPipeline`]),
+//! Into a buffer of bytes (Kafka, a tiered buffer) they cross as NDJSON records (`ToPipeline`),
 //! as many per record as the downstream buffer takes in one record, so a chain costs one
 //! record per batch rather than one per event; the downstream pipeline reads them natively
 //! (`worker::outcome::split_connected`), not with a deserializer. Each line is the event with
@@ -58,7 +58,7 @@ impl Connections {
 /// in-memory one): hands the events over as they are. A write waits for room (the downstream
 /// buffer's backpressure reaches the upstream worker); the upstream batch's receipt is
 /// completed once the downstream batches carrying its events were acknowledged, by a task
-/// per write, so the upstream worker reads on meanwhile (the downstream buffer's room bounds
+/// per upstream batch, so the upstream worker reads on meanwhile (the downstream buffer's room bounds
 /// how many wait). Events the downstream pipeline drops unacknowledged (its shutdown gave up
 /// on them) leave the upstream batch unacknowledged: read again after a restart.
 pub(crate) struct Handoff {
