@@ -233,10 +233,9 @@ impl Output for ToPipeline {
     }
 
     /// Staged, as the s3 and http sinks are: the upstream worker hands a batch over and reads
-    /// on while the sink's task waits for the downstream pipeline to acknowledge the last
-    /// request (the upstream batch's receipt completes then). One request in flight, one
-    /// batch waiting: memory stays bounded, and a slow downstream pipeline slows the upstream
-    /// one.
+    /// on while the sink's task waits for the downstream buffer to hold the last request (the
+    /// upstream batch's receipt completes then). One request in flight, one batch waiting:
+    /// memory stays bounded, and a slow downstream pipeline slows the upstream one.
     fn threshold(&self) -> Option<super::Threshold> {
         Some(super::Threshold {
             event_count: None,
@@ -259,29 +258,17 @@ impl Output for ToPipeline {
                 (i, why)
             })
             .collect();
+        // A buffer of bytes holds what it took once `write` returns (Kafka: the brokers
+        // acknowledged it); a memory buffer, which says so only later, gets the handoff.
         let mut records = records.into_iter();
-        let mut held = Vec::new();
         let mut failed = None;
         for (record, members) in records.by_ref() {
-            match self.writer.write_held(vec![record], WRITE_TIMEOUT).await {
-                Ok(h) => held.push((h, members)),
-                Err(error) => {
-                    failed = Some((error, members));
-                    break;
-                }
+            if let Err(error) = self.writer.write(vec![record], WRITE_TIMEOUT).await {
+                failed = Some((error, members));
+                break;
             }
         }
-        // What was written, once the downstream pipeline holds it; lost records (its worker
-        // stopped before acknowledging them) are sent again.
-        let mut retry = Vec::new();
-        let mut reason = String::new();
-        for (h, members) in held {
-            if let Err(lost) = h.acknowledged().await {
-                reason = format!("{}: {lost}", self.name);
-                retry.extend(members);
-            }
-        }
-        let mut rejected = rejected;
+        let (mut rejected, mut retry, mut reason) = (rejected, Vec::new(), String::new());
         if let Some((error, members)) = failed {
             reason = format!("{}: {error}", self.name);
             if let WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. } = error {
