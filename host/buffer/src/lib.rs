@@ -245,6 +245,40 @@ pub struct Batch {
     /// let a processor that keeps one event of each batch (a span whose root never comes) fill
     /// the buffer and stall the pipeline until its flush. `None`: no room to free (Kafka).
     pub room: Option<Acknowledgement>,
+    /// Acknowledges single records ahead of the whole batch (Kafka), so a sink can let a
+    /// commit land between two of a batch's records (`docs/design/exactly-once.md`).
+    /// `None`: the batch is acknowledged whole only.
+    pub parts: Option<std::sync::Arc<dyn RecordAcks>>,
+    /// What the batch read of each partition (Kafka; empty otherwise): how the batches of one
+    /// partition follow each other.
+    pub reads: Vec<Read>,
+}
+
+/// Acknowledges some of a batch's records before the batch: [`Batch::parts`].
+pub trait RecordAcks: Send + Sync {
+    /// The records at these indices of [`Batch::records`] are held by every sink. Each index
+    /// is given at most once; the batch's [`Acknowledgement`] covers the rest.
+    fn acknowledge(&self, records: &[usize]);
+
+    /// The offset committed for `partition` while it is still assigned as it was when the
+    /// batch was read (`None` once it was revoked, or if the batch read nothing of it).
+    fn committed(&self, partition: i32) -> Option<i64>;
+}
+
+/// One partition's share of a batch: offsets `start..end` of one assignment of the partition.
+/// The reads of one assignment follow each other without gaps (each `start` is the previous
+/// `end`), the first one `begins` where the assignment began reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub topic: std::sync::Arc<str>,
+    pub partition: i32,
+    /// The assignment (process-wide, increasing): a partition read again after it was
+    /// revoked and assigned anew has a larger one.
+    pub epoch: u64,
+    pub start: i64,
+    pub end: i64,
+    /// The first read of its assignment.
+    pub begins: bool,
 }
 
 /// A record the buffer could not open, and why.

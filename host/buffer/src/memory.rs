@@ -216,6 +216,8 @@ fn batch(
             shares.acknowledge();
         }),
         room: Some(Acknowledgement::new(free_early)),
+        parts: None,
+        reads: Vec::new(),
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) struct PartitionTracker {
     pub(crate) next: i64,
     /// What was last committed (or where reading started).
     pub(crate) committed: i64,
+    /// Where reading started.
+    first: i64,
     /// The offset after the last record read. A batch's range starts here, so offsets the
     /// consumer never sees (transaction markers, compacted records) do not leave gaps.
     read_to: i64,
@@ -39,6 +41,7 @@ impl PartitionTracker {
             epoch,
             next: start,
             committed: start,
+            first: start,
             read_to: start,
             done: BTreeMap::new(),
             since,
@@ -61,7 +64,13 @@ impl PartitionTracker {
 #[derive(Debug, Default)]
 pub(crate) struct Tracker {
     partitions: HashMap<i32, PartitionTracker>,
-    epochs: u64,
+}
+
+/// A new assignment's epoch: process-wide, so that the epochs of one partition increase even
+/// when it moves between the consumers of one process.
+fn next_epoch() -> u64 {
+    static EPOCHS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    EPOCHS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
 }
 
 /// One partition's share of a batch.
@@ -89,14 +98,28 @@ impl Tracker {
     /// range that begins with this record starts. The tracker of a partition starts at the
     /// first record read after an assignment.
     pub(crate) fn reading(&mut self, partition: i32, offset: i64, now: Instant) -> (u64, i64) {
-        let epochs = &mut self.epochs;
-        let t = self.partitions.entry(partition).or_insert_with(|| {
-            *epochs += 1;
-            PartitionTracker::new(*epochs, offset, now)
-        });
+        let t = self
+            .partitions
+            .entry(partition)
+            .or_insert_with(|| PartitionTracker::new(next_epoch(), offset, now));
         let start = t.read_to.min(offset);
         t.read_to = t.read_to.max(offset + 1);
         (t.epoch, start)
+    }
+
+    /// What was last committed of `partition` in the assignment `epoch`.
+    pub(crate) fn committed_at(&self, partition: i32, epoch: u64) -> Option<i64> {
+        self.partitions
+            .get(&partition)
+            .filter(|t| t.epoch == epoch)
+            .map(|t| t.committed)
+    }
+
+    /// Whether `start` is where `partition`'s current assignment began reading.
+    pub(crate) fn begins(&self, partition: i32, epoch: u64, start: i64) -> bool {
+        self.partitions
+            .get(&partition)
+            .is_some_and(|t| t.epoch == epoch && t.first == start)
     }
 
     /// Applies an acknowledgement; stale ones (earlier assignment) are ignored. Returns

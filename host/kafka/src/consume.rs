@@ -309,6 +309,8 @@ impl Consumer {
         let mut records = Vec::new();
         let mut unreadable = Vec::new();
         let mut ranges: Vec<Range> = Vec::new();
+        // Each record's own range, in read order, with its index in `records`.
+        let mut pieces: Vec<(Range, Option<usize>)> = Vec::new();
         let mut filled_by: Option<Instant> = None;
         while records.len() + unreadable.len() < self.config.batch_size {
             self.commit_if_due(schedule);
@@ -348,17 +350,18 @@ impl Consumer {
                 offset,
                 Instant::now(),
             );
+            let piece = Range {
+                partition,
+                epoch,
+                start,
+                end: offset + 1,
+            };
             match ranges
                 .iter_mut()
                 .find(|r| r.partition == partition && r.epoch == epoch)
             {
                 Some(r) => r.end = offset + 1,
-                None => ranges.push(Range {
-                    partition,
-                    epoch,
-                    start,
-                    end: offset + 1,
-                }),
+                None => ranges.push(piece),
             }
             let meta = envelope::Meta::read(&m);
             let payload = m.payload().unwrap_or_default().to_vec();
@@ -392,8 +395,14 @@ impl Consumer {
                 headers: Vec::new(),
             };
             match self.open(&meta, record) {
-                Ok(record) => records.push(record),
-                Err(unread) => unreadable.push(unread),
+                Ok(record) => {
+                    pieces.push((piece, Some(records.len())));
+                    records.push(record);
+                }
+                Err(unread) => {
+                    pieces.push((piece, None));
+                    unreadable.push(unread);
+                }
             }
             filled_by.get_or_insert_with(|| Instant::now() + self.config.delay);
         }
@@ -411,8 +420,36 @@ impl Consumer {
             .stats
             .records_unreadable
             .add(unreadable.len() as u64);
-        let guard = AckGuard {
+        let reads = {
+            let tracker = self.shared.tracker.lock().expect("not poisoned");
+            ranges
+                .iter()
+                .map(|r| sluice_buffer::Read {
+                    topic: self.shared.topic.clone(),
+                    partition: r.partition,
+                    epoch: r.epoch,
+                    start: r.start,
+                    end: r.end,
+                    begins: tracker.begins(r.partition, r.epoch, r.start),
+                })
+                .collect()
+        };
+        let parts = Arc::new(Parts {
             shared: self.shared.clone(),
+            state: Mutex::new(PartsState {
+                acked: vec![false; pieces.len()],
+                by_record: pieces
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (_, r))| r.map(|_| i))
+                    .collect(),
+                pieces: pieces.into_iter().map(|(p, _)| p).collect(),
+                any: false,
+                finished: false,
+            }),
+        });
+        let guard = AckGuard {
+            parts: parts.clone(),
             ranges,
             records: n,
             acked: false,
@@ -426,6 +463,8 @@ impl Consumer {
             unreadable,
             ack,
             room: None,
+            parts: Some(parts),
+            reads,
         })
     }
 
@@ -471,6 +510,9 @@ impl Consumer {
         self.set_paused(true);
         while self.shared.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             self.idle_poll();
+            // What is acknowledged meanwhile is committed as it comes: a sink that waits for a
+            // commit before its next request (`docs/design/exactly-once.md`) can finish.
+            self.shared.commit(&self.consumer, None);
         }
         let left = self.shared.in_flight.load(Ordering::SeqCst);
         if left > 0 {
@@ -488,7 +530,7 @@ impl Consumer {
 /// acknowledgement when the batch is dropped without (its offsets are then never committed
 /// by this assignment, and are read again after a restart or rebalance).
 struct AckGuard {
-    shared: Arc<Shared>,
+    parts: Arc<Parts>,
     ranges: Vec<Range>,
     records: f64,
     acked: bool,
@@ -496,17 +538,79 @@ struct AckGuard {
 
 impl Drop for AckGuard {
     fn drop(&mut self) {
-        let stats = &self.shared.stats;
+        let shared = &self.parts.shared;
+        let stats = &shared.stats;
+        let mut parts = self.parts.state.lock().expect("not poisoned");
+        parts.finished = true;
         if self.acked {
-            let mut tracker = self.shared.tracker.lock().expect("not poisoned");
-            for range in &self.ranges {
-                tracker.ack(*range);
+            let mut tracker = shared.tracker.lock().expect("not poisoned");
+            if parts.any {
+                // Some records were acknowledged alone: the rest, piece by piece.
+                for (piece, acked) in parts.pieces.iter().zip(&parts.acked) {
+                    if !acked {
+                        tracker.ack(*piece);
+                    }
+                }
+            } else {
+                for range in &self.ranges {
+                    tracker.ack(*range);
+                }
             }
             stats.positive_acknowledgements.add(1);
         } else {
             stats.negative_acknowledgements.add(1);
         }
         stats.in_flight.decrement(self.records);
-        self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A batch's records acknowledged one by one ([`sluice_buffer::RecordAcks`]): each acknowledges
+/// its own range, from the offset after the record read before it in its partition.
+struct Parts {
+    shared: Arc<Shared>,
+    state: Mutex<PartsState>,
+}
+
+struct PartsState {
+    /// Every record's range (the unreadable ones' too), in read order: together they tile the
+    /// batch's ranges.
+    pieces: Vec<Range>,
+    acked: Vec<bool>,
+    /// For each of `Batch::records`, its piece.
+    by_record: Vec<usize>,
+    /// Whether a piece was acknowledged alone.
+    any: bool,
+    /// The batch was acknowledged (or dropped): nothing more to do here.
+    finished: bool,
+}
+
+impl sluice_buffer::RecordAcks for Parts {
+    fn acknowledge(&self, records: &[usize]) {
+        let mut state = self.state.lock().expect("not poisoned");
+        if state.finished {
+            return;
+        }
+        let mut tracker = self.shared.tracker.lock().expect("not poisoned");
+        for &r in records {
+            let Some(&i) = state.by_record.get(r) else {
+                continue;
+            };
+            if !std::mem::replace(&mut state.acked[i], true) {
+                state.any = true;
+                tracker.ack(state.pieces[i]);
+            }
+        }
+    }
+
+    fn committed(&self, partition: i32) -> Option<i64> {
+        let state = self.state.lock().expect("not poisoned");
+        let epoch = state.pieces.iter().find(|p| p.partition == partition)?.epoch;
+        drop(state);
+        self.shared
+            .tracker
+            .lock()
+            .expect("not poisoned")
+            .committed_at(partition, epoch)
     }
 }

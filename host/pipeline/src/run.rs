@@ -316,6 +316,10 @@ async fn build(
         sinks.push(Arc::new(sink));
     }
     let hands: Vec<bool> = sinks.iter().map(|s| s.hands_events()).collect();
+    let stateful = plugin_stages
+        .iter()
+        .any(|(_, stages)| stages.iter().any(|s| matches!(s, Stage::Stateful(_))));
+    let per_record = !stateful && sinks.iter().any(|s| s.cuts_by_offsets());
     let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
@@ -325,6 +329,7 @@ async fn build(
         sinks,
         dead_letters,
         counters: counters.clone(),
+        per_record,
     });
 
     let workers = plugin_stages

@@ -95,6 +95,13 @@ pub struct HttpSink {
     /// accepted too.)
     #[serde(default, alias = "insecure")]
     pub insecure_skip_verify: bool,
+    /// sluice's: from a kafka buffer, a request holds a run of one buffer partition's records,
+    /// cut where the records alone say (so a batch read again after a crash makes the same
+    /// requests), and carries `Idempotency-Key: <topic>+<partition>+<first offset>+<last
+    /// offset>`: an endpoint that drops a key it has seen gets each event once. `false`:
+    /// requests are cut as events come, without the header. Default true.
+    #[serde(default = "crate::yes")]
+    pub exactly_once: bool,
 }
 
 /// `threshold` of the http sink: when collected events become a request. Whichever is reached
@@ -185,6 +192,7 @@ impl HttpSink {
             connection_timeout: self.connection_timeout,
             ca: self.ssl_certificate_file.clone(),
             insecure: self.insecure_skip_verify,
+            exactly_once: self.exactly_once,
             batching: Batching::new(
                 self.codec.as_ref(),
                 self.compression,

@@ -89,6 +89,8 @@ pub struct S3Settings {
     pub request_timeout: Duration,
     /// `object_key.path_prefix`, its date patterns not yet filled in.
     pub path_prefix: String,
+    /// Objects cut and named by buffer offsets.
+    pub exactly_once: bool,
     pub batching: Batching,
 }
 
@@ -107,6 +109,8 @@ pub struct HttpSettings {
     pub ca: Option<PathBuf>,
     /// Skip verifying the endpoint's certificate.
     pub insecure: bool,
+    /// Requests cut by buffer offsets, with an `Idempotency-Key`.
+    pub exactly_once: bool,
     pub batching: Batching,
 }
 

@@ -67,6 +67,14 @@ pub struct S3Sink {
     /// `multipart_part_size` always go up in parts). `local_file` is not supported.
     #[serde(default)]
     pub buffer_type: BufferType,
+    /// sluice's, not Data Prepper's: from a kafka buffer, each event lands in the bucket once,
+    /// even when a crash makes the pipeline read a batch again. An object then holds a run of
+    /// one buffer partition's records and is named `<path_prefix><topic>+<partition>+<first
+    /// offset>.<extension>`, its date patterns filled from its first record's receive time, so
+    /// a batch read again makes the same object and overwrites it. `false`: Data Prepper's
+    /// names (`events-<time>-<unique>`), at least once. Default true.
+    #[serde(default = "crate::yes")]
+    pub exactly_once: bool,
 }
 
 /// `threshold` of the s3 sink: when collected events become an object. Whichever is reached
@@ -174,6 +182,7 @@ impl S3Sink {
             part_size: usize::try_from(self.multipart_part_size.bytes()).unwrap_or(usize::MAX),
             request_timeout: self.request_timeout,
             path_prefix: self.object_key.path_prefix.clone(),
+            exactly_once: self.exactly_once,
             batching: Batching::new(
                 self.codec.as_ref(),
                 self.compression,

@@ -101,6 +101,7 @@ impl DeadLetters {
                 .map(|(at, _)| at.clone().map(|p| (p, 0)))
                 .collect(),
             covers: Span::runs(entries.iter().filter_map(|(at, _)| at.as_ref())),
+            extent: None,
         };
         self.until_held(|| self.file.write_from(&lines, &from))
             .await;

@@ -394,6 +394,7 @@ mod tests {
             .collect();
         let from = Provenance {
             covers: Span::runs(at.iter()),
+            extent: None,
             at: at.into_iter().map(|p| Some((p, 0))).collect(),
         };
         (events, from)

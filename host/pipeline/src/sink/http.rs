@@ -10,7 +10,7 @@ use sluice_config::sink::Compression;
 use sluice_config::sink::http::{HttpMethod, HttpSink as Config};
 use sluice_config::sink::resolved::{BasicAuth, Batching, HttpSettings};
 
-use super::{Output, Retry, SendError, SinkCause, SinkError, Threshold, codec};
+use super::{Output, Provenance, Retry, SendError, SinkCause, SinkError, Threshold, codec};
 
 pub struct HttpSink {
     name: String,
@@ -20,6 +20,7 @@ pub struct HttpSink {
     headers: reqwest::header::HeaderMap,
     basic: Option<BasicAuth>,
     batching: Batching,
+    exactly_once: bool,
 }
 
 impl HttpSink {
@@ -69,6 +70,7 @@ impl HttpSink {
             headers,
             basic: settings.basic,
             batching: settings.batching,
+            exactly_once: settings.exactly_once,
             name,
         })
     }
@@ -89,6 +91,13 @@ impl Output for HttpSink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        self.send_from(events, &Provenance::default()).await
+    }
+
+    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let b = &self.batching;
         let body = codec::encode(&b.codec, b.compression, events);
         let mut request = self
@@ -99,6 +108,12 @@ impl Output for HttpSink {
             .body(body);
         if b.compression == Compression::Gzip {
             request = request.header(reqwest::header::CONTENT_ENCODING, "gzip");
+        }
+        if let Some(e) = &from.extent {
+            request = request.header(
+                "Idempotency-Key",
+                format!("{}+{}+{}+{}", e.topic, e.partition, e.first, e.last),
+            );
         }
         if let Some(basic) = &self.basic {
             request = request.basic_auth(&basic.username, Some(&basic.password));
@@ -127,6 +142,10 @@ impl Output for HttpSink {
 
     fn retry(&self) -> Retry {
         self.batching.retry
+    }
+
+    fn keyed(&self) -> bool {
+        self.exactly_once
     }
 }
 

@@ -22,6 +22,7 @@
 mod codec;
 mod deliver;
 pub mod dlq;
+mod keyed;
 pub mod file;
 pub mod http;
 pub mod kafka;
@@ -37,7 +38,7 @@ use bytes::Bytes;
 use sluice_buffer::Position;
 
 use self::dlq::DeadLetters;
-pub use self::receipt::Receipt;
+pub use self::receipt::{Receipt, Tally};
 pub use sluice_config::sink::resolved::{Retry, Threshold};
 
 /// Why a sink could not be set up (or the dead-letter file written).
@@ -159,6 +160,12 @@ pub trait Output: Send + Sync + 'static {
     fn retry(&self) -> Retry {
         Retry::default()
     }
+
+    /// Whether requests should be cut by offsets where the buffer is Kafka (each
+    /// [`send_from`](Self::send_from) then gets an [`Extent`] to name the request by).
+    fn keyed(&self) -> bool {
+        false
+    }
 }
 
 /// A sink as the workers use it.
@@ -187,6 +194,23 @@ pub struct Provenance {
     /// What the batch read (whether or not an event of it reached this sink), one span per
     /// partition ([`Span::read`]).
     pub covers: Vec<Span>,
+    /// For a request cut by offsets (an output that is [`keyed`](Output::keyed)): what it
+    /// holds, to name it by.
+    pub extent: Option<Extent>,
+}
+
+/// What a request cut by offsets holds: the events of one partition's records `first..=last`
+/// (the first and last with events for the sink), whose boundaries depend only on the
+/// records, so the same records make the same request after a crash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extent {
+    pub topic: std::sync::Arc<str>,
+    pub partition: i32,
+    pub first: i64,
+    pub last: i64,
+    /// When the first record was received (ms since the epoch): the time its name carries.
+    pub received_at_ms: u64,
+    pub events: usize,
 }
 
 /// A contiguous run of offsets of one partition: `first..=last`.
@@ -315,10 +339,18 @@ impl Sink {
                 }
                 receipt.complete();
             }
-            (Route::Staged(stager), Take::Lines(events, _)) => stager.take(events, receipt).await,
+            (Route::Staged(stager), Take::Lines(events, from)) => {
+                stager.take(events, from, receipt).await
+            }
             (Route::Handoff(handoff), Take::Events(events)) => handoff.take(events, receipt).await,
             (_, _) => unreachable!("the router gives a sink events exactly when it hands_events"),
         }
+    }
+
+    /// Whether the sink completes a batch's records one by one: it cuts its requests by
+    /// offsets ([`Output::keyed`]).
+    pub fn cuts_by_offsets(&self) -> bool {
+        matches!(&self.route, Route::Staged(stager) if stager.keyed())
     }
 
     /// Shutdown has begun: a staging sink sends what it holds now and each batch as it comes.

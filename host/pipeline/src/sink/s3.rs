@@ -1,7 +1,14 @@
 //! The `s3` sink: collected events become one object (`ndjson` or `json`, optionally gzip)
-//! under `path_prefix` with the upload time's date patterns filled in. An object is uploaded
-//! whole (multipart when large) before its batches are acknowledged; a failed upload is sent
-//! again as a new object, so an object is never half there.
+//! under `path_prefix`. An object is uploaded whole (multipart when large) before its batches
+//! are acknowledged, so an object is never half there.
+//!
+//! From a Kafka buffer (`exactly_once`, the default), an object holds a run of one partition's
+//! records, cut where the records say (`sink::keyed`), and is named by it:
+//! `<prefix><topic>+<partition>+<first offset>.<extension>`, the prefix's date patterns from
+//! the first record's receive time. A batch read again after a crash makes the same object,
+//! which overwrites the first. Otherwise Data Prepper's names: the upload time's date
+//! patterns, then `events-<time>-<epoch nanos>-<UUID>`; a failed upload is sent again as a
+//! new object.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -12,13 +19,14 @@ use sluice_config::sink::resolved::{Batching, S3Settings};
 use sluice_config::sink::s3::S3Sink as Config;
 use sluice_s3::{Bucket, BucketConfig};
 
-use super::{Output, Retry, SendError, SinkError, Threshold, codec};
+use super::{Extent, Output, Provenance, Retry, SendError, SinkError, Threshold, codec};
 
 pub struct S3Sink {
     name: String,
     bucket: Bucket,
     prefix: String,
     batching: Batching,
+    exactly_once: bool,
 }
 
 impl S3Sink {
@@ -47,6 +55,7 @@ impl S3Sink {
             bucket,
             prefix: settings.path_prefix,
             batching: settings.batching,
+            exactly_once: settings.exactly_once,
         })
     }
 }
@@ -57,10 +66,9 @@ impl super::BuildOutput for Config {
     }
 }
 
-/// A new object's key: `prefix` with its date patterns filled from `now` (UTC), then
-/// `events-<time>-<epoch nanos>-<UUID>.<extension>`.
-fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
-    let stamp = humantime::format_rfc3339_seconds(now).to_string(); // 2026-12-04T13:48:40Z
+/// `prefix` with its date patterns filled from `at` (UTC), and `at` as RFC 3339 seconds.
+fn fill_prefix(prefix: &str, at: SystemTime) -> (String, String) {
+    let stamp = humantime::format_rfc3339_seconds(at).to_string(); // 2026-12-04T13:48:40Z
     let part = |range: std::ops::Range<usize>| stamp.get(range).unwrap_or("00").to_owned();
     let mut prefix = prefix.to_owned();
     for (pattern, value) in [
@@ -73,7 +81,13 @@ fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
     ] {
         prefix = prefix.replace(pattern, &value);
     }
-    // Data Prepper's name: `events-<time>-<epoch nanos>-<UUID>.<extension>`.
+    (prefix, stamp)
+}
+
+/// A new object's key, Data Prepper's way: `prefix` with its date patterns filled from `now`
+/// (UTC), then `events-<time>-<epoch nanos>-<UUID>.<extension>`.
+fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
+    let (prefix, stamp) = fill_prefix(prefix, now);
     let time = stamp.replace(':', "-");
     let nanos = now
         .duration_since(std::time::UNIX_EPOCH)
@@ -90,6 +104,19 @@ fn object_key(prefix: &str, extension: &str, now: SystemTime) -> String {
     format!("{prefix}events-{time}-{nanos}-{uuid}.{extension}")
 }
 
+/// The key of the object holding `extent` (Kafka Connect's scheme): `prefix` with its date
+/// patterns filled from the first record's receive time, then
+/// `<topic>+<partition>+<first offset, 20 digits>.<extension>`. The same records give the same
+/// key.
+fn extent_key(prefix: &str, extension: &str, extent: &Extent) -> String {
+    let received = std::time::UNIX_EPOCH + std::time::Duration::from_millis(extent.received_at_ms);
+    let (prefix, _) = fill_prefix(prefix, received);
+    format!(
+        "{prefix}{}+{}+{:020}.{extension}",
+        extent.topic, extent.partition, extent.first
+    )
+}
+
 #[async_trait::async_trait]
 impl Output for S3Sink {
     fn name(&self) -> &str {
@@ -97,10 +124,20 @@ impl Output for S3Sink {
     }
 
     async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+        self.send_from(events, &Provenance::default()).await
+    }
+
+    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let b = &self.batching;
         let body = codec::encode(&b.codec, b.compression, events);
         let extension = codec::extension(&b.codec, b.compression);
-        let key = object_key(&self.prefix, &extension, SystemTime::now());
+        let key = match &from.extent {
+            Some(extent) => extent_key(&self.prefix, &extension, extent),
+            None => object_key(&self.prefix, &extension, SystemTime::now()),
+        };
         let encoding = (b.compression == Compression::Gzip).then_some("gzip");
         match self
             .bucket
@@ -122,6 +159,10 @@ impl Output for S3Sink {
 
     fn retry(&self) -> Retry {
         self.batching.retry
+    }
+
+    fn keyed(&self) -> bool {
+        self.exactly_once
     }
 }
 
@@ -157,5 +198,33 @@ mod tests {
         assert_eq!(parts.len(), 12, "{a}");
         assert_eq!(parts[6], nanos.to_string(), "{a}");
         assert_ne!(a, b, "two objects in the same second get different names");
+    }
+
+    #[test]
+    fn an_extent_is_named_by_its_first_offset_and_first_receive_time() {
+        let received = humantime::parse_rfc3339("2026-12-04T13:48:40Z").unwrap();
+        let extent = Extent {
+            topic: "buf".into(),
+            partition: 3,
+            first: 1234,
+            last: 1300,
+            received_at_ms: received
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64,
+            events: 70,
+        };
+        let key = extent_key("logs/%{yyyy}/%{MM}/%{dd}/%{HH}/", "ndjson", &extent);
+        assert_eq!(key, "logs/2026/12/04/13/buf+3+00000000000000001234.ndjson");
+        let later = Extent {
+            last: 1400,
+            events: 90,
+            ..extent.clone()
+        };
+        assert_eq!(
+            extent_key("logs/%{yyyy}/%{MM}/%{dd}/%{HH}/", "ndjson", &later),
+            key,
+            "an object that grew after a restart overwrites the first"
+        );
     }
 }

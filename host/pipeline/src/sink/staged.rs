@@ -17,10 +17,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::deliver::Delivery;
-use super::{Receipt, Threshold};
+use super::keyed::{Keyed, Ready};
+use super::{Provenance, Receipt, Threshold};
 
 /// A batch's events on their way to the sink's task.
-type Staging = mpsc::Sender<(Vec<Bytes>, Receipt)>;
+type Staging = mpsc::Sender<(Vec<Bytes>, Provenance, Receipt)>;
 
 /// The handle the workers use; the task owns the staged events.
 pub(crate) struct Stager {
@@ -29,6 +30,7 @@ pub(crate) struct Stager {
     /// Set at shutdown: send what is staged now, and every batch as it comes.
     draining: tokio::sync::watch::Sender<bool>,
     name: String,
+    keyed: bool,
 }
 
 impl Stager {
@@ -36,13 +38,20 @@ impl Stager {
         let (tx, rx) = mpsc::channel(1);
         let (draining, drain_rx) = tokio::sync::watch::channel(false);
         let name = delivery.output.name().to_owned();
+        let keyed = delivery.output.keyed();
         let task = tokio::spawn(run(delivery, threshold, rx, drain_rx));
         Self {
             tx: std::sync::Mutex::new(Some(tx)),
             task: tokio::sync::Mutex::new(Some(task)),
             draining,
             name,
+            keyed,
         }
+    }
+
+    /// Whether the task cuts requests by offsets (the output is [`keyed`](super::Output::keyed)).
+    pub(crate) fn keyed(&self) -> bool {
+        self.keyed
     }
 
     /// Shutdown has begun: stop collecting. What is staged is sent now, and each batch still
@@ -53,7 +62,7 @@ impl Stager {
     }
 
     /// Stages a batch; waits while the task is sending.
-    pub(crate) async fn take(&self, events: Vec<Bytes>, receipt: Receipt) {
+    pub(crate) async fn take(&self, events: Vec<Bytes>, from: Provenance, receipt: Receipt) {
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(tx) = tx else {
             // Closed: the receipt is dropped, so the batch is not acknowledged and is read
@@ -61,7 +70,7 @@ impl Stager {
             tracing::error!(sink = %self.name, "a batch reached a closed sink; it is not acknowledged");
             return;
         };
-        if tx.send((events, receipt)).await.is_err() {
+        if tx.send((events, from, receipt)).await.is_err() {
             tracing::error!(sink = %self.name, "the sink's task ended; the batch is not acknowledged");
         }
     }
@@ -147,20 +156,36 @@ impl Staged {
 async fn run(
     delivery: Arc<Delivery>,
     threshold: Threshold,
-    mut rx: mpsc::Receiver<(Vec<Bytes>, Receipt)>,
+    mut rx: mpsc::Receiver<(Vec<Bytes>, Provenance, Receipt)>,
     mut drain: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut staged = Staged::default();
+    // Batches of a Kafka buffer, for an output that names requests by what they hold.
+    let mut keyed = Keyed::default();
+    let cut_by_offsets = delivery.output.keyed();
     let mut draining = false;
     loop {
-        let deadline = staged
+        let loose = staged
             .since
             .zip(threshold.event_collect_timeout)
             .map(|(since, wait)| since + wait);
+        let deadline = match (loose, keyed.deadline(&threshold)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let next = tokio::select! {
             next = rx.recv() => next,
             () = sleep_until(deadline) => {
-                flush(&delivery, &threshold, &mut staged, true).await;
+                let now = Instant::now();
+                if loose.is_some_and(|at| at <= now) {
+                    flush(&delivery, &threshold, &mut staged, true).await;
+                }
+                let mut ready = Vec::new();
+                keyed.due(now, &threshold, &mut ready);
+                if draining {
+                    keyed.close_all(&mut ready);
+                }
+                send_keyed(&delivery, &mut keyed, ready).await;
                 continue;
             }
             changed = drain.changed(), if !draining => {
@@ -168,20 +193,56 @@ async fn run(
                 draining = changed.is_err() || *drain.borrow();
                 if draining {
                     flush(&delivery, &threshold, &mut staged, true).await;
+                    let mut ready = Vec::new();
+                    keyed.close_all(&mut ready);
+                    send_keyed(&delivery, &mut keyed, ready).await;
                 }
                 continue;
             }
         };
         match next {
-            Some((events, receipt)) => {
-                staged.add(events, receipt);
-                flush(&delivery, &threshold, &mut staged, draining).await;
+            Some((events, from, receipt)) => {
+                let has_offsets = receipt.tally().is_some()
+                    && from.at.len() == events.len()
+                    && from.at.iter().all(Option::is_some);
+                if cut_by_offsets && has_offsets {
+                    let mut ready = keyed.add(events, &from.at, receipt, &threshold);
+                    if draining {
+                        keyed.close_all(&mut ready);
+                    }
+                    send_keyed(&delivery, &mut keyed, ready).await;
+                } else {
+                    staged.add(events, receipt);
+                    flush(&delivery, &threshold, &mut staged, draining).await;
+                }
             }
             None => {
                 flush(&delivery, &threshold, &mut staged, true).await;
+                let mut ready = Vec::new();
+                keyed.close_all(&mut ready);
+                send_keyed(&delivery, &mut keyed, ready).await;
+                if !keyed.is_empty() {
+                    // Batches behind a gap (or a commit that never came): not acknowledged,
+                    // read again after a restart.
+                    tracing::warn!(sink = %delivery.output.name(), "batches still waiting for earlier ones at close; they are read again after a restart");
+                }
                 return;
             }
         }
+    }
+}
+
+/// Sends requests cut by offsets, each named by its extent; its records are done once it is
+/// delivered (or dead-lettered).
+async fn send_keyed(delivery: &Delivery, keyed: &mut Keyed, ready: Vec<Ready>) {
+    for mut r in ready {
+        let lines = std::mem::take(&mut r.lines);
+        let from = Provenance {
+            extent: Some(r.extent.clone()),
+            ..Provenance::default()
+        };
+        delivery.send(lines, from).await;
+        keyed.delivered(r);
     }
 }
 

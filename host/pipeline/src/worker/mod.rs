@@ -25,7 +25,7 @@ use sluice_plugin::{Decoder, RawRecord};
 use crate::counters::Counters;
 use crate::follow::Following;
 use crate::sink::dlq::{self, DeadLetters};
-use crate::sink::{Receipt, Sink};
+use crate::sink::{Receipt, Sink, Tally};
 use crate::watchdog::Slot;
 
 /// Where a pipeline's workers deliver: each sink the events its routes select, the
@@ -42,6 +42,10 @@ pub struct Delivery {
     pub router: Router,
     pub dead_letters: Arc<DeadLetters>,
     pub counters: Arc<Counters>,
+    /// A sink completes records one by one (it cuts requests by offsets) and no stateful
+    /// processor keeps events: a Kafka buffer's batches are then [`Tally`]d, so the commit can
+    /// land between two records of a batch.
+    pub per_record: bool,
 }
 
 /// Runs until the buffer is closed and drained. `slot` marks which plugin each batch is in,
@@ -72,6 +76,7 @@ pub(crate) async fn run(
             .collect();
         // Where each record sits in a Kafka buffer, and the runs of offsets the batch read.
         let from = Origins::of(&batch);
+        let tally = tally(&outputs, &batch);
         // Events an upstream pipeline of this process handed over, parsed.
         let handed: Vec<Vec<sluice_event::Event>> = if outputs.connected {
             batch
@@ -161,13 +166,30 @@ pub(crate) async fn run(
             let entry = dlq::entry(&outputs.pipeline, rejected, &u.reason);
             out.dead.push((r.position.clone(), entry));
         }
-        deliver(&outputs, out, share).await;
+        deliver(&outputs, out, share, tally).await;
         // The sinks have the events: a memory buffer's room is free, even while a stateful
         // processor keeps some of them or a sink stages them.
         if let Some(room) = room {
             room.acknowledge();
         }
     }
+}
+
+/// The batch's records for sinks that complete them one by one, when the pipeline has such a
+/// sink and the buffer acknowledges records one by one.
+fn tally(outputs: &Delivery, batch: &sluice_buffer::Batch) -> Option<Arc<Tally>> {
+    let parts = batch.parts.as_ref().filter(|_| outputs.per_record)?;
+    let records = batch
+        .records
+        .iter()
+        .map(|r| Some((r.position.clone()?, r.received_at_ms)))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Arc::new(Tally::new(
+        records,
+        batch.reads.clone(),
+        outputs.sinks.len(),
+        parts.clone(),
+    )))
 }
 
 /// Between batches: each plugin stage switches to its plugin's new version, if any.
@@ -245,6 +267,7 @@ impl Origins {
         crate::sink::Provenance {
             at,
             covers: self.covers.clone(),
+            extent: None,
         }
     }
 }
@@ -302,7 +325,12 @@ fn finish(
 /// Counts `out`, writes its dead letters, and hands each sink its events; `share` (and the
 /// shares `out` lets go) are released once every sink took them: at once for sinks that send
 /// as they take, later for sinks that stage (s3, http with a threshold).
-async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share) {
+async fn deliver(
+    outputs: &Delivery,
+    out: Outgoing,
+    share: sluice_buffer::Share,
+    tally: Option<Arc<Tally>>,
+) {
     let counters = &outputs.counters;
     counters.dropped.add(out.dropped);
     counters.processor_failed.add(out.processor_failed);
@@ -315,7 +343,7 @@ async fn deliver(outputs: &Delivery, out: Outgoing, share: sluice_buffer::Share)
     counters.dead_lettered.add(out.dead.len() as u64);
     let (n_events, done) = (out.events, out.done);
     let counters = counters.clone();
-    let receipts = Receipt::split(outputs.sinks.len(), move || {
+    let receipts = Receipt::split_tallied(outputs.sinks.len(), tally, move || {
         share.release();
         for s in done {
             s.release();
@@ -407,7 +435,7 @@ pub(crate) async fn flush(
         .expect("the plugins do not panic: plugin faults are values");
         stages = Some(list);
         for (out, share) in sends {
-            deliver(&outputs, out, share).await;
+            deliver(&outputs, out, share, None).await;
         }
         if now == Phase::Last {
             return;

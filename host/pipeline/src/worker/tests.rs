@@ -66,6 +66,7 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         sinks,
         dead_letters,
         counters: Arc::new(Counters::new("p", "bounded_blocking")),
+        per_record: false,
     });
 
     let buffer = MemoryBuffer::new("p", 10, 10, Duration::from_millis(20));

@@ -1,0 +1,361 @@
+//! Requests cut by offsets (`docs/design/exactly-once.md`, part 1): for an output that names a
+//! request after what it holds (an S3 object's key, an HTTP `Idempotency-Key`), each request
+//! holds the events of a contiguous run of one partition's records, and where it ends depends
+//! only on those records, so a batch read again after a crash makes the same requests.
+//!
+//! - Batches of one partition are placed in offset order: one that arrives before the batch
+//!   read ahead of it (another worker was faster) waits for it ([`Read`] chains them).
+//! - An [`Object`] opens at the first record with events for the sink and closes after the
+//!   record at which it holds `event_count` events or `maximum_size` bytes, or before the first
+//!   record received `event_collect_timeout` after its first record: never inside a record.
+//! - A record is completed (its receipt, per record) once the request holding its events was
+//!   delivered; a record with none for this sink, once the requests before it were. So the
+//!   buffer commits only at request boundaries, and a restart begins at one.
+//! - A partition that goes quiet: its open object is closed after `event_collect_timeout` of
+//!   wall-clock time anyway, and the partition's next object waits until the commit reached
+//!   the end of that one (its end came from the clock, so a restart must begin there).
+//! - A partition revoked and assigned again (a new epoch) starts over at its first read: what
+//!   was open of it is dropped unsent (read again from the committed offset).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use sluice_buffer::Read;
+use tokio::time::Instant;
+
+use super::{Extent, Receipt, Tally, Threshold};
+
+/// The requests being cut, per partition, and the receipts of the batches they came from.
+#[derive(Default)]
+pub(crate) struct Keyed {
+    parts: HashMap<(Arc<str>, i32), Part>,
+    batches: HashMap<u64, Entry>,
+    next_batch: u64,
+}
+
+/// A batch some of whose records are not completed yet.
+struct Entry {
+    receipt: Receipt,
+    /// Its records not completed yet.
+    left: usize,
+}
+
+/// One partition.
+#[derive(Default)]
+struct Part {
+    epoch: u64,
+    /// Where the next read to place starts: the end of the last placed one (`None` until the
+    /// assignment's first read arrives).
+    next: Option<i64>,
+    /// Reads that came before the one ahead of them, by start.
+    waiting: BTreeMap<i64, Piece>,
+    open: Option<Object>,
+    /// After a close by the clock: the next object waits until this offset is committed.
+    fence: Option<(i64, Arc<Tally>)>,
+}
+
+/// One batch's records of one partition.
+struct Piece {
+    read: Read,
+    batch: u64,
+    tally: Arc<Tally>,
+    /// In offset order: the record's index in its batch, offset, receive time, lines.
+    records: Vec<(usize, i64, u64, Vec<Bytes>)>,
+}
+
+/// A request being filled.
+struct Object {
+    extent: Extent,
+    lines: Vec<Bytes>,
+    bytes: u64,
+    /// The records it covers (with events or not), as (batch, index).
+    records: Vec<(u64, usize)>,
+    /// When its first line was placed, for the close by the clock.
+    opened: Instant,
+    /// The tally of its first record's batch: it tells the partition's commit.
+    tally: Arc<Tally>,
+}
+
+/// A request to send: its lines, what names it, and the records it completes once delivered.
+pub(crate) struct Ready {
+    pub(crate) lines: Vec<Bytes>,
+    pub(crate) extent: Extent,
+    records: Vec<(u64, usize)>,
+}
+
+impl Keyed {
+    /// Takes a batch's lines (`at`: each line's record position, all known) with its tallied
+    /// receipt; returns the requests that closed.
+    pub(crate) fn add(
+        &mut self,
+        lines: Vec<Bytes>,
+        at: &[Option<(sluice_buffer::Position, u32)>],
+        receipt: Receipt,
+        t: &Threshold,
+    ) -> Vec<Ready> {
+        let tally = receipt.tally().expect("only tallied batches are keyed").clone();
+        let id = self.next_batch;
+        self.next_batch += 1;
+        // Each record's lines, then the records grouped by partition in offset order.
+        let mut per_record: Vec<Vec<Bytes>> = vec![Vec::new(); tally.records.len()];
+        let index: HashMap<(&str, i32, i64), usize> = tally
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _))| ((&*p.topic, p.partition, p.offset), i))
+            .collect();
+        for (line, at) in lines.into_iter().zip(at) {
+            let Some((p, _)) = at else { continue };
+            if let Some(&i) = index.get(&(&*p.topic, p.partition, p.offset)) {
+                per_record[i].push(line);
+            }
+        }
+        let mut pieces: Vec<Piece> = tally
+            .reads
+            .iter()
+            .map(|read| Piece {
+                read: read.clone(),
+                batch: id,
+                tally: tally.clone(),
+                records: Vec::new(),
+            })
+            .collect();
+        for (i, (p, received)) in tally.records.iter().enumerate() {
+            if let Some(piece) = pieces
+                .iter_mut()
+                .find(|x| x.read.partition == p.partition && x.read.topic == p.topic)
+            {
+                let lines = std::mem::take(&mut per_record[i]);
+                piece.records.push((i, p.offset, *received, lines));
+            }
+        }
+        self.batches.insert(
+            id,
+            Entry {
+                receipt,
+                left: pieces.iter().map(|p| p.records.len()).sum(),
+            },
+        );
+        let mut ready = Vec::new();
+        for mut piece in pieces {
+            piece.records.sort_unstable_by_key(|r| r.1);
+            self.arrive(piece, t, &mut ready);
+        }
+        self.completed(id, &[]);
+        ready
+    }
+
+    /// A piece arrives at its partition: placed now if it is next, else it waits.
+    fn arrive(&mut self, piece: Piece, t: &Threshold, ready: &mut Vec<Ready>) {
+        let key = (piece.read.topic.clone(), piece.read.partition);
+        let part = self.parts.entry(key.clone()).or_default();
+        if piece.read.epoch < part.epoch {
+            // Read under an assignment since revoked: its offsets are not ours to commit.
+            let done: Vec<usize> = piece.records.iter().map(|r| r.0).collect();
+            self.completed(piece.batch, &done);
+            return;
+        }
+        let mut dropped = Vec::new();
+        if piece.read.epoch > part.epoch {
+            // Assigned anew: start over where this assignment began.
+            dropped = part.reset(piece.read.epoch);
+        }
+        part.waiting.insert(piece.read.start, piece);
+        self.place(&key, t, ready);
+        for (batch, i) in dropped {
+            self.completed(batch, &[i]);
+        }
+    }
+
+    /// Places the partition's waiting pieces that are next, unless a fence holds them.
+    fn place(&mut self, key: &(Arc<str>, i32), t: &Threshold, ready: &mut Vec<Ready>) {
+        let mut done = Vec::new();
+        {
+            let part = self.parts.get_mut(key).expect("known partition");
+            if let Some((end, tally)) = &part.fence {
+                if tally.committed(key.1).is_none_or(|c| c < *end) {
+                    return;
+                }
+                part.fence = None;
+            }
+            loop {
+                let next = match part.next {
+                    Some(next) => part.waiting.remove(&next),
+                    None => {
+                        let first = part.waiting.iter().find(|(_, p)| p.read.begins);
+                        match first.map(|(start, _)| *start) {
+                            Some(start) => part.waiting.remove(&start),
+                            None => None,
+                        }
+                    }
+                };
+                let Some(piece) = next else { break };
+                part.next = Some(piece.read.end);
+                for (i, offset, received, lines) in piece.records {
+                    part.record(piece.batch, i, offset, received, lines, &piece.tally, t, ready, &mut done);
+                }
+            }
+        }
+        for (batch, i) in done {
+            self.completed(batch, &[i]);
+        }
+    }
+
+    /// Requests whose time is up: objects open for `event_collect_timeout` of wall-clock time
+    /// close (and fence their partition); fenced partitions whose commit came are placed.
+    pub(crate) fn due(&mut self, now: Instant, t: &Threshold, ready: &mut Vec<Ready>) {
+        let keys: Vec<(Arc<str>, i32)> = self.parts.keys().cloned().collect();
+        for key in keys {
+            let part = self.parts.get_mut(&key).expect("known partition");
+            if let (Some(o), Some(wait)) = (&part.open, t.event_collect_timeout)
+                && now >= o.opened + wait
+            {
+                let o = part.open.take().expect("open");
+                if let Some(next) = part.next {
+                    part.fence = Some((next, o.tally.clone()));
+                }
+                ready.push(o.close());
+            }
+            self.place(&key, t, ready);
+        }
+    }
+
+    /// When the next call to [`due`](Self::due) has work: the earliest close by the clock, or
+    /// soon if a partition waits for its commit.
+    pub(crate) fn deadline(&self, t: &Threshold) -> Option<Instant> {
+        let mut at: Option<Instant> = None;
+        for part in self.parts.values() {
+            let mine = if part.fence.is_some() {
+                Some(Instant::now() + std::time::Duration::from_millis(100))
+            } else {
+                part.open.as_ref().zip(t.event_collect_timeout).map(|(o, w)| o.opened + w)
+            };
+            at = match (at, mine) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        at
+    }
+
+    /// Shutdown: every open object closes now.
+    pub(crate) fn close_all(&mut self, ready: &mut Vec<Ready>) {
+        for part in self.parts.values_mut() {
+            if let Some(o) = part.open.take() {
+                ready.push(o.close());
+            }
+        }
+    }
+
+    /// Whether nothing is open or waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// `ready` was delivered (or dead-lettered): its records are done.
+    pub(crate) fn delivered(&mut self, ready: Ready) {
+        for (batch, i) in ready.records {
+            self.completed(batch, &[i]);
+        }
+    }
+
+    /// Completes records of a batch; the batch's receipt once all of them are.
+    fn completed(&mut self, batch: u64, records: &[usize]) {
+        let Some(entry) = self.batches.get_mut(&batch) else {
+            return;
+        };
+        entry.receipt.complete_records(records);
+        entry.left -= records.len().min(entry.left);
+        if entry.left == 0 {
+            let entry = self.batches.remove(&batch).expect("present");
+            entry.receipt.complete();
+        }
+    }
+}
+
+impl Part {
+    /// A new assignment: what was open or waiting is dropped unsent; returns its records, to
+    /// be completed (their acknowledgements belong to the old assignment, so the buffer
+    /// ignores them, and the batches do not wait on them).
+    fn reset(&mut self, epoch: u64) -> Vec<(u64, usize)> {
+        let mut dropped = Vec::new();
+        if let Some(o) = self.open.take() {
+            dropped.extend(o.records);
+        }
+        for (_, piece) in std::mem::take(&mut self.waiting) {
+            dropped.extend(piece.records.iter().map(|r| (piece.batch, r.0)));
+        }
+        *self = Part {
+            epoch,
+            ..Part::default()
+        };
+        dropped
+    }
+
+    /// Places one record; closes the object before it (time) or after it (size).
+    #[expect(clippy::too_many_arguments, reason = "one record's fields, unpacked once")]
+    fn record(
+        &mut self,
+        batch: u64,
+        i: usize,
+        offset: i64,
+        received: u64,
+        lines: Vec<Bytes>,
+        tally: &Arc<Tally>,
+        t: &Threshold,
+        ready: &mut Vec<Ready>,
+        done: &mut Vec<(u64, usize)>,
+    ) {
+        if lines.is_empty() {
+            match &mut self.open {
+                Some(o) => o.records.push((batch, i)),
+                // Nothing before it is unsent: done.
+                None => done.push((batch, i)),
+            }
+            return;
+        }
+        if let (Some(o), Some(wait)) = (&self.open, t.event_collect_timeout)
+            && received >= o.extent.received_at_ms.saturating_add(wait.as_millis() as u64)
+        {
+            ready.push(self.open.take().expect("open").close());
+        }
+        let o = self.open.get_or_insert_with(|| Object {
+            extent: Extent {
+                topic: tally.records[i].0.topic.clone(),
+                partition: tally.records[i].0.partition,
+                first: offset,
+                last: offset,
+                received_at_ms: received,
+                events: 0,
+            },
+            lines: Vec::new(),
+            bytes: 0,
+            records: Vec::new(),
+            opened: Instant::now(),
+            tally: tally.clone(),
+        });
+        o.extent.last = offset;
+        o.bytes += lines.iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+        o.lines.extend(lines);
+        o.records.push((batch, i));
+        if t.event_count.is_some_and(|n| o.lines.len() >= n)
+            || t.maximum_size.is_some_and(|m| o.bytes >= m)
+        {
+            ready.push(self.open.take().expect("open").close());
+        }
+    }
+}
+
+impl Object {
+    fn close(self) -> Ready {
+        Ready {
+            extent: Extent {
+                events: self.lines.len(),
+                ..self.extent
+            },
+            lines: self.lines,
+            records: self.records,
+        }
+    }
+}
