@@ -77,6 +77,8 @@ pub struct Sluice {
     pub port: u16,
     /// Where `/metrics` and `/health` are served.
     pub metrics_port: u16,
+    /// The environment it was started with, for [`restart`](Self::restart).
+    env: Vec<(String, String)>,
 }
 
 impl Sluice {
@@ -107,6 +109,10 @@ impl Sluice {
             dir,
             port,
             metrics_port,
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         }
     }
 
@@ -250,13 +256,15 @@ impl Sluice {
         close(&mut self.child, Signal::Kill);
     }
 
-    /// Starts `sluice run` again on the same pipeline file, data dir, port and log (appended).
+    /// Starts `sluice run` again on the same pipeline file, data dir, port, environment and log
+    /// (appended).
     pub fn restart(&mut self, extra: &[&str]) {
         let log = std::fs::OpenOptions::new()
             .append(true)
             .open(self.path("sluice.log"))
             .unwrap();
         self.child = run_command(self.dir.path(), self.metrics_port, extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stderr(log)
             .spawn()
             .expect("starting sluice");

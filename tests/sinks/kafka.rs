@@ -7,7 +7,7 @@ use sluice_tests::{Broker, Sluice, TopicReader, committed_and_end, kafka_bootstr
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    through_an_outage, wait_until,
+    slow_commits, through_an_outage, wait_until,
 };
 
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
@@ -73,23 +73,6 @@ fn assert_once_by_origin(records: &[(String, Option<String>)], ids: &[String]) -
     }
     assert_all_once(&counts(by_origin.values()), ids, 0);
     records.len() - by_origin.len()
-}
-
-/// The pipeline of the kill tests, its buffer topic with `topic_lines` more. It commits every
-/// 4 s once a start's (or an assignment's) eager first interval is over, and at once for the
-/// first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and a
-/// kill right after the sink produced it comes first. Batches of 5 records (requests) fill at
-/// once.
-fn slow_commits(buffer: &str, group: &str, sinks: &str, topic_lines: &str) -> String {
-    let yaml = pipeline(buffer, group, sinks)
-        .replace("commit_interval: 300ms", "commit_interval: 4s")
-        .replace("max_poll_records: 100", "max_poll_records: 5")
-        .replace(
-            "create_topic: true\n          commit_interval",
-            &format!("create_topic: true\n{topic_lines}          commit_interval"),
-        );
-    assert!(yaml.contains("commit_interval: 4s") && yaml.contains("max_poll_records: 5"));
-    yaml
 }
 
 /// The records `topic` holds, copies included.

@@ -44,6 +44,23 @@ sink-pipeline:
     )
 }
 
+/// The pipeline of the kill tests, its buffer topic with `topic_lines` more. It commits every
+/// 4 s once a start's (or an assignment's) eager first interval is over, and at once for the
+/// first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and a
+/// kill right after the sink produced it comes first. Batches of 5 records (requests) fill at
+/// once.
+fn slow_commits(buffer: &str, group: &str, sinks: &str, topic_lines: &str) -> String {
+    let yaml = pipeline(buffer, group, sinks)
+        .replace("commit_interval: 300ms", "commit_interval: 4s")
+        .replace("max_poll_records: 100", "max_poll_records: 5")
+        .replace(
+            "create_topic: true\n          commit_interval",
+            &format!("create_topic: true\n{topic_lines}          commit_interval"),
+        );
+    assert!(yaml.contains("commit_interval: 4s") && yaml.contains("max_poll_records: 5"));
+    yaml
+}
+
 /// A JSON array of `n` events with ids `prefix-first..`, and the ids.
 fn events(prefix: &str, first: usize, n: usize) -> (Vec<u8>, Vec<String>) {
     let ids: Vec<String> = (first..first + n)

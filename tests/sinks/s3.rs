@@ -1,6 +1,8 @@
-//! The s3 sink against SeaweedFS, which checks signatures: objects named by the date patterns,
-//! gzip ndjson read back with every event once, large objects in parts, a wrong secret
-//! stopping the start, the store killed and restarted mid-run.
+//! The s3 sink against SeaweedFS, which checks signatures: objects named by their buffer
+//! offsets under the date patterns, gzip ndjson read back with every event once, large objects
+//! in parts, a wrong secret stopping the start, the store killed and restarted mid-run, and
+//! exactly once: sluice killed -9 after uploading and before committing, alone and as one of
+//! two hosts, leaves no event twice in the bucket.
 
 use std::io::Read as _;
 use std::time::Duration;
@@ -8,8 +10,8 @@ use std::time::Duration;
 use sluice_tests::{S3Store, Sluice, unique};
 
 use super::{
-    assert_all_once, committed_to_end, counts, names, pipeline, post_events, through_an_outage,
-    wait_until,
+    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
+    slow_commits, through_an_outage, wait_until,
 };
 
 fn s3_sink(store: &S3Store, bucket: &str, extra: &str) -> String {
@@ -79,8 +81,9 @@ fn objects_hold_every_event_once_gzip_ndjson_under_the_dated_prefix() {
     let (seen, keys) = stored_ids(&store, &bucket);
     assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
     let today = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // Named by the buffer offsets: `<topic>+<partition>+<first offset>`.
     let dated = format!(
-        "logs/{}/{}/{}/events-",
+        "logs/{}/{}/{}/{buffer}+0+",
         &today[0..4],
         &today[5..7],
         &today[8..10]
@@ -224,8 +227,121 @@ fn the_store_killed_mid_run_holds_the_commit_and_the_sink_recovers_without_a_res
     );
     let store = store.into_inner();
     let (seen, _) = stored_ids(&store, &bucket);
-    // An upload that timed out may have completed on the store: one object (100 events) per failure at most; allow two.
-    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 200);
+    // An upload that timed out may have completed on the store: the retry overwrites it.
+    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+}
+
+/// The bucket's events, once it holds at least `want` (copies included).
+fn wait_for_events(sluice: &Sluice, store: &S3Store, bucket: &str, want: usize) {
+    wait_until(
+        "the sink to upload the round's events",
+        Duration::from_secs(60),
+        sluice,
+        || stored_ids(store, bucket).0.len() >= want,
+    );
+}
+
+fn kill_sinks(store: &S3Store, bucket: &str) -> String {
+    s3_sink(
+        store,
+        bucket,
+        "        threshold:\n          event_count: 50\n          event_collect_timeout: 2s\n",
+    )
+}
+
+/// Killed -9 three times, each time after the sink uploaded a round's events and before the
+/// buffer committed them: the next start reads them again and makes the same objects, which
+/// overwrite the first ones. With Data Prepper's names (`exactly_once: false`) the same run
+/// leaves copies: the test can tell.
+#[test]
+fn after_kill_9s_the_bucket_holds_every_event_once() {
+    let store = S3Store::start();
+    for exactly_once in [true, false] {
+        let bucket = with_bucket(&store);
+        let (buffer, group) = names("s3x");
+        let mut sinks = kill_sinks(&store, &bucket);
+        if !exactly_once {
+            sinks.push_str("        exactly_once: false\n");
+        }
+        let mut sluice =
+            Sluice::start_with_env(&slow_commits(&buffer, &group, &sinks, ""), &store.env());
+        let mut ids = Vec::new();
+        let mut uncommitted_at_kill = 0;
+        for round in 0..3 {
+            // The start's eager interval: over before the round's events come.
+            ids.extend(post_events(&sluice, &format!("early{round}"), 20, 20));
+            std::thread::sleep(Duration::from_millis(4300));
+            ids.extend(post_events(&sluice, &format!("kill{round}"), 300, 20));
+            wait_for_events(&sluice, &store, &bucket, ids.len());
+            if !committed_to_end(&buffer, &group) {
+                uncommitted_at_kill += 1;
+            }
+            sluice.kill9();
+            sluice.restart(&[]);
+        }
+        wait_until(
+            "the buffer committed every record",
+            Duration::from_secs(90),
+            &sluice,
+            || committed_to_end(&buffer, &group),
+        );
+        assert!(uncommitted_at_kill > 0, "every kill came after the commit: untested");
+        let seen = counts(stored_ids(&store, &bucket).0);
+        let copies: usize = seen.values().map(|c| c - 1).sum();
+        eprintln!("exactly_once {exactly_once}: {} events, {copies} copies, {uncommitted_at_kill} kills before the commit", ids.len());
+        if exactly_once {
+            assert_all_once(&seen, &ids, 0);
+        } else {
+            assert!(copies > 0, "at least once left no copies: the kills proved nothing");
+        }
+        assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    }
+}
+
+/// Two hosts in one group on a two-partition buffer; one is killed -9 after its sink uploaded
+/// a round's events and before its buffer committed them. The survivor reads its partitions
+/// again from their last commit, an object boundary, and makes the same objects.
+#[test]
+fn two_hosts_one_killed_leave_every_event_once_in_the_bucket() {
+    let store = S3Store::start();
+    let bucket = with_bucket(&store);
+    let (buffer, group) = names("s3two");
+    let sinks = kill_sinks(&store, &bucket);
+    let two = "          number_of_partitions: 2\n          workers: 1\n";
+    let yaml = slow_commits(&buffer, &group, &sinks, two);
+    let (a, mut b) = (
+        Sluice::start_with_env(&yaml, &store.env()),
+        Sluice::start_with_env(&yaml, &store.env()),
+    );
+    let mut ids = Vec::new();
+    // Until both hosts upload (the group settles after the second one joins).
+    for round in 0..30 {
+        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
+        std::thread::sleep(Duration::from_millis(500));
+        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
+            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
+        {
+            break;
+        }
+    }
+    assert!(
+        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
+        "the second host never got a partition:\n{}",
+        b.log()
+    );
+    std::thread::sleep(Duration::from_millis(4300));
+    ids.extend(post_events(&a, "kill", 300, 5));
+    wait_for_events(&a, &store, &bucket, ids.len());
+    let uncommitted = !committed_to_end(&buffer, &group);
+    b.kill9();
+    wait_until(
+        "the buffer committed every record",
+        Duration::from_secs(90),
+        &a,
+        || committed_to_end(&buffer, &group),
+    );
+    assert!(uncommitted, "the kill came after the commit: untested");
+    assert_all_once(&counts(stored_ids(&store, &bucket).0), &ids, 0);
 }
 
 #[test]

@@ -359,3 +359,219 @@ impl Object {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use sluice_buffer::Position;
+
+    use super::*;
+
+    /// The buffer's side: what was acknowledged, and what it says is committed.
+    #[derive(Default)]
+    struct Buffer {
+        acked: Mutex<Vec<i64>>,
+        committed: Mutex<Option<i64>>,
+    }
+
+    /// One batch's view of `Buffer`: indices become offsets.
+    struct Acks {
+        buffer: Arc<Buffer>,
+        offsets: Vec<i64>,
+    }
+
+    impl sluice_buffer::RecordAcks for Acks {
+        fn acknowledge(&self, records: &[usize]) {
+            let mut acked = self.buffer.acked.lock().unwrap();
+            acked.extend(records.iter().map(|&i| self.offsets[i]));
+            acked.sort_unstable();
+        }
+        fn committed(&self, _: i32) -> Option<i64> {
+            *self.buffer.committed.lock().unwrap()
+        }
+    }
+
+    fn threshold(count: usize, timeout_s: u64) -> Threshold {
+        Threshold {
+            event_count: Some(count),
+            maximum_size: None,
+            event_collect_timeout: Some(Duration::from_secs(timeout_s)),
+        }
+    }
+
+    /// A batch of partition 0 reading `start..end` (epoch `epoch`), records `(offset,
+    /// received ms, lines)`; adds it and returns what closed.
+    #[allow(clippy::type_complexity)]
+    fn batch(
+        keyed: &mut Keyed,
+        buffer: &Arc<Buffer>,
+        (epoch, start, end, begins): (u64, i64, i64, bool),
+        records: &[(i64, u64, &[&str])],
+        t: &Threshold,
+    ) -> Vec<Ready> {
+        let topic: Arc<str> = "buf".into();
+        let position = |offset| Position {
+            topic: topic.clone(),
+            partition: 0,
+            offset,
+        };
+        let mut lines = Vec::new();
+        let mut at = Vec::new();
+        for (offset, _, ls) in records {
+            for (rank, l) in ls.iter().enumerate() {
+                lines.push(Bytes::copy_from_slice(l.as_bytes()));
+                at.push(Some((position(*offset), rank as u32)));
+            }
+        }
+        let acks = Arc::new(Acks {
+            buffer: buffer.clone(),
+            offsets: records.iter().map(|r| r.0).collect(),
+        });
+        let read = Read {
+            topic: topic.clone(),
+            partition: 0,
+            epoch,
+            start,
+            end,
+            begins,
+        };
+        let tally = Arc::new(Tally::new(
+            records.iter().map(|r| (position(r.0), r.1)).collect(),
+            vec![read],
+            1,
+            acks,
+        ));
+        let receipt = Receipt::split_tallied(1, Some(tally), || {}).remove(0);
+        keyed.add(lines, &at, receipt, t)
+    }
+
+    /// Delivers `ready`, returning (first, last, lines) of each.
+    fn deliver(keyed: &mut Keyed, ready: Vec<Ready>) -> Vec<(i64, i64, Vec<String>)> {
+        ready
+            .into_iter()
+            .map(|r| {
+                let out = (
+                    r.extent.first,
+                    r.extent.last,
+                    r.lines
+                        .iter()
+                        .map(|l| String::from_utf8_lossy(l).into_owned())
+                        .collect(),
+                );
+                keyed.delivered(r);
+                out
+            })
+            .collect()
+    }
+
+    const RECORDS: [(i64, u64, &[&str]); 6] = [
+        (10, 0, &["a", "b"]),
+        (11, 0, &[]),
+        (12, 0, &["c"]),
+        (13, 0, &["d", "e"]),
+        (14, 0, &["f"]),
+        (15, 0, &["g"]),
+    ];
+
+    #[test]
+    fn the_same_records_make_the_same_objects_however_they_are_batched_and_ordered() {
+        let t = threshold(3, 60);
+        // One batch.
+        let (mut one, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
+        let ready = batch(&mut one, &buffer, (1, 10, 16, true), &RECORDS, &t);
+        let whole = deliver(&mut one, ready);
+        // Two batches, the later one first.
+        let (mut two, buffer2) = (Keyed::default(), Arc::new(Buffer::default()));
+        let early = batch(&mut two, &buffer2, (1, 13, 16, false), &RECORDS[3..], &t);
+        assert!(early.is_empty(), "it waits for the read ahead of it");
+        let mut split = deliver(&mut two, early);
+        let ready = batch(&mut two, &buffer2, (1, 10, 13, true), &RECORDS[..3], &t);
+        split.extend(deliver(&mut two, ready));
+        assert_eq!(whole, split);
+        assert_eq!(
+            whole,
+            vec![
+                (10, 12, vec!["a".into(), "b".into(), "c".into()]),
+                (13, 14, vec!["d".into(), "e".into(), "f".into()]),
+            ],
+            "closed after the record that reached 3 events, never inside one"
+        );
+        // `g` is open: 15 is not acknowledged, everything before it is.
+        assert_eq!(*buffer.acked.lock().unwrap(), vec![10, 11, 12, 13, 14]);
+        assert_eq!(*buffer2.acked.lock().unwrap(), vec![10, 11, 12, 13, 14]);
+    }
+
+    #[test]
+    fn records_are_acknowledged_only_once_their_object_is_delivered() {
+        let t = threshold(3, 60);
+        let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
+        let ready = batch(&mut keyed, &buffer, (1, 10, 16, true), &RECORDS, &t);
+        assert_eq!(ready.len(), 2);
+        assert!(buffer.acked.lock().unwrap().is_empty(), "nothing delivered yet");
+        let mut ready = ready.into_iter();
+        keyed.delivered(ready.next().unwrap());
+        assert_eq!(*buffer.acked.lock().unwrap(), vec![10, 11, 12]);
+        assert!(!keyed.is_empty());
+    }
+
+    #[test]
+    fn a_record_received_after_the_collect_timeout_starts_a_new_object() {
+        let t = threshold(100, 2);
+        let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
+        let records: [(i64, u64, &[&str]); 3] =
+            [(0, 1_000, &["a"]), (1, 2_999, &["b"]), (2, 3_000, &["c"])];
+        let ready = batch(&mut keyed, &buffer, (1, 0, 3, true), &records, &t);
+        assert_eq!(
+            deliver(&mut keyed, ready),
+            vec![(0, 1, vec!["a".into(), "b".into()])],
+            "`c` came 2 s after `a`"
+        );
+    }
+
+    #[test]
+    fn a_new_assignment_starts_over_and_drops_what_was_open() {
+        let t = threshold(3, 60);
+        let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
+        let ready = batch(&mut keyed, &buffer, (1, 10, 11, true), &RECORDS[..1], &t);
+        assert!(ready.is_empty(), "a, b are open");
+        // Revoked and assigned again, from 10.
+        let ready = batch(&mut keyed, &buffer, (2, 10, 16, true), &RECORDS, &t);
+        let objects = deliver(&mut keyed, ready);
+        assert_eq!(objects[0], (10, 12, vec!["a".into(), "b".into(), "c".into()]));
+        // A late batch of the first assignment is let go, not placed.
+        let ready = batch(&mut keyed, &buffer, (1, 11, 13, false), &RECORDS[1..3], &t);
+        assert!(ready.is_empty());
+    }
+
+    #[test]
+    fn a_quiet_partition_closes_by_the_clock_and_waits_for_the_commit() {
+        let t = threshold(100, 2);
+        let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
+        let ready = batch(&mut keyed, &buffer, (1, 10, 11, true), &RECORDS[..1], &t);
+        assert!(ready.is_empty());
+        let later = Instant::now() + Duration::from_secs(3);
+        let mut ready = Vec::new();
+        keyed.due(later, &t, &mut ready);
+        assert_eq!(
+            deliver(&mut keyed, ready),
+            vec![(10, 10, vec!["a".into(), "b".into()])]
+        );
+        assert_eq!(*buffer.acked.lock().unwrap(), vec![10]);
+        // The next record waits: a restart before the commit would begin at 10 again.
+        let ready = batch(&mut keyed, &buffer, (1, 11, 13, false), &RECORDS[1..3], &t);
+        assert!(ready.is_empty());
+        let mut ready = Vec::new();
+        keyed.due(later, &t, &mut ready);
+        assert!(ready.is_empty());
+        assert_eq!(*buffer.acked.lock().unwrap(), vec![10], "11 is not placed yet");
+        *buffer.committed.lock().unwrap() = Some(11);
+        keyed.due(later, &t, &mut ready);
+        assert!(ready.is_empty(), "c is open now");
+        assert_eq!(*buffer.acked.lock().unwrap(), vec![10, 11]);
+        keyed.close_all(&mut ready);
+        assert_eq!(deliver(&mut keyed, ready), vec![(12, 12, vec!["c".into()])]);
+        assert!(keyed.is_empty());
+    }
+}
