@@ -1,6 +1,8 @@
 //! The http sink against an endpoint the test runs: bodies in the codec with the custom
 //! headers and Basic credentials; 503 for a while holds the commit and nothing is lost or
-//! doubled; a 4xx dead-letters that request with the status and the rest flows on.
+//! doubled; a 4xx dead-letters that request with the status and the rest flows on; killed -9
+//! after sending and before committing, sluice sends the same requests again with the same
+//! `Idempotency-Key`, so an endpoint that drops keys it has seen gets each event once.
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
@@ -12,7 +14,7 @@ use sluice_tests::Sluice;
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    wait_until,
+    slow_commits, wait_until,
 };
 
 /// A request as the endpoint saw it: headers (names lowercased) and body.
@@ -29,6 +31,12 @@ pub(crate) struct State {
     pub(crate) taken: Vec<Request>,
     /// Requests answered with an error.
     pub(crate) refused: usize,
+    /// Answer 200 to a request whose `Idempotency-Key` was taken before, without taking it
+    /// again: the bodies first taken under each key.
+    dedup: Option<std::collections::HashMap<String, Vec<u8>>>,
+    /// Requests dropped as seen before, and how many of them had another body than the first.
+    repeated: usize,
+    repeated_differently: usize,
 }
 
 /// A small HTTP/1.1 endpoint on a free port, one thread per connection.
@@ -99,7 +107,24 @@ fn serve(mut conn: std::net::TcpStream, state: &Mutex<State>) {
                 (None, Some(bad)) if String::from_utf8_lossy(&body).contains(bad.as_str()) => 400,
                 _ => 200,
             };
-            if status == 200 {
+            let key = headers
+                .iter()
+                .find(|(k, _)| k == "idempotency-key")
+                .map(|(_, v)| v.clone());
+            let seen = match (&mut s.dedup, key) {
+                (Some(keys), Some(key)) if status == 200 => match keys.get(&key) {
+                    Some(first) => Some(*first == body),
+                    None => {
+                        keys.insert(key, body.clone());
+                        None
+                    }
+                },
+                _ => None,
+            };
+            if let Some(same) = seen {
+                s.repeated += 1;
+                s.repeated_differently += usize::from(!same);
+            } else if status == 200 {
                 s.taken.push((headers, body));
             } else {
                 s.refused += 1;
@@ -233,4 +258,81 @@ fn a_4xx_dead_letters_that_request_with_the_status_and_later_events_flow_on() {
         .unwrap();
     assert!(String::from_utf8_lossy(&payload).contains("poison-0"));
     assert_eq!(sink_metric(&sluice, "sluice_sink_eventsFailed"), 1.0);
+}
+
+/// The ids of the events in the requests taken.
+fn taken_ids(state: &State) -> Vec<String> {
+    state
+        .taken
+        .iter()
+        .flat_map(|(_, body)| {
+            String::from_utf8_lossy(body)
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Killed -9 three times, each time after the sink sent a round's events and before the buffer
+/// committed them: the next start sends the same requests, with the same keys and bodies, and
+/// the endpoint, dropping keys it has seen, takes each event once.
+#[test]
+fn after_kill_9s_requests_come_again_with_the_same_idempotency_key_and_body() {
+    let endpoint = Endpoint::start();
+    endpoint.state.lock().unwrap().dedup = Some(Default::default());
+    let (buffer, group) = names("hx");
+    let sinks = http_sink(
+        &endpoint,
+        "        threshold:\n          max_events: 50\n          flush_timeout: 2s\n",
+    );
+    let mut sluice = Sluice::start(&slow_commits(&buffer, &group, &sinks, ""));
+    let mut ids = Vec::new();
+    for round in 0..3 {
+        // The start's eager interval: over before the round's events come.
+        ids.extend(post_events(&sluice, &format!("early{round}"), 20, 20));
+        std::thread::sleep(Duration::from_millis(4300));
+        ids.extend(post_events(&sluice, &format!("kill{round}"), 300, 20));
+        wait_until(
+            "the sink to send the round's events",
+            Duration::from_secs(60),
+            &sluice,
+            || taken_ids(&endpoint.state.lock().unwrap()).len() >= ids.len(),
+        );
+        sluice.kill9();
+        sluice.restart(&[]);
+    }
+    wait_until(
+        "the buffer committed every record",
+        Duration::from_secs(90),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    let state = endpoint.state.lock().unwrap();
+    eprintln!(
+        "{} events, {} requests taken, {} sent again with a key seen before",
+        ids.len(),
+        state.taken.len(),
+        state.repeated
+    );
+    assert!(state.repeated > 0, "no request came twice: untested");
+    assert_eq!(
+        state.repeated_differently, 0,
+        "a key came again with another body"
+    );
+    assert_all_once(&counts(taken_ids(&state)), &ids, 0);
+    for (headers, _) in &state.taken {
+        let key = headers.iter().find(|(k, _)| k == "idempotency-key");
+        assert!(
+            key.is_some_and(|(_, v)| v.starts_with(&format!("{buffer}+0+"))),
+            "{key:?}"
+        );
+    }
+    drop(state);
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 }

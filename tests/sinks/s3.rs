@@ -285,14 +285,23 @@ fn after_kill_9s_the_bucket_holds_every_event_once() {
             &sluice,
             || committed_to_end(&buffer, &group),
         );
-        assert!(uncommitted_at_kill > 0, "every kill came after the commit: untested");
+        assert!(
+            uncommitted_at_kill > 0,
+            "every kill came after the commit: untested"
+        );
         let seen = counts(stored_ids(&store, &bucket).0);
         let copies: usize = seen.values().map(|c| c - 1).sum();
-        eprintln!("exactly_once {exactly_once}: {} events, {copies} copies, {uncommitted_at_kill} kills before the commit", ids.len());
+        eprintln!(
+            "exactly_once {exactly_once}: {} events, {copies} copies, {uncommitted_at_kill} kills before the commit",
+            ids.len()
+        );
         if exactly_once {
             assert_all_once(&seen, &ids, 0);
         } else {
-            assert!(copies > 0, "at least once left no copies: the kills proved nothing");
+            assert!(
+                copies > 0,
+                "at least once left no copies: the kills proved nothing"
+            );
         }
         assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
     }

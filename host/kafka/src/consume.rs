@@ -605,7 +605,11 @@ impl sluice_buffer::RecordAcks for Parts {
 
     fn committed(&self, partition: i32) -> Option<i64> {
         let state = self.state.lock().expect("not poisoned");
-        let epoch = state.pieces.iter().find(|p| p.partition == partition)?.epoch;
+        let epoch = state
+            .pieces
+            .iter()
+            .find(|p| p.partition == partition)?
+            .epoch;
         drop(state);
         self.shared
             .tracker

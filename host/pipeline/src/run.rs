@@ -308,6 +308,7 @@ async fn build(
     let cx = crate::sink::SinkBuild {
         pipeline: &name,
         connections,
+        read_delay: p.delay,
     };
     for sink in &p.sink {
         let sink = crate::sink::Sink::open(&cx, &sink.sink, dead_letters.clone())

@@ -11,9 +11,15 @@
 //! - A record is completed (its receipt, per record) once the request holding its events was
 //!   delivered; a record with none for this sink, once the requests before it were. So the
 //!   buffer commits only at request boundaries, and a restart begins at one.
-//! - A partition that goes quiet: its open object is closed after `event_collect_timeout` of
-//!   wall-clock time anyway, and the partition's next object waits until the commit reached
-//!   the end of that one (its end came from the clock, so a restart must begin there).
+//! - A partition that goes quiet: its open object is closed by the clock once it has been open
+//!   `event_collect_timeout`, no record came for [`QUIET`], and the clock is past its first
+//!   record's receive time plus `event_collect_timeout`, the pipeline's `delay` (how long a
+//!   reader may wait to fill a batch) and [`QUIET`]. A record that comes later was almost
+//!   surely received later too, so the records alone would have cut there as well: a restart
+//!   makes the same request. As that is not certain (a record can be later still: a backlog,
+//!   a slow worker), the partition's next object waits until the commit reached the end of
+//!   this one, so the next start begins there (an S3 object made again from more records has
+//!   the same key and overwrites; an HTTP request would get another key).
 //! - A partition revoked and assigned again (a new epoch) starts over at its first read: what
 //!   was open of it is dropped unsent (read again from the committed offset).
 
@@ -26,9 +32,14 @@ use tokio::time::Instant;
 
 use super::{Extent, Receipt, Tally, Threshold};
 
+/// How long a partition must have had no record before its open object closes by the clock.
+pub(crate) const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The requests being cut, per partition, and the receipts of the batches they came from.
 #[derive(Default)]
 pub(crate) struct Keyed {
+    /// How long a record can wait to be read after it was received (the pipeline's `delay`).
+    read_delay: std::time::Duration,
     parts: HashMap<(Arc<str>, i32), Part>,
     batches: HashMap<u64, Entry>,
     next_batch: u64,
@@ -53,6 +64,8 @@ struct Part {
     open: Option<Object>,
     /// After a close by the clock: the next object waits until this offset is committed.
     fence: Option<(i64, Arc<Tally>)>,
+    /// When a record was last placed.
+    last_placed: Option<Instant>,
 }
 
 /// One batch's records of one partition.
@@ -85,6 +98,13 @@ pub(crate) struct Ready {
 }
 
 impl Keyed {
+    pub(crate) fn new(read_delay: std::time::Duration) -> Self {
+        Self {
+            read_delay,
+            ..Self::default()
+        }
+    }
+
     /// Takes a batch's lines (`at`: each line's record position, all known) with its tallied
     /// receipt; returns the requests that closed.
     pub(crate) fn add(
@@ -94,7 +114,10 @@ impl Keyed {
         receipt: Receipt,
         t: &Threshold,
     ) -> Vec<Ready> {
-        let tally = receipt.tally().expect("only tallied batches are keyed").clone();
+        let tally = receipt
+            .tally()
+            .expect("only tallied batches are keyed")
+            .clone();
         let id = self.next_batch;
         self.next_batch += 1;
         // Each record's lines, then the records grouped by partition in offset order.
@@ -193,7 +216,17 @@ impl Keyed {
                 let Some(piece) = next else { break };
                 part.next = Some(piece.read.end);
                 for (i, offset, received, lines) in piece.records {
-                    part.record(piece.batch, i, offset, received, lines, &piece.tally, t, ready, &mut done);
+                    part.record(
+                        piece.batch,
+                        i,
+                        offset,
+                        received,
+                        lines,
+                        &piece.tally,
+                        t,
+                        ready,
+                        &mut done,
+                    );
                 }
             }
         }
@@ -204,12 +237,19 @@ impl Keyed {
 
     /// Requests whose time is up: objects open for `event_collect_timeout` of wall-clock time
     /// close (and fence their partition); fenced partitions whose commit came are placed.
-    pub(crate) fn due(&mut self, now: Instant, t: &Threshold, ready: &mut Vec<Ready>) {
+    pub(crate) fn due(
+        &mut self,
+        now: Instant,
+        wall_ms: u64,
+        t: &Threshold,
+        ready: &mut Vec<Ready>,
+    ) {
         let keys: Vec<(Arc<str>, i32)> = self.parts.keys().cloned().collect();
         for key in keys {
             let part = self.parts.get_mut(&key).expect("known partition");
-            if let (Some(o), Some(wait)) = (&part.open, t.event_collect_timeout)
-                && now >= o.opened + wait
+            if part
+                .closes_at(t, self.read_delay, now, wall_ms)
+                .is_some_and(|at| at <= now)
             {
                 let o = part.open.take().expect("open");
                 if let Some(next) = part.next {
@@ -223,20 +263,15 @@ impl Keyed {
 
     /// When the next call to [`due`](Self::due) has work: the earliest close by the clock, or
     /// soon if a partition waits for its commit.
-    pub(crate) fn deadline(&self, t: &Threshold) -> Option<Instant> {
-        let mut at: Option<Instant> = None;
-        for part in self.parts.values() {
-            let mine = if part.fence.is_some() {
-                Some(Instant::now() + std::time::Duration::from_millis(100))
-            } else {
-                part.open.as_ref().zip(t.event_collect_timeout).map(|(o, w)| o.opened + w)
-            };
-            at = match (at, mine) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        at
+    pub(crate) fn deadline(&self, t: &Threshold, wall_ms: u64) -> Option<Instant> {
+        let now = Instant::now();
+        self.parts
+            .values()
+            .filter_map(|part| match part.fence {
+                Some(_) => Some(now + std::time::Duration::from_millis(100)),
+                None => part.closes_at(t, self.read_delay, now, wall_ms),
+            })
+            .min()
     }
 
     /// Shutdown: every open object closes now.
@@ -275,6 +310,26 @@ impl Keyed {
 }
 
 impl Part {
+    /// When the open object closes by the clock, if nothing comes first (`wall_ms`: the time
+    /// `now` is, in ms since the epoch).
+    fn closes_at(
+        &self,
+        t: &Threshold,
+        read_delay: std::time::Duration,
+        now: Instant,
+        wall_ms: u64,
+    ) -> Option<Instant> {
+        let (o, wait) = (self.open.as_ref()?, t.event_collect_timeout?);
+        let received_by = o
+            .extent
+            .received_at_ms
+            .saturating_add((wait + read_delay + QUIET).as_millis() as u64);
+        let by_receipt =
+            now + std::time::Duration::from_millis(received_by.saturating_sub(wall_ms));
+        let quiet = self.last_placed.unwrap_or(o.opened) + QUIET;
+        Some((o.opened + wait).max(quiet).max(by_receipt))
+    }
+
     /// A new assignment: what was open or waiting is dropped unsent; returns its records, to
     /// be completed (their acknowledgements belong to the old assignment, so the buffer
     /// ignores them, and the batches do not wait on them).
@@ -294,7 +349,10 @@ impl Part {
     }
 
     /// Places one record; closes the object before it (time) or after it (size).
-    #[expect(clippy::too_many_arguments, reason = "one record's fields, unpacked once")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one record's fields, unpacked once"
+    )]
     fn record(
         &mut self,
         batch: u64,
@@ -307,6 +365,7 @@ impl Part {
         ready: &mut Vec<Ready>,
         done: &mut Vec<(u64, usize)>,
     ) {
+        self.last_placed = Some(Instant::now());
         if lines.is_empty() {
             match &mut self.open {
                 Some(o) => o.records.push((batch, i)),
@@ -316,7 +375,10 @@ impl Part {
             return;
         }
         if let (Some(o), Some(wait)) = (&self.open, t.event_collect_timeout)
-            && received >= o.extent.received_at_ms.saturating_add(wait.as_millis() as u64)
+            && received
+                >= o.extent
+                    .received_at_ms
+                    .saturating_add(wait.as_millis() as u64)
         {
             ready.push(self.open.take().expect("open").close());
         }
@@ -509,7 +571,10 @@ mod tests {
         let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
         let ready = batch(&mut keyed, &buffer, (1, 10, 16, true), &RECORDS, &t);
         assert_eq!(ready.len(), 2);
-        assert!(buffer.acked.lock().unwrap().is_empty(), "nothing delivered yet");
+        assert!(
+            buffer.acked.lock().unwrap().is_empty(),
+            "nothing delivered yet"
+        );
         let mut ready = ready.into_iter();
         keyed.delivered(ready.next().unwrap());
         assert_eq!(*buffer.acked.lock().unwrap(), vec![10, 11, 12]);
@@ -539,7 +604,10 @@ mod tests {
         // Revoked and assigned again, from 10.
         let ready = batch(&mut keyed, &buffer, (2, 10, 16, true), &RECORDS, &t);
         let objects = deliver(&mut keyed, ready);
-        assert_eq!(objects[0], (10, 12, vec!["a".into(), "b".into(), "c".into()]));
+        assert_eq!(
+            objects[0],
+            (10, 12, vec!["a".into(), "b".into(), "c".into()])
+        );
         // A late batch of the first assignment is let go, not placed.
         let ready = batch(&mut keyed, &buffer, (1, 11, 13, false), &RECORDS[1..3], &t);
         assert!(ready.is_empty());
@@ -551,9 +619,21 @@ mod tests {
         let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
         let ready = batch(&mut keyed, &buffer, (1, 10, 11, true), &RECORDS[..1], &t);
         assert!(ready.is_empty());
+        // Not before the clock is past `a`'s receive time (0) + 2 s + QUIET.
+        let mut ready = Vec::new();
+        keyed.due(
+            Instant::now() + Duration::from_secs(3),
+            2_500,
+            &t,
+            &mut ready,
+        );
+        assert!(
+            ready.is_empty(),
+            "a later record received by 3 s would still join"
+        );
         let later = Instant::now() + Duration::from_secs(3);
         let mut ready = Vec::new();
-        keyed.due(later, &t, &mut ready);
+        keyed.due(later, 10_000, &t, &mut ready);
         assert_eq!(
             deliver(&mut keyed, ready),
             vec![(10, 10, vec!["a".into(), "b".into()])]
@@ -563,11 +643,15 @@ mod tests {
         let ready = batch(&mut keyed, &buffer, (1, 11, 13, false), &RECORDS[1..3], &t);
         assert!(ready.is_empty());
         let mut ready = Vec::new();
-        keyed.due(later, &t, &mut ready);
+        keyed.due(later, 10_000, &t, &mut ready);
         assert!(ready.is_empty());
-        assert_eq!(*buffer.acked.lock().unwrap(), vec![10], "11 is not placed yet");
+        assert_eq!(
+            *buffer.acked.lock().unwrap(),
+            vec![10],
+            "11 is not placed yet"
+        );
         *buffer.committed.lock().unwrap() = Some(11);
-        keyed.due(later, &t, &mut ready);
+        keyed.due(later, 10_000, &t, &mut ready);
         assert!(ready.is_empty(), "c is open now");
         assert_eq!(*buffer.acked.lock().unwrap(), vec![10, 11]);
         keyed.close_all(&mut ready);

@@ -22,10 +22,10 @@
 mod codec;
 mod deliver;
 pub mod dlq;
-mod keyed;
 pub mod file;
 pub mod http;
 pub mod kafka;
+mod keyed;
 pub mod pipeline;
 mod receipt;
 pub mod s3;
@@ -284,13 +284,21 @@ pub enum Take {
 }
 
 impl Sink {
-    /// A sink over `output`, dead-lettering into `dead_letters`, counting under `pipeline`.
-    pub fn new(pipeline: &str, output: Arc<dyn Output>, dead_letters: Arc<DeadLetters>) -> Self {
+    /// A sink over `output`, dead-lettering into `dead_letters`, counting under `pipeline`;
+    /// `read_delay`: how long a record can wait to be read after it is received (the
+    /// pipeline's `delay`), which a sink that cuts requests by offsets waits out before it
+    /// closes one by the clock.
+    pub fn new(
+        pipeline: &str,
+        output: Arc<dyn Output>,
+        dead_letters: Arc<DeadLetters>,
+        read_delay: std::time::Duration,
+    ) -> Self {
         let name = output.name().to_owned();
         let threshold = output.threshold();
         let delivery = Arc::new(deliver::Delivery::new(pipeline, output, dead_letters));
         let route = match threshold {
-            Some(t) => Route::Staged(staged::Stager::start(delivery, t)),
+            Some(t) => Route::Staged(staged::Stager::start(delivery, t, read_delay)),
             None => Route::Direct(delivery),
         };
         Self { name, route }
@@ -315,6 +323,7 @@ impl Sink {
             cx.pipeline,
             build(cx, config).await?,
             dead_letters,
+            cx.read_delay,
         ))
     }
 
@@ -395,6 +404,8 @@ pub struct SinkBuild<'a> {
     pub pipeline: &'a str,
     /// The buffers of the pipelines built before this one, for `pipeline` sinks.
     pub connections: &'a pipeline::Connections,
+    /// The pipeline's `delay`: see [`Sink::new`].
+    pub read_delay: std::time::Duration,
 }
 
 /// How a sink's config type becomes its output; each type of `sluice_config`'s sink list

@@ -391,6 +391,7 @@ mod tests {
         let cx = SinkBuild {
             pipeline: "up",
             connections: &connections,
+            read_delay: Duration::ZERO,
         };
         let config = sluice_config::connection::PipelineSink {
             name: "down".to_owned(),

@@ -125,7 +125,12 @@ impl Receipt {
     /// The sink holds its share (or dead-lettered it).
     pub fn complete(self) {
         if let Some(r) = &self.records {
-            let rest = r.done.iter().enumerate().filter(|(_, d)| !**d).map(|(i, _)| i);
+            let rest = r
+                .done
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| !**d)
+                .map(|(i, _)| i);
             r.tally.release(rest);
         }
         self.share.release();
@@ -163,16 +168,32 @@ mod tests {
                 0,
             )
         };
-        let tally = Arc::new(Tally::new(vec![at(0), at(1), at(2)], Vec::new(), 2, acked.clone()));
+        let tally = Arc::new(Tally::new(
+            vec![at(0), at(1), at(2)],
+            Vec::new(),
+            2,
+            acked.clone(),
+        ));
         let (done, f) = counter();
         let mut r = Receipt::split_tallied(2, Some(tally), f);
         let mut staged = r.remove(1);
         staged.complete_records(&[1]);
-        assert!(acked.0.lock().unwrap().is_empty(), "the other sink has none");
+        assert!(
+            acked.0.lock().unwrap().is_empty(),
+            "the other sink has none"
+        );
         r.remove(0).complete();
-        assert_eq!(*acked.0.lock().unwrap(), vec![1], "record 1 only: 0 and 2 wait");
+        assert_eq!(
+            *acked.0.lock().unwrap(),
+            vec![1],
+            "record 1 only: 0 and 2 wait"
+        );
         staged.complete_records(&[1, 0]);
-        assert_eq!(*acked.0.lock().unwrap(), vec![1, 0], "1 is not acknowledged twice");
+        assert_eq!(
+            *acked.0.lock().unwrap(),
+            vec![1, 0],
+            "1 is not acknowledged twice"
+        );
         assert_eq!(done.load(Ordering::SeqCst), 0);
         staged.complete();
         assert_eq!(*acked.0.lock().unwrap(), vec![1, 0, 2]);

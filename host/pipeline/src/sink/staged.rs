@@ -34,12 +34,16 @@ pub(crate) struct Stager {
 }
 
 impl Stager {
-    pub(crate) fn start(delivery: Arc<Delivery>, threshold: Threshold) -> Self {
+    pub(crate) fn start(
+        delivery: Arc<Delivery>,
+        threshold: Threshold,
+        read_delay: std::time::Duration,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(1);
         let (draining, drain_rx) = tokio::sync::watch::channel(false);
         let name = delivery.output.name().to_owned();
         let keyed = delivery.output.keyed();
-        let task = tokio::spawn(run(delivery, threshold, rx, drain_rx));
+        let task = tokio::spawn(run(delivery, threshold, read_delay, rx, drain_rx));
         Self {
             tx: std::sync::Mutex::new(Some(tx)),
             task: tokio::sync::Mutex::new(Some(task)),
@@ -156,12 +160,13 @@ impl Staged {
 async fn run(
     delivery: Arc<Delivery>,
     threshold: Threshold,
+    read_delay: std::time::Duration,
     mut rx: mpsc::Receiver<(Vec<Bytes>, Provenance, Receipt)>,
     mut drain: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut staged = Staged::default();
     // Batches of a Kafka buffer, for an output that names requests by what they hold.
-    let mut keyed = Keyed::default();
+    let mut keyed = Keyed::new(read_delay);
     let cut_by_offsets = delivery.output.keyed();
     let mut draining = false;
     loop {
@@ -169,11 +174,13 @@ async fn run(
             .since
             .zip(threshold.event_collect_timeout)
             .map(|(since, wait)| since + wait);
-        let deadline = match (loose, keyed.deadline(&threshold)) {
+        let deadline = match (loose, keyed.deadline(&threshold, wall_ms())) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let next = tokio::select! {
+            // Batches that came are placed before a close by the clock is considered.
+            biased;
             next = rx.recv() => next,
             () = sleep_until(deadline) => {
                 let now = Instant::now();
@@ -181,7 +188,7 @@ async fn run(
                     flush(&delivery, &threshold, &mut staged, true).await;
                 }
                 let mut ready = Vec::new();
-                keyed.due(now, &threshold, &mut ready);
+                keyed.due(now, wall_ms(), &threshold, &mut ready);
                 if draining {
                     keyed.close_all(&mut ready);
                 }
@@ -256,6 +263,13 @@ async fn flush(delivery: &Delivery, threshold: &Threshold, staged: &mut Staged, 
     }
     // Batches without events (all dead-lettered) are done once everything before them is.
     staged.delivered(0);
+}
+
+/// Now, in ms since the epoch.
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -71,7 +71,7 @@ async fn sink(output: Arc<Scripted>) -> (Sink, tempfile::TempDir, std::path::Pat
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dlq.jsonl");
     let dlq = Arc::new(DeadLetters::open(&path, "p").await.unwrap());
-    (Sink::new("p", output, dlq), dir, path)
+    (Sink::new("p", output, dlq, Duration::ZERO), dir, path)
 }
 
 fn dead(path: &std::path::Path) -> Vec<(String, String)> {

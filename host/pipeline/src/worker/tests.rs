@@ -56,7 +56,12 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
     let mut sinks = Vec::new();
     for name in ["a.jsonl", "b.jsonl"] {
         let file = Arc::new(FileSink::open(&dir.path().join(name)).await.unwrap());
-        sinks.push(Arc::new(Sink::new("p", file, dead_letters.clone())));
+        sinks.push(Arc::new(Sink::new(
+            "p",
+            file,
+            dead_letters.clone(),
+            Duration::ZERO,
+        )));
     }
     let delivery = Arc::new(Delivery {
         pipeline: "p".to_owned(),
