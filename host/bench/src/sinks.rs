@@ -4,6 +4,13 @@
 //! one run on one machine. sluice's time runs from the first POST until the sink reports
 //! holding every event (`sluice_sink_eventsWritten`: Kafka acknowledged, the object complete);
 //! then the run checks that the buffer committed everything and the sink has every event.
+//!
+//! Then what exactly once costs (`docs/design/exactly-once.md`), each side by side in the same
+//! run: the s3 sink's offset-named objects against `exactly_once: false`, the http sink's
+//! (into an endpoint the bench runs) likewise, and raw librdkafka producing with the four
+//! origin headers the kafka sink adds against without. For the sinks, both the sustained rate
+//! (until 95 % of the events are in the sink) and the whole run (until the last one is: an
+//! exactly-once object of a partition that went quiet waits `delay` + 1 s longer).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,6 +44,27 @@ pub(crate) struct Args {
     /// Times each run is repeated (in turn); the best of each is reported.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
+}
+
+/// How long a sluice run took: until 95 % of the events were in the sink, and until all.
+#[derive(Clone, Copy)]
+struct Took {
+    most: Duration,
+    all: Duration,
+}
+
+impl Took {
+    const NONE: Took = Took {
+        most: Duration::MAX,
+        all: Duration::MAX,
+    };
+
+    fn best(self, other: Took) -> Took {
+        Took {
+            most: self.most.min(other.most),
+            all: self.all.min(other.all),
+        }
+    }
 }
 
 /// The events of one request body.
@@ -73,48 +101,147 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     );
     let runtime = tokio::runtime::Runtime::new()?;
     let store = S3Store::start();
-    let (mut direct_s3, mut sluice_s3) = (Duration::MAX, Duration::MAX);
-    let (mut raw_kafka, mut sluice_kafka) = (Duration::MAX, Duration::MAX);
+    let endpoint = Endpoint::start()?;
+    let (mut direct_s3, mut raw_kafka, mut raw_headers) =
+        (Duration::MAX, Duration::MAX, Duration::MAX);
+    let [
+        mut s3_once,
+        mut s3_least,
+        mut kafka,
+        mut http_once,
+        mut http_least,
+    ] = [Took::NONE; 5];
     for round in 1..=args.rounds {
         println!("round {round} of {}", args.rounds);
         direct_s3 =
             direct_s3.min(runtime.block_on(put_directly(&store, &events, args.object_events))?);
-        sluice_s3 = sluice_s3.min(through_sluice(
-            args,
-            &bodies,
-            n,
-            Sink::S3(&store),
-            &runtime,
-        )?);
-        raw_kafka = raw_kafka.min(runtime.block_on(produce_directly(&args.bootstrap, &events))?);
-        sluice_kafka = sluice_kafka.min(through_sluice(args, &bodies, n, Sink::Kafka, &runtime)?);
+        let sluice = |sink| through_sluice(args, &bodies, n, sink, &runtime);
+        s3_once = s3_once.best(sluice(Sink::S3(&store, true))?);
+        s3_least = s3_least.best(sluice(Sink::S3(&store, false))?);
+        raw_kafka =
+            raw_kafka.min(runtime.block_on(produce_directly(&args.bootstrap, &events, false))?);
+        raw_headers =
+            raw_headers.min(runtime.block_on(produce_directly(&args.bootstrap, &events, true))?);
+        kafka = kafka.best(sluice(Sink::Kafka)?);
+        http_once = http_once.best(sluice(Sink::Http(&endpoint, true))?);
+        http_least = http_least.best(sluice(Sink::Http(&endpoint, false))?);
     }
     let rate = |d: Duration| n as f64 / d.as_secs_f64();
     println!("best of {} rounds:", args.rounds);
     for (what, took) in [
         ("aws-sdk-s3 PutObject of the same objects", direct_s3),
-        ("sluice http → kafka buffer → s3 sink", sluice_s3),
         ("raw librdkafka produce of the same events", raw_kafka),
-        ("sluice http → kafka buffer → kafka sink", sluice_kafka),
+        ("raw librdkafka, with the 4 origin headers", raw_headers),
     ] {
         println!(
-            "{what:<44} {:>6.2} s  {:>9.0} events/s",
+            "{what:<48} {:>6.2} s  {:>9.0} events/s",
             took.as_secs_f64(),
             rate(took)
         );
     }
+    for (what, took) in [
+        ("sluice → s3 sink (exactly once, the default)", s3_once),
+        ("sluice → s3 sink (exactly_once: false)", s3_least),
+        ("sluice → kafka sink", kafka),
+        ("sluice → http sink (exactly once, the default)", http_once),
+        ("sluice → http sink (exactly_once: false)", http_least),
+    ] {
+        println!(
+            "{what:<48} {:>6.2} s  {:>9.0} events/s  (95 %: {:.2} s, {:.0} events/s)",
+            took.all.as_secs_f64(),
+            rate(took.all),
+            took.most.as_secs_f64(),
+            0.95 * rate(took.most)
+        );
+    }
     println!(
         "ratio s3 sink / direct aws-sdk-s3: {:.2}    kafka sink / raw librdkafka: {:.2}",
-        rate(sluice_s3) / rate(direct_s3),
-        rate(sluice_kafka) / rate(raw_kafka)
+        rate(s3_once.all) / rate(direct_s3),
+        rate(kafka.all) / rate(raw_kafka)
+    );
+    println!(
+        "exactly once / at least once, sustained (95 %): s3 {:.2}  http {:.2}    whole run: s3 {:.2}  http {:.2}",
+        rate(s3_once.most) / rate(s3_least.most),
+        rate(http_once.most) / rate(http_least.most),
+        rate(s3_once.all) / rate(s3_least.all),
+        rate(http_once.all) / rate(http_least.all),
+    );
+    println!(
+        "raw librdkafka with origin headers / without: {:.2}",
+        rate(raw_headers) / rate(raw_kafka)
     );
     Ok(())
 }
 
-/// The sink a sluice run writes to.
+/// The sink a sluice run writes to; `bool`: `exactly_once`.
+#[derive(Clone, Copy)]
 enum Sink<'a> {
-    S3(&'a S3Store),
+    S3(&'a S3Store, bool),
     Kafka,
+    Http(&'a Endpoint, bool),
+}
+
+/// An HTTP endpoint that takes every request (200) and counts the lines of the bodies.
+struct Endpoint {
+    port: u16,
+    lines: Arc<AtomicUsize>,
+}
+
+impl Endpoint {
+    fn start() -> anyhow::Result<Self> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let lines = Arc::new(AtomicUsize::new(0));
+        let counted = lines.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let counted = counted.clone();
+                std::thread::spawn(move || serve(conn, &counted));
+            }
+        });
+        Ok(Self { port, lines })
+    }
+}
+
+/// Answers 200 to each request of one connection, counting its body's lines.
+fn serve(mut conn: std::net::TcpStream, lines: &AtomicUsize) {
+    use std::io::{Read as _, Write as _};
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + length {
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body = &buf[head_end..head_end + length];
+        let n = body.iter().filter(|b| **b == b'\n').count()
+            + usize::from(body.last().is_some_and(|b| *b != b'\n'));
+        lines.fetch_add(n, Ordering::SeqCst);
+        buf.drain(..head_end + length);
+        if conn
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .is_err()
+        {
+            return;
+        }
+    }
 }
 
 /// The objects the s3 sink makes of `events` (ndjson, `per` events each), put one after the
@@ -151,7 +278,11 @@ async fn put_directly(store: &S3Store, events: &[Vec<u8>], per: usize) -> anyhow
 
 /// Every event produced to a fresh topic by an idempotent acks=all producer; the time until
 /// every delivery is acknowledged.
-async fn produce_directly(bootstrap: &str, events: &[Vec<u8>]) -> anyhow::Result<Duration> {
+async fn produce_directly(
+    bootstrap: &str,
+    events: &[Vec<u8>],
+    origin_headers: bool,
+) -> anyhow::Result<Duration> {
     let topic = unique("bench-raw-sink");
     sluice_tests::create_topic(bootstrap, &topic, 2)
         .await
@@ -163,8 +294,31 @@ async fn produce_directly(bootstrap: &str, events: &[Vec<u8>]) -> anyhow::Result
         .create()?;
     let started = Instant::now();
     let mut deliveries = Vec::with_capacity(events.len());
-    for e in events {
+    for (i, e) in events.iter().enumerate() {
         let mut record = FutureRecord::<(), [u8]>::to(&topic).payload(&e[..]);
+        if origin_headers {
+            // What the kafka sink adds to each record (`sluice_kafka::Origin`).
+            let (offset, partition, index) = ((i / 100).to_string(), "0", (i % 100).to_string());
+            record = record.headers(
+                rdkafka::message::OwnedHeaders::new()
+                    .insert(rdkafka::message::Header {
+                        key: "sluice-buffer-topic",
+                        value: Some(topic.as_str()),
+                    })
+                    .insert(rdkafka::message::Header {
+                        key: "sluice-buffer-partition",
+                        value: Some(partition),
+                    })
+                    .insert(rdkafka::message::Header {
+                        key: "sluice-buffer-offset",
+                        value: Some(offset.as_str()),
+                    })
+                    .insert(rdkafka::message::Header {
+                        key: "sluice-event-index",
+                        value: Some(index.as_str()),
+                    }),
+            );
+        }
         loop {
             match producer.send_result(record) {
                 Ok(d) => break deliveries.push(d),
@@ -189,19 +343,23 @@ fn through_sluice(
     n: usize,
     sink: Sink<'_>,
     runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<Duration> {
+) -> anyhow::Result<Took> {
     let (buffer, group) = (unique("bench-sink-buf"), unique("bench-sink-g"));
     let out_topic = unique("bench-sink-out");
     let bucket = unique("bench-sluice").to_lowercase().replace('_', "-");
     let sink_yaml = match sink {
-        Sink::S3(store) => {
+        Sink::S3(store, exactly_once) => {
             runtime.block_on(store.create_bucket(&bucket));
             format!(
-                "    - s3:\n        aws:\n          region: us-east-1\n          endpoint: {}\n        bucket: {bucket}\n        threshold:\n          event_count: {}\n          event_collect_timeout: 2s\n",
+                "    - s3:\n        aws:\n          region: us-east-1\n          endpoint: {}\n        bucket: {bucket}\n        threshold:\n          event_count: {}\n          event_collect_timeout: 2s\n        exactly_once: {exactly_once}\n",
                 store.endpoint(),
                 args.object_events
             )
         }
+        Sink::Http(endpoint, exactly_once) => format!(
+            "    - http:\n        url: http://127.0.0.1:{}/ingest\n        threshold:\n          max_events: {}\n          flush_timeout: 2s\n        exactly_once: {exactly_once}\n",
+            endpoint.port, args.object_events
+        ),
         Sink::Kafka => format!(
             "    - kafka:\n        bootstrap_servers: [{}]\n        topic:\n          name: {out_topic}\n          create_topic: true\n          number_of_partitions: 2\n",
             args.bootstrap
@@ -235,8 +393,12 @@ fn through_sluice(
         plugins.path().join("json.wasm"),
     )?;
     let env: Vec<(&str, &str)> = match sink {
-        Sink::S3(store) => store.env().to_vec(),
-        Sink::Kafka => Vec::new(),
+        Sink::S3(store, _) => store.env().to_vec(),
+        Sink::Kafka | Sink::Http(..) => Vec::new(),
+    };
+    let lines_before = match sink {
+        Sink::Http(endpoint, _) => endpoint.lines.load(Ordering::SeqCst),
+        _ => 0,
     };
     let plugin_dir = plugins.path().display().to_string();
     let process = Sluice::start_with_env_and_args(&yaml, &env, &["--plugins", &plugin_dir]);
@@ -265,6 +427,11 @@ fn through_sluice(
     post(&url, bodies, args.clients)?;
     let posted = started.elapsed();
     wait(
+        &|| written() >= warm_events.len() + n * 95 / 100,
+        Duration::from_secs(600),
+    )?;
+    let most = started.elapsed();
+    wait(
         &|| written() >= warm_events.len() + n,
         Duration::from_secs(600),
     )?;
@@ -277,7 +444,8 @@ fn through_sluice(
     // Offsets are committed after the sink took the events (not timed: the commit interval).
     wait(&committed, Duration::from_secs(120))?;
     let delivered = match sink {
-        Sink::S3(store) => runtime
+        Sink::Http(endpoint, _) => endpoint.lines.load(Ordering::SeqCst) - lines_before,
+        Sink::S3(store, _) => runtime
             .block_on(store.objects(&bucket))
             .iter()
             .map(|(_, _, body)| body.iter().filter(|b| **b == b'\n').count())
@@ -293,7 +461,7 @@ fn through_sluice(
         n + warm_events.len(),
         process.log()
     );
-    Ok(took)
+    Ok(Took { most, all: took })
 }
 
 fn wait(done: &dyn Fn() -> bool, within: Duration) -> anyhow::Result<()> {

@@ -109,7 +109,8 @@ pub struct HttpSink {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpThreshold {
-    /// The most events in one request. Default 100.
+    /// The most events in one request (with `exactly_once` from a kafka buffer, one record's
+    /// events are never split: a request ends after the record that reaches it). Default 100.
     #[serde(default = "default_max_events")]
     pub max_events: usize,
     /// The largest body (before compression), unless one event alone is larger. Default `50mb`.

@@ -82,8 +82,9 @@ pub struct S3Sink {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct S3Threshold {
-    /// Send once this many events are collected; an object holds at most this many. Default
-    /// `0`: no count limit.
+    /// Send once this many events are collected; an object holds at most this many (with
+    /// `exactly_once` from a kafka buffer, one record's events are never split: an object
+    /// ends after the record that reaches it). Default `0`: no count limit.
     #[serde(default)]
     pub event_count: usize,
     /// Send once the collected events take this much (before compression); an object is at

@@ -21,7 +21,9 @@
 //!   this one, so the next start begins there (an S3 object made again from more records has
 //!   the same key and overwrites; an HTTP request would get another key).
 //! - A partition revoked and assigned again (a new epoch) starts over at its first read: what
-//!   was open of it is dropped unsent (read again from the committed offset).
+//!   was open of it is dropped unsent (read again from the committed offset). So is what is
+//!   held of a partition revoked and not assigned again, once the buffer says so (checked at
+//!   least every second).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -247,6 +249,15 @@ impl Keyed {
         let keys: Vec<(Arc<str>, i32)> = self.parts.keys().cloned().collect();
         for key in keys {
             let part = self.parts.get_mut(&key).expect("known partition");
+            if part.revoked(key.1) {
+                // Its offsets are no longer ours to commit: what it holds is read again by
+                // whoever has the partition now.
+                let epoch = part.epoch;
+                for (batch, i) in part.reset(epoch) {
+                    self.completed(batch, &[i]);
+                }
+                continue;
+            }
             if part
                 .closes_at(t, self.read_delay, now, wall_ms)
                 .is_some_and(|at| at <= now)
@@ -265,12 +276,15 @@ impl Keyed {
     /// soon if a partition waits for its commit.
     pub(crate) fn deadline(&self, t: &Threshold, wall_ms: u64) -> Option<Instant> {
         let now = Instant::now();
+        // While anything is held, at least every second: a partition may have been revoked.
+        let revoked = (!self.batches.is_empty()).then(|| now + std::time::Duration::from_secs(1));
         self.parts
             .values()
             .filter_map(|part| match part.fence {
                 Some(_) => Some(now + std::time::Duration::from_millis(100)),
                 None => part.closes_at(t, self.read_delay, now, wall_ms),
             })
+            .chain(revoked)
             .min()
     }
 
@@ -310,6 +324,18 @@ impl Keyed {
 }
 
 impl Part {
+    /// Whether the assignment under which the partition's held records were read is over
+    /// (the buffer no longer commits it).
+    fn revoked(&self, partition: i32) -> bool {
+        let tally = self
+            .open
+            .as_ref()
+            .map(|o| &o.tally)
+            .or(self.fence.as_ref().map(|(_, t)| t))
+            .or(self.waiting.values().next().map(|p| &p.tally));
+        tally.is_some_and(|t| t.committed(partition).is_none())
+    }
+
     /// When the open object closes by the clock, if nothing comes first (`wall_ms`: the time
     /// `now` is, in ms since the epoch).
     fn closes_at(
@@ -431,11 +457,20 @@ mod tests {
 
     use super::*;
 
-    /// The buffer's side: what was acknowledged, and what it says is committed.
-    #[derive(Default)]
+    /// The buffer's side: what was acknowledged, and what it says is committed (`None`: the
+    /// partition was revoked).
     struct Buffer {
         acked: Mutex<Vec<i64>>,
         committed: Mutex<Option<i64>>,
+    }
+
+    impl Default for Buffer {
+        fn default() -> Self {
+            Self {
+                acked: Mutex::default(),
+                committed: Mutex::new(Some(0)),
+            }
+        }
     }
 
     /// One batch's view of `Buffer`: indices become offsets.
@@ -465,7 +500,6 @@ mod tests {
 
     /// A batch of partition 0 reading `start..end` (epoch `epoch`), records `(offset,
     /// received ms, lines)`; adds it and returns what closed.
-    #[allow(clippy::type_complexity)]
     fn batch(
         keyed: &mut Keyed,
         buffer: &Arc<Buffer>,
@@ -657,5 +691,21 @@ mod tests {
         keyed.close_all(&mut ready);
         assert_eq!(deliver(&mut keyed, ready), vec![(12, 12, vec!["c".into()])]);
         assert!(keyed.is_empty());
+    }
+
+    #[test]
+    fn what_is_held_of_a_revoked_partition_is_let_go() {
+        let t = threshold(100, 60);
+        let (mut keyed, buffer) = (Keyed::default(), Arc::new(Buffer::default()));
+        let ready = batch(&mut keyed, &buffer, (1, 10, 11, true), &RECORDS[..1], &t);
+        let early = batch(&mut keyed, &buffer, (1, 12, 13, false), &RECORDS[2..3], &t);
+        assert!(ready.is_empty() && early.is_empty());
+        let mut ready = Vec::new();
+        keyed.due(Instant::now(), 0, &t, &mut ready);
+        assert!(!keyed.is_empty(), "still assigned: held");
+        *buffer.committed.lock().unwrap() = None;
+        keyed.due(Instant::now(), 0, &t, &mut ready);
+        assert!(ready.is_empty(), "nothing is sent");
+        assert!(keyed.is_empty(), "the batches are let go");
     }
 }
