@@ -34,7 +34,7 @@ fn records_with(
 }
 
 /// The `id` of each record of `topic` (read as [`records`] does) with where the sink said its
-/// event came from: the `sluice-buffer-*` and `sluice-event-index` headers.
+/// event came from: the `sluice-origin` header.
 fn ids_and_origins(bootstrap: &str, topic: &str, want: usize) -> Vec<(String, Option<String>)> {
     use rdkafka::message::{Headers, Message};
     let reader = TopicReader::new(bootstrap, topic, &[]);
@@ -67,7 +67,14 @@ fn assert_once_by_origin(records: &[(String, Option<String>)], ids: &[String]) -
     let mut by_origin: std::collections::BTreeMap<&str, &str> = Default::default();
     for (id, origin) in records {
         let origin = origin.as_deref().expect("every record carries its origin");
-        assert_eq!(origin.matches("sluice-").count(), 4, "{origin}");
+        let value = origin
+            .strip_prefix("sluice-origin=")
+            .unwrap_or_else(|| panic!("{origin}"));
+        assert_eq!(
+            value.split('/').count(),
+            4,
+            "topic/partition/offset/index: {origin}"
+        );
         let first = by_origin.entry(origin).or_insert(id);
         assert_eq!(first, id, "one origin names one event");
     }
