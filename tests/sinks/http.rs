@@ -336,3 +336,59 @@ fn after_kill_9s_requests_come_again_with_the_same_idempotency_key_and_body() {
     drop(state);
     assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 }
+
+/// Two hosts in one group on a two-partition buffer; one is killed -9 after its sink sent a
+/// round and before its buffer committed it. The survivor reads its partitions again from
+/// their last commit, a request boundary, and sends the same requests with the same keys.
+#[test]
+fn two_hosts_one_killed_send_the_same_requests_again() {
+    let endpoint = Endpoint::start();
+    endpoint.state.lock().unwrap().dedup = Some(Default::default());
+    let (buffer, group) = names("h2");
+    let sinks = http_sink(
+        &endpoint,
+        "        threshold:\n          max_events: 50\n          flush_timeout: 2s\n",
+    );
+    let two = "          number_of_partitions: 2\n          workers: 1\n";
+    let yaml = slow_commits(&buffer, &group, &sinks, two);
+    let (a, mut b) = (Sluice::start(&yaml), Sluice::start(&yaml));
+    let mut ids = Vec::new();
+    // Until both hosts send (the group settles after the second one joins).
+    for round in 0..30 {
+        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
+        std::thread::sleep(Duration::from_millis(500));
+        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
+            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
+        {
+            break;
+        }
+    }
+    assert!(
+        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
+        "the second host never got a partition:\n{}",
+        b.log()
+    );
+    std::thread::sleep(Duration::from_millis(4300));
+    ids.extend(post_events(&a, "kill", 300, 5));
+    wait_until(
+        "the sinks to send the round's events",
+        Duration::from_secs(60),
+        &a,
+        || taken_ids(&endpoint.state.lock().unwrap()).len() >= ids.len(),
+    );
+    let uncommitted = !committed_to_end(&buffer, &group);
+    b.kill9();
+    wait_until(
+        "the buffer committed every record",
+        Duration::from_secs(90),
+        &a,
+        || committed_to_end(&buffer, &group),
+    );
+    assert!(uncommitted, "the kill came after the commit: untested");
+    let state = endpoint.state.lock().unwrap();
+    assert_eq!(
+        state.repeated_differently, 0,
+        "a key came again with another body"
+    );
+    assert_all_once(&counts(taken_ids(&state)), &ids, 0);
+}

@@ -12,9 +12,9 @@
 //!   delivered; a record with none for this sink, once the requests before it were. So the
 //!   buffer commits only at request boundaries, and a restart begins at one.
 //! - A partition that goes quiet: its open object is closed by the clock once it has been open
-//!   `event_collect_timeout`, no record came for [`QUIET`], and the clock is past its first
-//!   record's receive time plus `event_collect_timeout`, the pipeline's `delay` (how long a
-//!   reader may wait to fill a batch) and [`QUIET`]. A record that comes later was almost
+//!   `event_collect_timeout`, no record came for the pipeline's `delay` (how long a reader may
+//!   wait to fill a batch) plus [`QUIET`], and the clock is past its first record's receive
+//!   time plus `event_collect_timeout`, `delay` and [`QUIET`]. A record that comes later was almost
 //!   surely received later too, so the records alone would have cut there as well: a restart
 //!   makes the same request. As that is not certain (a record can be later still: a backlog,
 //!   a slow worker), the partition's next object waits until the commit reached the end of
@@ -34,7 +34,8 @@ use tokio::time::Instant;
 
 use super::{Extent, Receipt, Tally, Threshold};
 
-/// How long a partition must have had no record before its open object closes by the clock.
+/// How long a partition must have had no record, beyond the pipeline's `delay`, before its
+/// open object closes by the clock.
 pub(crate) const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The requests being cut, per partition, and the receipts of the batches they came from.
@@ -352,7 +353,9 @@ impl Part {
             .saturating_add((wait + read_delay + QUIET).as_millis() as u64);
         let by_receipt =
             now + std::time::Duration::from_millis(received_by.saturating_sub(wall_ms));
-        let quiet = self.last_placed.unwrap_or(o.opened) + QUIET;
+        // A reader holds a batch that did not fill up to `delay`: the next records of a
+        // backlog (a restart, a partition taken over) can come that much after the last.
+        let quiet = self.last_placed.unwrap_or(o.opened) + read_delay + QUIET;
         Some((o.opened + wait).max(quiet).max(by_receipt))
     }
 
