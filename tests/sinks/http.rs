@@ -14,7 +14,7 @@ use sluice_tests::Sluice;
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    slow_commits, wait_until,
+    slow_commits, two_hosts_writing, wait_until,
 };
 
 /// A request as the endpoint saw it: headers (names lowercased) and body.
@@ -219,25 +219,8 @@ fn a_4xx_dead_letters_that_request_with_the_status_and_later_events_flow_on() {
         &sluice,
         || committed_to_end(&buffer, &group),
     );
-    let seen: Vec<String> = endpoint
-        .state
-        .lock()
-        .unwrap()
-        .taken
-        .iter()
-        .flat_map(|(_, body)| {
-            String::from_utf8_lossy(body)
-                .lines()
-                .map(|l| {
-                    serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
-                        .as_str()
-                        .unwrap()
-                        .to_owned()
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
+    let seen = taken_ids(&endpoint.state.lock().unwrap());
+    assert_all_once(&counts(seen), &ids, 0);
     let dead = sluice_tests::json_lines(&sluice.path("dlq.jsonl"));
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert!(
@@ -351,24 +334,7 @@ fn two_hosts_one_killed_send_the_same_requests_again() {
     );
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
-    let (a, mut b) = (Sluice::start(&yaml), Sluice::start(&yaml));
-    let mut ids = Vec::new();
-    // Until both hosts send (the group settles after the second one joins).
-    for round in 0..30 {
-        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
-        std::thread::sleep(Duration::from_millis(500));
-        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
-            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
-        {
-            break;
-        }
-    }
-    assert!(
-        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
-        "the second host never got a partition:\n{}",
-        b.log()
-    );
-    std::thread::sleep(Duration::from_millis(4300));
+    let (a, mut b, mut ids) = two_hosts_writing(&yaml, &[]);
     ids.extend(post_events(&a, "kill", 300, 5));
     wait_until(
         "the sinks to send the round's events",

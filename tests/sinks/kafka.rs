@@ -7,7 +7,7 @@ use sluice_tests::{Broker, Sluice, TopicReader, committed_and_end, kafka_bootstr
 
 use super::{
     assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    slow_commits, through_an_outage, wait_until,
+    slow_commits, through_an_outage, two_hosts_writing, wait_until,
 };
 
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
@@ -251,27 +251,7 @@ fn two_hosts_one_killed_dropping_by_origin_leaves_each_event_once() {
     let sinks = kafka_sink(&bootstrap, &topic, "");
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
-    let (mut a, mut b) = (Sluice::start(&yaml), Sluice::start(&yaml));
-    let mut ids = Vec::new();
-    // Until both hosts read (the group settles after the second one joins).
-    for round in 0..30 {
-        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
-        std::thread::sleep(Duration::from_millis(500));
-        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
-            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
-        {
-            break;
-        }
-    }
-    assert!(
-        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
-        "the second host never got a partition:\n{}",
-        b.log()
-    );
-    // Past the eager commits of a new assignment, then a round the kill leaves uncommitted:
-    // the first acknowledgement after the quiet interval is committed at once, the rest wait
-    // 4 s. Sixty requests (records) spread over both partitions, several batches each.
-    std::thread::sleep(Duration::from_millis(4300));
+    let (mut a, mut b, mut ids) = two_hosts_writing(&yaml, &[]);
     ids.extend(post_events(&a, "kill", 300, 5));
     wait_until(
         "the sinks to produce the round's events",

@@ -48,17 +48,52 @@ sink-pipeline:
 /// 4 s once a start's (or an assignment's) eager first interval is over, and at once for the
 /// first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and a
 /// kill right after the sink produced it comes first. Batches of 5 records (requests) fill at
-/// once.
+/// once; a partial one waits 100 ms (`delay`), so that a quiet partition's last object (S3)
+/// or request (HTTP), which waits `delay` + 1 s more, still comes before the next commit.
 fn slow_commits(buffer: &str, group: &str, sinks: &str, topic_lines: &str) -> String {
     let yaml = pipeline(buffer, group, sinks)
+        .replace("  workers: 2\n", "  workers: 2\n  delay: 100ms\n")
         .replace("commit_interval: 300ms", "commit_interval: 4s")
         .replace("max_poll_records: 100", "max_poll_records: 5")
         .replace(
             "create_topic: true\n          commit_interval",
             &format!("create_topic: true\n{topic_lines}          commit_interval"),
         );
-    assert!(yaml.contains("commit_interval: 4s") && yaml.contains("max_poll_records: 5"));
+    assert!(
+        yaml.contains("commit_interval: 4s")
+            && yaml.contains("max_poll_records: 5")
+            && yaml.contains("delay: 100ms")
+    );
     yaml
+}
+
+/// Two hosts of `yaml` (with `env`) in one group, once both write to their sinks (the group
+/// settles after the second one joins), and past the eager commits of their new assignments,
+/// so that the next round is left uncommitted by a kill: the first acknowledgement after the
+/// quiet interval is committed at once, the rest wait 4 s (`slow_commits`). Returns the hosts
+/// and the ids posted meanwhile.
+fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<String>) {
+    let (a, b) = (
+        Sluice::start_with_env(yaml, env),
+        Sluice::start_with_env(yaml, env),
+    );
+    let mut ids = Vec::new();
+    for round in 0..30 {
+        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
+        std::thread::sleep(Duration::from_millis(500));
+        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
+            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
+        {
+            break;
+        }
+    }
+    assert!(
+        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
+        "the second host never got a partition:\n{}",
+        b.log()
+    );
+    std::thread::sleep(Duration::from_millis(4300));
+    (a, b, ids)
 }
 
 /// A JSON array of `n` events with ids `prefix-first..`, and the ids.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use sluice_tests::{S3Store, Sluice, unique};
 
 use super::{
-    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    slow_commits, through_an_outage, wait_until,
+    assert_all_once, committed_to_end, counts, names, pipeline, post_events, slow_commits,
+    through_an_outage, two_hosts_writing, wait_until,
 };
 
 fn s3_sink(store: &S3Store, bucket: &str, extra: &str) -> String {
@@ -318,27 +318,7 @@ fn two_hosts_one_killed_leave_every_event_once_in_the_bucket() {
     let sinks = kill_sinks(&store, &bucket);
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
-    let (a, mut b) = (
-        Sluice::start_with_env(&yaml, &store.env()),
-        Sluice::start_with_env(&yaml, &store.env()),
-    );
-    let mut ids = Vec::new();
-    // Until both hosts upload (the group settles after the second one joins).
-    for round in 0..30 {
-        ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
-        std::thread::sleep(Duration::from_millis(500));
-        if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
-            && sink_metric(&b, "sluice_sink_eventsWritten") > 0.0
-        {
-            break;
-        }
-    }
-    assert!(
-        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
-        "the second host never got a partition:\n{}",
-        b.log()
-    );
-    std::thread::sleep(Duration::from_millis(4300));
+    let (a, mut b, mut ids) = two_hosts_writing(&yaml, &store.env());
     ids.extend(post_events(&a, "kill", 300, 5));
     wait_for_events(&a, &store, &bucket, ids.len());
     let uncommitted = !committed_to_end(&buffer, &group);

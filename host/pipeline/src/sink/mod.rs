@@ -10,10 +10,12 @@
 //!   [`SinkCause`]), [`Sink`] (what the workers call),
 //!   and [`build`], made from `sluice_config`'s sink list: each config type's `BuildOutput`
 //!   (in its runtime file) makes its output.
-//! - `receipt`: a batch's acknowledgement shared by its sinks.
+//! - `receipt`: a batch's acknowledgement shared by its sinks, and the [`Tally`] through which
+//!   they complete single records.
 //! - `deliver`: sending with retries; what goes to the dead-letter file.
 //! - `staged`: the task that collects events up to a threshold for outputs that want
-//!   large requests (s3, http).
+//!   large requests (s3, http); `keyed`, its half that cuts them by buffer offsets, one
+//!   partition's run of records each, so a batch read again makes the same requests.
 //! - `codec`: ndjson / json bodies, gzip.
 //! - the outputs: [`stdout`], [`mod@file`], [`kafka`], [`s3`], [`http`], [`pipeline`] (to
 //!   another pipeline's buffer).

@@ -2,7 +2,10 @@
 //! per sink collects the events of many batches and sends them once a threshold is reached
 //! (`event_count`, `maximum_size`) or the oldest staged event has waited
 //! `event_collect_timeout`. A batch's receipt is completed when the request holding its last
-//! event is delivered.
+//! event is delivered. For an output that is `keyed` (s3, http with `exactly_once`), a Kafka
+//! buffer's batches go to [`Keyed`] instead, which cuts requests by offsets and completes
+//! records one by one; other batches (a memory buffer's, a stateful processor's) are staged
+//! here as before.
 //!
 //! Memory stays bounded: while the task sends (and retries), it takes no more batches, so the
 //! workers wait in [`Stager::take`] and stop reading the buffer (the Kafka buffer keeps
