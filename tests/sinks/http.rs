@@ -13,8 +13,8 @@ use base64::Engine as _;
 use sluice_tests::Sluice;
 
 use super::{
-    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    slow_commits, two_hosts_writing, wait_until,
+    assert_all_once, committed_to_end, counts, kill_before_the_commit, kill_rounds, names,
+    pipeline, post_events, sink_metric, slow_commits, two_hosts_writing, wait_until,
 };
 
 /// A request as the endpoint saw it: headers (names lowercased) and body.
@@ -275,21 +275,9 @@ fn after_kill_9s_requests_come_again_with_the_same_idempotency_key_and_body() {
         "        threshold:\n          max_events: 50\n          flush_timeout: 2s\n",
     );
     let mut sluice = Sluice::start(&slow_commits(&buffer, &group, &sinks, ""));
-    let mut ids = Vec::new();
-    for round in 0..3 {
-        // The start's eager interval: over before the round's events come.
-        ids.extend(post_events(&sluice, &format!("early{round}"), 20, 20));
-        std::thread::sleep(Duration::from_millis(4300));
-        ids.extend(post_events(&sluice, &format!("kill{round}"), 300, 20));
-        wait_until(
-            "the sink to send the round's events",
-            Duration::from_secs(60),
-            &sluice,
-            || taken_ids(&endpoint.state.lock().unwrap()).len() >= ids.len(),
-        );
-        sluice.kill9();
-        sluice.restart(&[]);
-    }
+    let (ids, _) = kill_rounds(&mut sluice, (&buffer, &group), |n| {
+        taken_ids(&endpoint.state.lock().unwrap()).len() >= n
+    });
     wait_until(
         "the buffer committed every record",
         Duration::from_secs(90),
@@ -342,15 +330,7 @@ fn two_hosts_one_killed_send_the_same_requests_again() {
         &a,
         || taken_ids(&endpoint.state.lock().unwrap()).len() >= ids.len(),
     );
-    let uncommitted = !committed_to_end(&buffer, &group);
-    b.kill9();
-    wait_until(
-        "the buffer committed every record",
-        Duration::from_secs(90),
-        &a,
-        || committed_to_end(&buffer, &group),
-    );
-    assert!(uncommitted, "the kill came after the commit: untested");
+    kill_before_the_commit(&mut b, &a, (&buffer, &group));
     let state = endpoint.state.lock().unwrap();
     assert_eq!(
         state.repeated_differently, 0,

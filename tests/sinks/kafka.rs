@@ -6,8 +6,8 @@ use std::time::Duration;
 use sluice_tests::{Broker, Sluice, TopicReader, committed_and_end, kafka_bootstrap, unique};
 
 use super::{
-    assert_all_once, committed_to_end, counts, names, pipeline, post_events, sink_metric,
-    slow_commits, through_an_outage, two_hosts_writing, wait_until,
+    assert_all_once, committed_to_end, counts, kill_rounds, names, pipeline, post_events,
+    sink_metric, slow_commits, through_an_outage, two_hosts_writing, wait_until,
 };
 
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
@@ -214,21 +214,9 @@ fn after_kill_9s_dropping_records_by_their_origin_headers_leaves_each_event_once
     let bootstrap = kafka_bootstrap();
     let sinks = kafka_sink(&bootstrap, &topic, "");
     let mut sluice = Sluice::start(&slow_commits(&buffer, &group, &sinks, ""));
-    let mut ids = Vec::new();
-    for round in 0..3 {
-        // The start's eager interval: over before the round's events come.
-        ids.extend(post_events(&sluice, &format!("early{round}"), 20, 20));
-        std::thread::sleep(Duration::from_millis(4300));
-        ids.extend(post_events(&sluice, &format!("kill{round}"), 300, 20));
-        wait_until(
-            "the sink to produce the round's events",
-            Duration::from_secs(60),
-            &sluice,
-            || produced(&bootstrap, &topic) >= ids.len() as i64,
-        );
-        sluice.kill9();
-        sluice.restart(&[]);
-    }
+    let (ids, _) = kill_rounds(&mut sluice, (&buffer, &group), |n| {
+        produced(&bootstrap, &topic) >= n as i64
+    });
     assert_dropping_by_origin_leaves_each_once(
         &sluice,
         (&buffer, &group),

@@ -96,6 +96,49 @@ fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<S
     (a, b, ids)
 }
 
+/// Three rounds of events, each followed by a `kill -9` and a restart once the sink holds the
+/// round (`holds(n)`: it holds at least `n` events, copies included). Each round begins
+/// past the start's eager commits, so the kill comes before the buffer commits most of the
+/// round. Returns the ids posted and how many kills found the buffer not committed to its
+/// end (a test of what a re-read does needs at least one).
+fn kill_rounds(
+    sluice: &mut Sluice,
+    (buffer, group): (&str, &str),
+    holds: impl Fn(usize) -> bool,
+) -> (Vec<String>, usize) {
+    let mut ids = Vec::new();
+    let mut uncommitted = 0;
+    for round in 0..3 {
+        ids.extend(post_events(sluice, &format!("early{round}"), 20, 20));
+        std::thread::sleep(Duration::from_millis(4300));
+        ids.extend(post_events(sluice, &format!("kill{round}"), 300, 20));
+        wait_until(
+            "the sink to hold the round's events",
+            Duration::from_secs(60),
+            sluice,
+            || holds(ids.len()),
+        );
+        uncommitted += usize::from(!committed_to_end(buffer, group));
+        sluice.kill9();
+        sluice.restart(&[]);
+    }
+    (ids, uncommitted)
+}
+
+/// Kills `killed` -9, asserting the buffer had not committed everything yet (else the test
+/// proves nothing), and waits until `survivor` took its partitions over and committed them.
+fn kill_before_the_commit(killed: &mut Sluice, survivor: &Sluice, (buffer, group): (&str, &str)) {
+    let uncommitted = !committed_to_end(buffer, group);
+    killed.kill9();
+    wait_until(
+        "the buffer committed every record",
+        Duration::from_secs(90),
+        survivor,
+        || committed_to_end(buffer, group),
+    );
+    assert!(uncommitted, "the kill came after the commit: untested");
+}
+
 /// A JSON array of `n` events with ids `prefix-first..`, and the ids.
 fn events(prefix: &str, first: usize, n: usize) -> (Vec<u8>, Vec<String>) {
     let ids: Vec<String> = (first..first + n)

@@ -10,8 +10,8 @@ use std::time::Duration;
 use sluice_tests::{S3Store, Sluice, unique};
 
 use super::{
-    assert_all_once, committed_to_end, counts, names, pipeline, post_events, slow_commits,
-    through_an_outage, two_hosts_writing, wait_until,
+    assert_all_once, committed_to_end, counts, kill_before_the_commit, kill_rounds, names,
+    pipeline, post_events, slow_commits, through_an_outage, two_hosts_writing, wait_until,
 };
 
 fn s3_sink(store: &S3Store, bucket: &str, extra: &str) -> String {
@@ -265,20 +265,9 @@ fn after_kill_9s_the_bucket_holds_every_event_once() {
         }
         let mut sluice =
             Sluice::start_with_env(&slow_commits(&buffer, &group, &sinks, ""), &store.env());
-        let mut ids = Vec::new();
-        let mut uncommitted_at_kill = 0;
-        for round in 0..3 {
-            // The start's eager interval: over before the round's events come.
-            ids.extend(post_events(&sluice, &format!("early{round}"), 20, 20));
-            std::thread::sleep(Duration::from_millis(4300));
-            ids.extend(post_events(&sluice, &format!("kill{round}"), 300, 20));
-            wait_for_events(&sluice, &store, &bucket, ids.len());
-            if !committed_to_end(&buffer, &group) {
-                uncommitted_at_kill += 1;
-            }
-            sluice.kill9();
-            sluice.restart(&[]);
-        }
+        let (ids, uncommitted_at_kill) = kill_rounds(&mut sluice, (&buffer, &group), |n| {
+            stored_ids(&store, &bucket).0.len() >= n
+        });
         wait_until(
             "the buffer committed every record",
             Duration::from_secs(90),
@@ -321,15 +310,7 @@ fn two_hosts_one_killed_leave_every_event_once_in_the_bucket() {
     let (a, mut b, mut ids) = two_hosts_writing(&yaml, &store.env());
     ids.extend(post_events(&a, "kill", 300, 5));
     wait_for_events(&a, &store, &bucket, ids.len());
-    let uncommitted = !committed_to_end(&buffer, &group);
-    b.kill9();
-    wait_until(
-        "the buffer committed every record",
-        Duration::from_secs(90),
-        &a,
-        || committed_to_end(&buffer, &group),
-    );
-    assert!(uncommitted, "the kill came after the commit: untested");
+    kill_before_the_commit(&mut b, &a, (&buffer, &group));
     assert_all_once(&counts(stored_ids(&store, &bucket).0), &ids, 0);
 }
 
