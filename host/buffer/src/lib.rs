@@ -48,6 +48,9 @@ pub struct Record {
     pub origin: String,
     /// What the source was told the bytes are (http: the `Content-Type` header), when known.
     pub content_type: Option<String>,
+    /// Why it was dead-lettered before, oldest first, when it was replayed from the
+    /// dead-letter file (`sluice dlq replay`): dead-lettered again, its new entry keeps these.
+    pub dead_lettered: Vec<String>,
     /// The request headers a buffer policy asked for ([`BufferWriter::wanted_headers`]), as
     /// sent. Read by the policy when the record is written; not stored with the record.
     pub headers: Vec<(String, String)>,

@@ -392,6 +392,10 @@ impl Consumer {
                     None => position,
                 },
                 content_type: meta.content_type.map(str::to_owned),
+                dead_lettered: meta
+                    .dead_lettered
+                    .and_then(|reasons| serde_json::from_str(reasons).ok())
+                    .unwrap_or_default(),
                 headers: Vec::new(),
             };
             match self.open(&meta, record) {

@@ -9,6 +9,9 @@ pub(crate) const VERSION: &str = "sluice-envelope";
 pub(crate) const RECEIVED_AT: &str = "sluice-received-at-ms";
 pub(crate) const ORIGIN: &str = "sluice-origin";
 pub(crate) const CONTENT_TYPE: &str = "sluice-content-type";
+/// A record replayed from the dead-letter file: why it was dead-lettered before, a JSON array
+/// of reasons (oldest first). In clear, as the origin is; not authenticated by a seal.
+pub(crate) const DEAD_LETTERED: &str = "sluice-dead-lettered";
 
 /// Plain records: the payload is the raw bytes.
 pub(crate) const PLAIN: &str = "1";
@@ -21,6 +24,7 @@ pub(crate) fn headers(
     received_at_ms: &str,
     origin: &str,
     content_type: Option<&str>,
+    dead_lettered: Option<&str>,
 ) -> OwnedHeaders {
     let headers = OwnedHeaders::new_with_capacity(4)
         .insert(Header {
@@ -35,9 +39,16 @@ pub(crate) fn headers(
             key: ORIGIN,
             value: Some(origin),
         });
-    match content_type {
+    let headers = match content_type {
         Some(value) => headers.insert(Header {
             key: CONTENT_TYPE,
+            value: Some(value),
+        }),
+        None => headers,
+    };
+    match dead_lettered {
+        Some(value) => headers.insert(Header {
+            key: DEAD_LETTERED,
             value: Some(value),
         }),
         None => headers,
@@ -71,6 +82,7 @@ pub(crate) struct Meta<'a> {
     pub(crate) received_at_ms: Option<&'a str>,
     pub(crate) origin: Option<&'a str>,
     pub(crate) content_type: Option<&'a str>,
+    pub(crate) dead_lettered: Option<&'a str>,
 }
 
 impl<'a> Meta<'a> {
@@ -85,6 +97,7 @@ impl<'a> Meta<'a> {
                 RECEIVED_AT => &mut meta.received_at_ms,
                 ORIGIN => &mut meta.origin,
                 CONTENT_TYPE => &mut meta.content_type,
+                DEAD_LETTERED => &mut meta.dead_lettered,
                 _ => continue,
             };
             if slot.is_none() {

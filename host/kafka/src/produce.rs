@@ -67,6 +67,8 @@ impl KafkaBuffer {
         for record in records {
             // One text for the header and, when sealed, the authenticated metadata.
             let received_at = record.received_at_ms.to_string();
+            let dead_lettered = (!record.dead_lettered.is_empty())
+                .then(|| serde_json::to_string(&record.dead_lettered).expect("strings serialize"));
             let (version, payload) = match &inner.sealer {
                 None => (
                     envelope::PLAIN,
@@ -92,6 +94,7 @@ impl KafkaBuffer {
                     &received_at,
                     &record.origin,
                     record.content_type.as_deref(),
+                    dead_lettered.as_deref(),
                 ))
                 .timestamp(i64::try_from(record.received_at_ms).unwrap_or(i64::MAX));
             if let Some(key) = &record.key {

@@ -46,6 +46,7 @@ pub async fn build(
             .iter()
             .map(|(r, reason)| {
                 let rejected = Rejected {
+                    stage: dlq::Stage::Buffer,
                     origin: &r.origin,
                     payload: &r.payload,
                     key: r.key.as_deref(),

@@ -51,6 +51,17 @@ pub enum Stage {
     Plugin(Box<dyn Process>),
 }
 
+impl Stage {
+    /// The processor's name, as the pipeline file gives it.
+    pub fn name(&self) -> &str {
+        match self {
+            Stage::Builtin(p) => p.name(),
+            Stage::Stateful(p) => p.name(),
+            Stage::Plugin(p) => p.name(),
+        }
+    }
+}
+
 /// A processor of a pipeline's list, ready for its workers: a built-in, built once and shared
 /// (grok compiles its patterns here), or a plugin's settings, started per worker.
 pub(crate) enum Prepared {

@@ -148,6 +148,9 @@ impl Delivery {
             .iter()
             .map(|(event, reason)| {
                 let rejected = Rejected {
+                    stage: dlq::Stage::Sink {
+                        name: self.output.name(),
+                    },
                     origin: &origin,
                     payload: event,
                     key: None,

@@ -17,9 +17,28 @@ use sluice_buffer::Position;
 use super::file::FileSink;
 use super::{Provenance, SinkError, Span};
 
+/// Where in the pipeline an entry was dead-lettered: what its payload is, and so where
+/// `sluice dlq replay` sends it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage<'a> {
+    /// The buffer could not open the record (`"stage": "buffer"`): the payload is the record's
+    /// bytes as the buffer holds them.
+    Buffer,
+    /// The deserializer rejected the record (`"deserializer"`): the payload is the raw bytes.
+    Deserializer,
+    /// An event, as it came to the processor at `index` (counting from 0) of the pipeline's
+    /// processors, named `name` (`"processor"`, with `processor` and `processor_index`). An
+    /// event that cannot be read into values for the processors is at index 0.
+    Processor { index: usize, name: &'a str },
+    /// An event the sink `name` refused or had no retries left for (`"sink"`).
+    Sink { name: &'a str },
+}
+
 /// A record that did not become events, as the pipeline read it.
 #[derive(Debug, Clone, Copy)]
 pub struct Rejected<'a> {
+    /// Where it was dead-lettered.
+    pub stage: Stage<'a>,
     /// Where it came from (`http:/log/ingest`).
     pub origin: &'a str,
     pub payload: &'a [u8],
@@ -33,7 +52,7 @@ pub struct Rejected<'a> {
 /// in base64 (they may not be text), and when it was dead-lettered.
 pub fn entry(pipeline: &str, record: Rejected<'_>, reason: &str) -> Value {
     let b64 = base64::engine::general_purpose::STANDARD;
-    json!({
+    let mut entry = json!({
         "pipeline": pipeline,
         "origin": record.origin,
         "reason": reason,
@@ -42,7 +61,31 @@ pub fn entry(pipeline: &str, record: Rejected<'_>, reason: &str) -> Value {
         "content_type": record.content_type,
         "received_at_ms": record.received_at_ms,
         "time": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-    })
+    });
+    let fields = entry.as_object_mut().expect("an object");
+    let stage = match record.stage {
+        Stage::Buffer => "buffer",
+        Stage::Deserializer => "deserializer",
+        Stage::Processor { index, name } => {
+            fields.insert("processor".to_owned(), json!(name));
+            fields.insert("processor_index".to_owned(), json!(index));
+            "processor"
+        }
+        Stage::Sink { name } => {
+            fields.insert("sink".to_owned(), json!(name));
+            "sink"
+        }
+    };
+    fields.insert("stage".to_owned(), json!(stage));
+    entry
+}
+
+/// Adds to `entry` the reasons its record was dead-lettered before it was replayed (oldest
+/// first; none: unchanged), so a record that fails again shows every reason.
+pub fn add_earlier_reasons(entry: &mut Value, earlier: &[String]) {
+    if let (false, Value::Object(fields)) = (earlier.is_empty(), entry) {
+        fields.insert("earlier_reasons".to_owned(), json!(earlier));
+    }
 }
 
 /// The default dead-letter path of a pipeline.
@@ -142,6 +185,7 @@ mod tests {
     #[test]
     fn an_entry_keeps_the_bytes_the_reason_and_where_they_came_from() {
         let record = Rejected {
+            stage: Stage::Deserializer,
             origin: "http:/log/ingest",
             payload: b"\xff not json",
             key: Some(b"k1"),
@@ -167,6 +211,10 @@ mod tests {
     #[test]
     fn a_record_without_key_or_content_type_has_nulls_there() {
         let record = Rejected {
+            stage: Stage::Processor {
+                index: 1,
+                name: "grok",
+            },
             origin: "file:in.log",
             payload: b"x",
             key: None,
@@ -175,6 +223,9 @@ mod tests {
         };
         let e = entry("p", record, "r");
         assert!(e["key"].is_null() && e["content_type"].is_null());
+        assert_eq!(e["stage"], "processor");
+        assert_eq!(e["processor"], "grok");
+        assert_eq!(e["processor_index"], 1);
     }
 
     #[tokio::test]
@@ -188,6 +239,7 @@ mod tests {
         };
         let record = |reason: &str| {
             let rejected = Rejected {
+                stage: Stage::Deserializer,
                 origin: "o",
                 payload: b"x",
                 key: None,
@@ -235,6 +287,7 @@ mod tests {
         assert_eq!(path, dir.path().join("dlq/p.jsonl"));
         let dlq = DeadLetters::open(&path, "p").await.unwrap();
         let record = Rejected {
+            stage: Stage::Buffer,
             origin: "o",
             payload: b"a\nb",
             key: None,

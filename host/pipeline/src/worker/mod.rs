@@ -9,9 +9,11 @@
 //! - `outcome`: splits a batch's plugin outcomes into event lines and dead-letter entries.
 //! - `process`: the processor stages, in order, over those events.
 //! - `route`: which sinks take which events ([`Router`]).
+//! - `replayed`: records `sluice dlq replay` sent back (events skip the deserializer).
 
 mod outcome;
 mod process;
+pub mod replayed;
 mod route;
 
 pub use self::route::Router;
@@ -77,6 +79,7 @@ pub(crate) async fn run(
         // Where each record sits in a Kafka buffer, and the runs of offsets the batch read.
         let from = Origins::of(&batch);
         let tally = tally(&outputs, &batch);
+        let replayed = replayed::Replayed::of(&batch.records);
         // Events an upstream pipeline of this process handed over, parsed.
         let handed: Vec<Vec<sluice_event::Event>> = if outputs.connected {
             batch
@@ -122,7 +125,10 @@ pub(crate) async fn run(
                     "deserializer",
                     d.limits().timeout,
                 );
-                let decoded = d.measured(|d| d.decode_typed(&records, &content_types));
+                let decoded = d.measured(|d| match &replayed {
+                    None => d.decode_typed(&records, &content_types),
+                    Some(replayed) => replayed.decode(d, &records, &content_types),
+                });
                 slot.leave();
                 outcome::split_outcomes(
                     pipeline,
@@ -135,12 +141,16 @@ pub(crate) async fn run(
             let parse_failures = split.dead.len() as u64;
             let out = finish(
                 &delivery,
-                &mut stage_list,
+                Stages {
+                    list: &mut stage_list,
+                    first: 0,
+                },
                 records,
                 split,
                 &share,
                 &slot,
                 &from,
+                replayed.as_ref(),
             );
             let out = Outgoing {
                 failed_to_parse: parse_failures,
@@ -156,6 +166,7 @@ pub(crate) async fn run(
             tracing::debug!(pipeline = %outputs.pipeline, origin = %u.record.origin, reason = %u.reason, "dead-lettering a record the buffer could not open");
             let r = &u.record;
             let rejected = dlq::Rejected {
+                stage: dlq::Stage::Buffer,
                 origin: &r.origin,
                 payload: &r.payload,
                 key: r.key.as_deref(),
@@ -163,7 +174,8 @@ pub(crate) async fn run(
                 received_at_ms: r.received_at_ms,
             };
             // Dead-lettered, but not a parse failure (`numberOfRecordsFailedToParse`).
-            let entry = dlq::entry(&outputs.pipeline, rejected, &u.reason);
+            let mut entry = dlq::entry(&outputs.pipeline, rejected, &u.reason);
+            dlq::add_earlier_reasons(&mut entry, &r.dead_lettered);
             out.dead.push((r.position.clone(), entry));
         }
         deliver(&outputs, out, share, tally).await;
@@ -272,19 +284,39 @@ impl Origins {
     }
 }
 
+/// The processors a batch goes through: the pipeline's, from its processor at index `first`.
+struct Stages<'a> {
+    list: &'a mut [Stage],
+    first: usize,
+}
+
 /// Runs `split` through `stages`, routes it, and dead-letters what cannot be read: on the
-/// blocking thread. `from` says where the batch's records came from.
+/// blocking thread. `from` says where the batch's records came from; `replayed`, which of
+/// them `sluice dlq replay` sent back.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call per batch and one per flush; each argument is a different part of it"
+)]
 fn finish(
     delivery: &Delivery,
-    stages: &mut [Stage],
+    stages: Stages<'_>,
     mut records: Vec<RawRecord>,
     mut split: outcome::Split,
     share: &sluice_buffer::Share,
     slot: &Slot,
     from: &Origins,
+    replayed: Option<&replayed::Replayed>,
 ) -> Outgoing {
     let pipeline = &delivery.pipeline;
-    let counts = process::run_stages(pipeline, stages, &mut records, &mut split, share, slot);
+    let starts = replayed.map(replayed::Replayed::starts).unwrap_or_default();
+    let run = process::Run {
+        pipeline,
+        first: stages.first,
+        starts: &starts,
+        share,
+        slot,
+    };
+    let counts = run.stages(stages.list, &mut records, &mut split);
     let mut routed = delivery.router.route(&mut split);
     for (taken, chosen) in routed.per_sink.iter_mut().zip(&routed.chosen) {
         if let crate::sink::Take::Lines(_, provenance) = taken {
@@ -296,6 +328,11 @@ fn finish(
         let record = &records[*owner];
         tracing::debug!(pipeline, origin = %record.origin, %reason, "dead-lettering an event");
         let rejected = dlq::Rejected {
+            stage: dlq::Stage::Processor {
+                index: stages.first,
+                // No processor after: the routes read it.
+                name: stages.list.first().map_or("route", |s| s.name()),
+            },
             origin: &record.origin,
             payload: body,
             key: None,
@@ -305,6 +342,9 @@ fn finish(
         split
             .dead
             .push((*owner, dlq::entry(pipeline, rejected, reason)));
+    }
+    if let Some(replayed) = replayed {
+        replayed.add_reasons(&mut split.dead);
     }
     let position = |record: usize| from.positions.get(record).cloned().flatten();
     Outgoing {
@@ -419,12 +459,16 @@ pub(crate) async fn flush(
                 let none = Origins::default();
                 let mut out = finish(
                     &delivery,
-                    &mut list[i + 1..],
+                    Stages {
+                        list: &mut list[i + 1..],
+                        first: i + 1,
+                    },
                     records,
                     split,
                     &share,
                     &slot,
                     &none,
+                    None,
                 );
                 out.dropped += dropped;
                 sends.push((out, share));

@@ -71,6 +71,35 @@ impl Split {
         self.parsed.as_mut().expect("parsed above")
     }
 
+    /// Takes out the events whose record `wait` picks, to [`restore`](Self::restore) after a
+    /// stage they skip; `None` (nothing taken) when it picks none.
+    pub(crate) fn hold(&mut self, wait: impl Fn(usize) -> bool) -> Option<Waiting> {
+        if !self.owners.iter().any(|&owner| wait(owner)) {
+            return None;
+        }
+        let events = std::mem::take(self.parsed());
+        let owners = std::mem::take(&mut self.owners);
+        let mut waiting = Waiting::default();
+        let mut kept = Vec::with_capacity(events.len());
+        for (event, owner) in events.into_iter().zip(owners) {
+            if wait(owner) {
+                waiting.events.push(event);
+                waiting.owners.push(owner);
+            } else {
+                kept.push(event);
+                self.owners.push(owner);
+            }
+        }
+        self.parsed = Some(kept);
+        Some(waiting)
+    }
+
+    /// Puts back events [`hold`](Self::hold) took out, after the others.
+    pub(crate) fn restore(&mut self, waiting: Waiting) {
+        self.parsed().extend(waiting.events);
+        self.owners.extend(waiting.owners);
+    }
+
     /// Makes `events` and `metadata` current (serializing parsed events once).
     pub(crate) fn lines(&mut self) {
         if let Some(events) = self.parsed.take() {
@@ -87,9 +116,17 @@ impl Split {
     }
 }
 
+/// Events [`Split::hold`] took out while a stage runs without them.
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    events: Vec<Event>,
+    owners: Vec<usize>,
+}
+
 /// The record as the dead-letter file shows it.
 pub(crate) fn rejected<'a>(record: &'a RawRecord, content_type: Option<&'a str>) -> Rejected<'a> {
     Rejected {
+        stage: dlq::Stage::Deserializer,
         origin: &record.origin,
         payload: &record.payload,
         key: record.key.as_deref(),

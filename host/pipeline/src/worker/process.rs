@@ -33,22 +33,60 @@ pub(crate) struct StageCounts {
     pub(crate) failed: u64,
 }
 
-/// Runs `split`'s events through every stage in order, in place. `records` are the batch's
-/// records (each event's `split.owners` entry names its record); `share` is the batch's
-/// acknowledgement, of which a stateful stage keeps a share per event it keeps.
-pub(crate) fn run_stages(
-    pipeline: &str,
-    stages: &mut [Stage],
-    records: &mut Vec<RawRecord>,
-    split: &mut Split,
-    share: &Share,
-    slot: &Slot,
-) -> StageCounts {
-    let mut done = StageCounts::default();
-    for stage in stages {
-        if split.event_count() == 0 {
-            break;
+/// What a batch's run through the stages needs besides its events.
+pub(crate) struct Run<'a> {
+    pub(crate) pipeline: &'a str,
+    /// The index of the first stage given in the pipeline's processor list.
+    pub(crate) first: usize,
+    /// Per record, the index of the first processor its events go through (a replayed event
+    /// joins at the processor that failed it); empty: all go through every stage.
+    pub(crate) starts: &'a [usize],
+    /// The batch's acknowledgement, of which a stateful stage keeps a share per event it keeps.
+    pub(crate) share: &'a Share,
+    pub(crate) slot: &'a Slot,
+}
+
+impl Run<'_> {
+    /// Runs `split`'s events through every stage in order, in place. `records` are the batch's
+    /// records (each event's `split.owners` entry names its record).
+    pub(crate) fn stages(
+        &self,
+        stages: &mut [Stage],
+        records: &mut Vec<RawRecord>,
+        split: &mut Split,
+    ) -> StageCounts {
+        let mut done = StageCounts::default();
+        for (i, stage) in stages.iter_mut().enumerate() {
+            let index = self.first + i;
+            if split.event_count() == 0 {
+                break;
+            }
+            // Replayed events that join later wait out this stage.
+            let waiting = if self.starts.is_empty() {
+                None
+            } else {
+                split.hold(|owner| self.starts.get(owner).is_some_and(|&s| s > index))
+            };
+            if split.event_count() > 0 {
+                self.stage(index, stage, records, split, &mut done);
+            }
+            if let Some(waiting) = waiting {
+                split.restore(waiting);
+            }
         }
+        done
+    }
+
+    /// One stage over `split`'s events.
+    fn stage(
+        &self,
+        index: usize,
+        stage: &mut Stage,
+        records: &mut Vec<RawRecord>,
+        split: &mut Split,
+        done: &mut StageCounts,
+    ) {
+        let (pipeline, share, slot) = (self.pipeline, self.share, self.slot);
         match stage {
             Stage::Builtin(processor) => {
                 done.dropped += run_builtin(&**processor, split);
@@ -73,13 +111,12 @@ pub(crate) fn run_stages(
                 left(processor.name(), out, records, split);
             }
             Stage::Plugin(stage) => {
-                let counts = run_plugin(pipeline, &mut **stage, records, split, slot);
+                let counts = run_plugin(pipeline, index, &mut **stage, records, split, slot);
                 done.dropped += counts.dropped;
                 done.failed += counts.failed;
             }
         }
     }
-    done
 }
 
 /// What `processor` let go becomes `split`'s events (and their shares its `done`). An event that
@@ -128,6 +165,7 @@ fn run_builtin(processor: &dyn sluice_processors::Processor, split: &mut Split) 
 /// One plugin over the events' text.
 fn run_plugin(
     pipeline: &str,
+    index: usize,
     stage: &mut dyn Process,
     records: &[RawRecord],
     split: &mut Split,
@@ -170,6 +208,7 @@ fn run_plugin(
                   dead: &mut Vec<(usize, Value)>| {
         tracing::debug!(pipeline, processor = %name, origin = %event.origin, %reason, "dead-lettering an event");
         let rejected = Rejected {
+            stage: dlq::Stage::Processor { index, name: &name },
             origin: event.origin,
             payload: event.body,
             key: None,
@@ -331,6 +370,62 @@ mod tests {
         }
     }
 
+    fn run<'a>(share: &'a Share, slot: &'a Slot, starts: &'a [usize]) -> Run<'a> {
+        Run {
+            pipeline: "p",
+            first: 0,
+            starts,
+            share,
+            slot,
+        }
+    }
+
+    /// Appends its name to the event's `seen` list.
+    struct Mark(&'static str);
+
+    impl sluice_processors::Processor for Mark {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn process(&self, event: &mut sluice_event::Event) -> sluice_processors::Fate {
+            let seen = event.data.as_object_mut().unwrap().entry("seen");
+            let seen = seen.or_insert_with(|| serde_json::json!([]));
+            seen.as_array_mut().unwrap().push(self.0.into());
+            sluice_processors::Fate::Keep
+        }
+    }
+
+    /// A replayed event that a processor failed joins at that processor: the ones before it
+    /// do not run on it again, and the batch's other events go through all of them.
+    #[test]
+    fn a_replayed_event_skips_the_processors_before_the_one_that_failed_it() {
+        let mut stages = vec![
+            Stage::Builtin(Arc::new(Mark("a"))),
+            Stage::Builtin(Arc::new(Mark("b"))),
+            Stage::Builtin(Arc::new(Mark("c"))),
+        ];
+        let slot = crate::watchdog::Watchdog::default().slot("p", 0);
+        let share = Acknowledgement::new(|| {}).shared();
+        let (mut records, mut s) = split(3);
+        run(&share, &slot, &[0, 2, 1]).stages(&mut stages, &mut records, &mut s);
+        let events = s.parsed().clone();
+        let mut seen: Vec<(usize, serde_json::Value)> = events
+            .iter()
+            .zip(&s.owners)
+            .map(|(e, &owner)| (owner, e.data["seen"].clone()))
+            .collect();
+        seen.sort_by_key(|(owner, _)| *owner);
+        assert_eq!(
+            seen,
+            [
+                (0, serde_json::json!(["a", "b", "c"])),
+                (1, serde_json::json!(["c"])),
+                (2, serde_json::json!(["b", "c"])),
+            ]
+        );
+        share.release();
+    }
+
     fn batch(acked: &Arc<AtomicUsize>) -> Share {
         let a = acked.clone();
         Acknowledgement::new(move || {
@@ -373,7 +468,7 @@ mod tests {
         for acked in [&one, &two] {
             let share = batch(acked);
             let (mut records, mut s) = split(2);
-            run_stages("p", &mut stages, &mut records, &mut s, &share, &slot);
+            run(&share, &slot, &[]).stages(&mut stages, &mut records, &mut s);
             // Delivered: the batch's own share and what left with it are released.
             share.release();
             for d in std::mem::take(&mut s.done) {
