@@ -31,3 +31,5 @@ mod stateful;
 // Data Prepper's documented processor examples: `validate` on each, and each input → output
 // through the real binary.
 mod dataprepper;
+// The operator's commands: dead letters listed, shown and replayed (running and stopped).
+mod operate;

@@ -9,6 +9,8 @@ use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_plugin::{Catalog, PluginHost};
 
+mod admin;
+mod operate;
 mod plugins;
 mod server;
 
@@ -57,6 +59,16 @@ enum Command {
         /// hot reload off.
         #[arg(long, default_value = "1s", value_parser = humantime_duration)]
         reload_interval: Duration,
+        /// Serve the admin endpoint (`/admin/...`: what `sluice dlq replay` uses against a
+        /// running process) on the metrics listener, behind its TLS and credentials, which it
+        /// requires (`--metrics-username`, `--metrics-password`). Off by default.
+        #[arg(long, requires = "metrics_username")]
+        admin: bool,
+    },
+    /// A pipeline's dead letters: list them, show them, replay them through the pipeline.
+    Dlq {
+        #[command(subcommand)]
+        command: operate::dlq::DlqCommand,
     },
     /// Check a pipeline file: exit 0, or print every error and exit 2.
     Validate {
@@ -247,7 +259,23 @@ fn main() -> ExitCode {
 /// share a data dir: dead-letter files, the plugin cache and the default Kafka group instance
 /// id (static membership) all derive from it. The lock goes with the process, even on kill -9.
 fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
-    use std::io::{Read as _, Seek as _, Write as _};
+    match try_lock_data_dir(dir)? {
+        Some(file) => Ok(file),
+        None => {
+            let pid = std::fs::read_to_string(dir.join("sluice.lock")).unwrap_or_default();
+            bail!(
+                "the data dir `{}` is in use by another running sluice (pid {}); give each \
+                 process its own `--data-dir`",
+                dir.display(),
+                pid.trim()
+            )
+        }
+    }
+}
+
+/// [`lock_data_dir`], or `None` when a running process holds it.
+fn try_lock_data_dir(dir: &Path) -> anyhow::Result<Option<std::fs::File>> {
+    use std::io::{Seek as _, Write as _};
     std::fs::create_dir_all(dir)
         .with_context(|| format!("creating the data dir `{}`", dir.display()))?;
     let path = dir.join("sluice.lock");
@@ -263,18 +291,9 @@ fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
             file.set_len(0)?;
             file.rewind()?;
             writeln!(file, "{}", std::process::id())?;
-            Ok(file)
+            Ok(Some(file))
         }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            bail!(
-                "the data dir `{}` is in use by another running sluice (pid {}); give each \
-                 process its own `--data-dir`",
-                dir.display(),
-                pid.trim()
-            )
-        }
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => {
             Err(e).with_context(|| format!("locking `{}`", path.display()))
         }
@@ -326,6 +345,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             metrics_addr,
             metrics_protection,
             reload_interval,
+            admin,
         } => {
             let _lock = lock_data_dir(&data_dir)?;
             let metrics = server::install_recorder()?;
@@ -339,7 +359,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(EXIT_INVALID));
             };
             let watchdog = sluice_pipeline::Watchdog::default();
+            let registry = sluice_pipeline::operate::Registry::default();
+            let location = admin::Location::path(&data_dir);
+            // A stale one (the last run had --admin, this one not) would point elsewhere.
+            let _ = std::fs::remove_file(&location);
             let options = sluice_pipeline::RunOptions {
+                registry: registry.clone(),
                 data_dir,
                 drain_timeout,
                 reload: folder
@@ -350,13 +375,20 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
             let health = server::Health::new(watchdog);
             runtime.block_on(async {
-                server::serve(
+                let (bound, https) = server::serve(
                     metrics_addr,
                     metrics,
                     health.clone(),
                     metrics_protection.protection()?,
+                    admin.then(|| admin::router(registry)),
                 )
                 .await?;
+                if admin {
+                    let url = admin::Location::of(bound, https);
+                    std::fs::write(&location, serde_json::to_string(&url)?)
+                        .with_context(|| format!("writing `{}`", location.display()))?;
+                    tracing::info!(url = %url.url, "serving the admin endpoint");
+                }
                 let draining = health.clone();
                 let shutdown = async move {
                     shutdown_signal().await;
@@ -369,6 +401,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 .await?;
                 anyhow::Ok(())
             })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Dlq { command } => {
+            operate::dlq::run(command)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, plugins } => {

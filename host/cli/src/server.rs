@@ -4,6 +4,8 @@
 //! plugin's deadline; 503 while starting, shutting down or stalled, naming the stalled
 //! pipelines. With `--metrics-ssl-*` it is HTTPS, with `--metrics-username`/`--metrics-password`
 //! both paths ask for HTTP Basic credentials: the http source's TLS and authentication, reused.
+//! With `--admin` it also serves the admin endpoint (`crate::admin`), behind the same TLS and
+//! credentials (which `--admin` requires).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,13 +58,15 @@ pub(crate) struct Protection {
     pub(crate) basic: Option<sluice_config::secret::BasicAuth>,
 }
 
-/// Binds `addr` and serves until the process ends.
+/// Binds `addr` and serves until the process ends; `admin`: the admin endpoint's routes, when
+/// enabled. Returns the address bound and whether it is HTTPS.
 pub(crate) async fn serve(
     addr: SocketAddr,
     metrics: PrometheusHandle,
     health: Health,
     protection: Protection,
-) -> anyhow::Result<()> {
+    admin: Option<Router>,
+) -> anyhow::Result<(SocketAddr, bool)> {
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
         format!("cannot listen on {addr} for /metrics and /health (--metrics-addr)")
     })?;
@@ -74,6 +78,13 @@ pub(crate) async fn serve(
                 .route("/health", get(health_check))
                 .with_state(health),
         );
+    if let Some(admin) = admin {
+        anyhow::ensure!(
+            protection.basic.is_some(),
+            "--admin needs --metrics-username and --metrics-password: the admin endpoint is never served without credentials"
+        );
+        app = app.merge(admin);
+    }
     if let Some(auth) = &protection.basic {
         let guard = Guard::new(Some(auth), sluice_config::http::Compression::None);
         app = app.layer(axum::middleware::from_fn_with_state(
@@ -96,7 +107,7 @@ pub(crate) async fn serve(
                 tracing::error!(error = %e, "the metrics server stopped");
             }
         });
-        return Ok(());
+        return Ok((addr, false));
     };
     // HTTPS through the http source's server (its connection gauges are labelled
     // `pipeline="metrics"`). Never stopped: it serves until the process ends.
@@ -111,7 +122,7 @@ pub(crate) async fn serve(
         let _never_stopped = stop_tx;
         server::serve(listener, app, limits, Some(tls), "metrics".to_owned(), stop).await;
     });
-    Ok(())
+    Ok((addr, true))
 }
 
 async fn authenticate(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {

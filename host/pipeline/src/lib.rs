@@ -20,6 +20,8 @@
 //! - [`sink`]: one delivery machinery (staging, retries with backoff, dead letters, receipts)
 //!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`; and the
 //!   dead-letter file (`dlq`).
+//! - [`operate`]: the operator's loop (dead letters replayed, the running pipelines as the
+//!   admin endpoint reaches them).
 //! - [`counters`]: a pipeline's counts, shared by its source and workers.
 //! - [`watchdog`]: which workers have been in a plugin (deserializer or processor) longer than
 //!   its deadline, and which (`/health`).
@@ -34,6 +36,7 @@
 pub mod buffer;
 pub mod counters;
 mod follow;
+pub mod operate;
 pub mod processor;
 pub mod reload;
 pub mod run;

@@ -22,7 +22,7 @@ use crate::buffer::BufferError;
 use crate::counters::Counters;
 use crate::follow::{Following, Unstarted};
 use crate::sink::SinkError;
-use crate::sink::dlq::{self, DeadLetters};
+use crate::sink::dlq::DeadLetters;
 use crate::source::{Source, SourceContext, SourceError};
 use crate::watchdog::Watchdog;
 use crate::worker::{self, Delivery, Stage};
@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub reload: Option<(PathBuf, Duration)>,
     /// Where workers mark the time their batches spend in the plugin (read by `/health`).
     pub watchdog: Watchdog,
+    /// Where the running pipelines are registered for the admin endpoint.
+    pub registry: crate::operate::Registry,
 }
 
 /// Why pipelines could not start.
@@ -289,10 +291,7 @@ async fn build(
         pipeline: name.clone(),
         error,
     };
-    let dlq_path = p
-        .dlq_path
-        .clone()
-        .unwrap_or_else(|| dlq::default_path(&options.data_dir, &name));
+    let dlq_path = crate::operate::dlq_path(&p, &options.data_dir);
     let dead_letters = Arc::new(
         DeadLetters::open(&dlq_path, &name)
             .await
@@ -354,6 +353,13 @@ async fn build(
                 error,
             })?;
     tracing::info!(pipeline = %name, source = p.source.plugin_name(), buffer = p.buffer.plugin_name(), deserializer = %deserializer.name, workers = p.workers, dlq = %dlq_path.display(), "pipeline ready");
+    options.registry.insert(crate::operate::Handle {
+        sinks: crate::operate::ConfiguredSinks::new(&p),
+        writer: buffer.writer(),
+        dead_letters: delivery.dead_letters.clone(),
+        dlq_path,
+        config: p,
+    });
     Ok(Built {
         name,
         buffer,

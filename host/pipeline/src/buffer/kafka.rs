@@ -26,12 +26,34 @@ pub async fn connect(
     k: &sluice_config::KafkaBuffer,
     data_dir: &std::path::Path,
 ) -> Result<KafkaBuffer, BufferError> {
+    connect_with(p, k, data_dir, None).await
+}
+
+/// [`connect`], but only to write: no consumer joins the group (`sluice dlq replay` into the
+/// topic of a stopped pipeline).
+pub async fn connect_writer(
+    p: &sluice_config::Pipeline,
+    k: &sluice_config::KafkaBuffer,
+    data_dir: &std::path::Path,
+) -> Result<KafkaBuffer, BufferError> {
+    connect_with(p, k, data_dir, Some(0)).await
+}
+
+async fn connect_with(
+    p: &sluice_config::Pipeline,
+    k: &sluice_config::KafkaBuffer,
+    data_dir: &std::path::Path,
+    consumers: Option<usize>,
+) -> Result<KafkaBuffer, BufferError> {
     let settings = k.resolve()?;
     let encryption = match &settings.encryption {
         Some(e) => Some(encryption(e).await?),
         None => None,
     };
-    let config = kafka_config(p, settings, encryption, data_dir);
+    let mut config = kafka_config(p, settings, encryption, data_dir);
+    if let Some(consumers) = consumers {
+        config.consumers = consumers;
+    }
     let (topic, group_id, consumers) = (
         config.topic.clone(),
         config.group_id.clone(),
