@@ -26,7 +26,7 @@ pub(crate) struct State {
     /// Answer this status to every request while set.
     pub(crate) fail_with: Option<u16>,
     /// Answer 400 to a body containing this.
-    reject: Option<String>,
+    pub(crate) reject: Option<String>,
     /// Every request taken (2xx): its headers (names lowercased) and body.
     pub(crate) taken: Vec<Request>,
     /// Requests answered with an error.
@@ -241,6 +241,28 @@ fn a_4xx_dead_letters_that_request_with_the_status_and_later_events_flow_on() {
         .unwrap();
     assert!(String::from_utf8_lossy(&payload).contains("poison-0"));
     assert_eq!(sink_metric(&sluice, "sluice_sink_eventsFailed"), 1.0);
+
+    // The endpoint takes it now; sluice stopped, `dlq replay` sends it to that sink.
+    let mut sluice = sluice;
+    sluice.terminate();
+    endpoint.state.lock().unwrap().reject = None;
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args(["dlq", "replay", "sink-pipeline", "-f"])
+        .arg(sluice.path("pipelines.yaml"))
+        .arg("--data-dir")
+        .arg(sluice.path("data"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("replayed 1 of 1 chosen entries: 1 to the sink http:"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = taken_ids(&endpoint.state.lock().unwrap());
+    assert_eq!(seen.iter().filter(|id| id.starts_with("poison")).count(), 1);
+    let marks = sluice_tests::json_lines(&sluice.path("dlq.jsonl"));
+    assert!(marks[1]["to"].as_str().unwrap().starts_with("sink:http:"), "{marks:?}");
 }
 
 /// The ids of the events in the requests taken.
