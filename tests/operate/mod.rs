@@ -3,4 +3,5 @@
 //! (hot reload), through the admin endpoint of the running process or, with it stopped,
 //! straight into the buffer topic; interrupted by kill -9 and replayed again.
 
+mod buffer;
 mod dlq;

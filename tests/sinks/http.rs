@@ -262,7 +262,10 @@ fn a_4xx_dead_letters_that_request_with_the_status_and_later_events_flow_on() {
     let seen = taken_ids(&endpoint.state.lock().unwrap());
     assert_eq!(seen.iter().filter(|id| id.starts_with("poison")).count(), 1);
     let marks = sluice_tests::json_lines(&sluice.path("dlq.jsonl"));
-    assert!(marks[1]["to"].as_str().unwrap().starts_with("sink:http:"), "{marks:?}");
+    assert!(
+        marks[1]["to"].as_str().unwrap().starts_with("sink:http:"),
+        "{marks:?}"
+    );
 }
 
 /// The ids of the events in the requests taken.

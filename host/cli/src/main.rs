@@ -70,6 +70,11 @@ enum Command {
         #[command(subcommand)]
         command: operate::dlq::DlqCommand,
     },
+    /// A pipeline's Kafka buffer: its partitions and lag, or a window of its history replayed.
+    Buffer {
+        #[command(subcommand)]
+        command: operate::buffer::BufferCommand,
+    },
     /// Check a pipeline file: exit 0, or print every error and exit 2.
     Validate {
         /// The pipeline file.
@@ -405,6 +410,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Dlq { command } => {
             operate::dlq::run(command)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Buffer { command } => {
+            operate::buffer::run(command)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, plugins } => {

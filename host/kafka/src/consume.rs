@@ -364,40 +364,11 @@ impl Consumer {
                 None => ranges.push(piece),
             }
             let meta = envelope::Meta::read(&m);
-            let payload = m.payload().unwrap_or_default().to_vec();
-            let received_at_ms = meta
-                .received_at_ms
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| {
-                    m.timestamp()
-                        .to_millis()
-                        .and_then(|t| u64::try_from(t).ok())
-                        .unwrap_or(0)
-                });
-            self.shared.stats.bytes_consumed.add(payload.len() as u64);
-            let position = format!("kafka:{}/{partition}@{offset}", m.topic());
-            let record = Record {
-                events: Vec::new(),
-                position: Some(sluice_buffer::Position {
-                    topic: self.shared.topic.clone(),
-                    partition,
-                    offset,
-                }),
-                payload,
-                key: m.key().map(<[u8]>::to_vec),
-                received_at_ms,
-                // Where the source got it, and where it sits in Kafka.
-                origin: match meta.origin {
-                    Some(source) => format!("{source} via {position}"),
-                    None => position,
-                },
-                content_type: meta.content_type.map(str::to_owned),
-                dead_lettered: meta
-                    .dead_lettered
-                    .and_then(|reasons| serde_json::from_str(reasons).ok())
-                    .unwrap_or_default(),
-                headers: Vec::new(),
-            };
+            let record = envelope::record(&m, &meta, &self.shared.topic);
+            self.shared
+                .stats
+                .bytes_consumed
+                .add(record.payload.len() as u64);
             match self.open(&meta, record) {
                 Ok(record) => {
                     pieces.push((piece, Some(records.len())));
@@ -472,40 +443,20 @@ impl Consumer {
         })
     }
 
-    /// A record as the workers get it: sealed ones opened; what cannot be read comes back with
-    /// the reason, and goes to the dead-letter file as it was stored.
+    /// A record as the workers get it ([`envelope::open`]), counting what fails to decrypt.
     #[expect(
         clippy::result_large_err,
         reason = "both sides carry the record by value: the error hands it to the dead-letter file"
     )]
-    fn open(&self, meta: &envelope::Meta<'_>, mut record: Record) -> Result<Record, Unreadable> {
-        if let Err(reason) = envelope::readable(meta.version) {
-            return Err(Unreadable { record, reason });
-        }
-        if meta.version != Some(envelope::SEALED) {
-            return Ok(record);
-        }
-        let Some(opener) = &self.opener else {
+    fn open(&self, meta: &envelope::Meta<'_>, record: Record) -> Result<Record, Unreadable> {
+        envelope::open(self.opener.as_ref(), meta, record).map_err(|e| self.counted(e))
+    }
+
+    fn counted(&self, (unreadable, decrypt): (Unreadable, bool)) -> Unreadable {
+        if decrypt {
             self.shared.stats.decrypt_failures.add(1);
-            return Err(Unreadable {
-                record,
-                reason: "the record is encrypted and this buffer has no `encryption` configured"
-                    .to_owned(),
-            });
-        };
-        match opener.open(&record.payload, &meta.sealed_metadata()) {
-            Ok(plain) => {
-                record.payload = plain;
-                Ok(record)
-            }
-            Err(e) => {
-                self.shared.stats.decrypt_failures.add(1);
-                Err(Unreadable {
-                    record,
-                    reason: format!("cannot decrypt: {e}"),
-                })
-            }
         }
+        unreadable
     }
 
     /// Waits up to `drain_timeout` for the batches handed out, commits, and leaves the group.

@@ -116,3 +116,81 @@ impl<'a> Meta<'a> {
         )
     }
 }
+
+/// The record a consumed message holds, as the workers get it (still sealed, if it was): its
+/// payload, key, receive time (the header, or else the Kafka timestamp), origin (where the
+/// source got it, and where it sits in Kafka) and position.
+pub(crate) fn record(
+    m: &impl Message,
+    meta: &Meta<'_>,
+    topic: &std::sync::Arc<str>,
+) -> sluice_buffer::Record {
+    let (partition, offset) = (m.partition(), m.offset());
+    let received_at_ms = meta
+        .received_at_ms
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            m.timestamp()
+                .to_millis()
+                .and_then(|t| u64::try_from(t).ok())
+                .unwrap_or(0)
+        });
+    let position = format!("kafka:{}/{partition}@{offset}", m.topic());
+    sluice_buffer::Record {
+        events: Vec::new(),
+        position: Some(sluice_buffer::Position {
+            topic: topic.clone(),
+            partition,
+            offset,
+        }),
+        payload: m.payload().unwrap_or_default().to_vec(),
+        key: m.key().map(<[u8]>::to_vec),
+        received_at_ms,
+        origin: match meta.origin {
+            Some(source) => format!("{source} via {position}"),
+            None => position,
+        },
+        content_type: meta.content_type.map(str::to_owned),
+        dead_lettered: meta
+            .dead_lettered
+            .and_then(|reasons| serde_json::from_str(reasons).ok())
+            .unwrap_or_default(),
+        headers: Vec::new(),
+    }
+}
+
+/// `record` as the workers get it: a sealed one opened with `opener`. What cannot be read comes
+/// back with the reason (and whether it failed to decrypt), to go to the dead-letter file as it
+/// was stored.
+#[expect(
+    clippy::result_large_err,
+    reason = "both sides carry the record by value: the error hands it to the dead-letter file"
+)]
+pub(crate) fn open(
+    opener: Option<&sluice_crypt::Opener>,
+    meta: &Meta<'_>,
+    mut record: sluice_buffer::Record,
+) -> Result<sluice_buffer::Record, (sluice_buffer::Unreadable, bool)> {
+    use sluice_buffer::Unreadable;
+    if let Err(reason) = readable(meta.version) {
+        return Err((Unreadable { record, reason }, false));
+    }
+    if meta.version != Some(SEALED) {
+        return Ok(record);
+    }
+    let Some(opener) = opener else {
+        let reason =
+            "the record is encrypted and this buffer has no `encryption` configured".to_owned();
+        return Err((Unreadable { record, reason }, true));
+    };
+    match opener.open(&record.payload, &meta.sealed_metadata()) {
+        Ok(plain) => {
+            record.payload = plain;
+            Ok(record)
+        }
+        Err(e) => {
+            let reason = format!("cannot decrypt: {e}");
+            Err((Unreadable { record, reason }, true))
+        }
+    }
+}

@@ -37,6 +37,7 @@ mod config;
 mod consume;
 mod envelope;
 mod produce;
+pub mod rewind;
 mod sink;
 mod stats;
 
@@ -67,6 +68,13 @@ pub enum KafkaBufferError {
     Encryption(#[from] sluice_crypt::CryptError),
     #[error("cannot create topic `{topic}` on `{servers}`: {reason}")]
     CreateTopic {
+        topic: String,
+        servers: String,
+        reason: String,
+    },
+    /// Reading the topic's history (`sluice buffer status|replay`) failed.
+    #[error("kafka topic `{topic}` at {servers}: {reason}")]
+    History {
         topic: String,
         servers: String,
         reason: String,

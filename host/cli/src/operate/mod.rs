@@ -1,9 +1,10 @@
-//! The operator's commands (`sluice dlq ...`): what they share. Each works on one pipeline of a
+//! The operator's commands (`sluice dlq ...`, `sluice buffer ...`): what they share. Each works on one pipeline of a
 //! pipeline file and the data dir of the process that runs it. When that process runs (it
 //! holds the data dir's lock), what changes the pipeline goes through its admin endpoint; when
 //! it is stopped, the command holds the lock itself and works on the pipeline's topic and
 //! files straight.
 
+pub(crate) mod buffer;
 pub(crate) mod dlq;
 
 use std::path::{Path, PathBuf};

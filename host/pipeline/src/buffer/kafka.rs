@@ -45,12 +45,7 @@ async fn connect_with(
     data_dir: &std::path::Path,
     consumers: Option<usize>,
 ) -> Result<KafkaBuffer, BufferError> {
-    let settings = k.resolve()?;
-    let encryption = match &settings.encryption {
-        Some(e) => Some(encryption(e).await?),
-        None => None,
-    };
-    let mut config = kafka_config(p, settings, encryption, data_dir);
+    let mut config = settings(p, k, data_dir).await?;
     if let Some(consumers) = consumers {
         config.consumers = consumers;
     }
@@ -62,6 +57,21 @@ async fn connect_with(
     let kafka = KafkaBuffer::connect(config).await?;
     tracing::info!(pipeline = %p.name, %topic, %group_id, consumers, "kafka buffer connected");
     Ok(kafka)
+}
+
+/// The client settings of the buffer `k` of pipeline `p`: its secrets and key resolved, its key
+/// source built.
+pub async fn settings(
+    p: &sluice_config::Pipeline,
+    k: &sluice_config::KafkaBuffer,
+    data_dir: &std::path::Path,
+) -> Result<KafkaBufferConfig, BufferError> {
+    let settings = k.resolve()?;
+    let encryption = match &settings.encryption {
+        Some(e) => Some(encryption(e).await?),
+        None => None,
+    };
+    Ok(kafka_config(p, settings, encryption, data_dir))
 }
 
 /// The key source of the buffer's `encryption`.

@@ -3,6 +3,7 @@
 //!
 //! - [`dead_letters`]: reading a dead-letter file back, choosing entries, marks of replays.
 //! - [`replay`]: dead letters back into the buffer (records, events) or their sink.
+//! - [`rewind`]: a window of a Kafka buffer's history through the pipeline again.
 //! - [`Registry`]: the running pipelines, as the admin endpoint (on the metrics listener)
 //!   reaches them; filled by [`crate::run`].
 //! - [`offline`]: the same reach into a pipeline whose process is stopped: its Kafka topic
@@ -10,6 +11,7 @@
 
 pub mod dead_letters;
 pub mod replay;
+pub mod rewind;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
