@@ -5,3 +5,4 @@
 
 mod buffer;
 mod dlq;
+mod watch;

@@ -70,6 +70,11 @@ enum Command {
         #[command(subcommand)]
         command: operate::dlq::DlqCommand,
     },
+    /// A live sample of a running pipeline's events at one point, as JSON lines.
+    Tap(operate::tap::TapArgs),
+    /// Each running pipeline's stages, refreshed each second: rates, dead letters, lag,
+    /// plugin time, sink retries.
+    Top(operate::top::TopArgs),
     /// A pipeline's Kafka buffer: its partitions and lag, or a window of its history replayed.
     Buffer {
         #[command(subcommand)]
@@ -410,6 +415,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Dlq { command } => {
             operate::dlq::run(command)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tap(args) => {
+            operate::tap::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Top(args) => {
+            operate::top::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Buffer { command } => {

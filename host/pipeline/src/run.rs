@@ -330,6 +330,7 @@ async fn build(
         dead_letters,
         counters: counters.clone(),
         per_record,
+        tap: Arc::default(),
     });
 
     let workers = plugin_stages
@@ -357,6 +358,7 @@ async fn build(
         sinks: crate::operate::ConfiguredSinks::new(&p),
         writer: buffer.writer(),
         dead_letters: delivery.dead_letters.clone(),
+        tap: delivery.tap.clone(),
         dlq_path,
         config: p,
     });

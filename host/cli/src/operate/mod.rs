@@ -6,6 +6,8 @@
 
 pub(crate) mod buffer;
 pub(crate) mod dlq;
+pub(crate) mod tap;
+pub(crate) mod top;
 
 use std::path::{Path, PathBuf};
 
@@ -114,7 +116,9 @@ pub(crate) struct Client {
 
 impl Client {
     fn new(url: String, remote: &Remote) -> anyhow::Result<Self> {
-        let mut http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(600));
+        // No overall timeout: a tap streams for as long as it is asked to.
+        let mut http =
+            reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(10));
         if let Some(ca) = &remote.ca_file {
             let pem = std::fs::read(ca).with_context(|| format!("--ca-file `{}`", ca.display()))?;
             let certificate = reqwest::Certificate::from_pem(&pem)
@@ -173,6 +177,12 @@ impl Client {
                 said.trim()
             ),
         }
+    }
+
+    /// A GET of `path`: the response, to read as it comes.
+    pub(crate) async fn get(&self, path: &str) -> anyhow::Result<reqwest::Response> {
+        self.send(self.http.get(format!("{}{path}", self.url)))
+            .await
     }
 
     /// POSTs `body` as JSON to `path`; the answer's JSON.

@@ -4,14 +4,16 @@
 //! - [`dead_letters`]: reading a dead-letter file back, choosing entries, marks of replays.
 //! - [`replay`]: dead letters back into the buffer (records, events) or their sink.
 //! - [`rewind`]: a window of a Kafka buffer's history through the pipeline again.
+//! - [`tap`]: a live sample of a pipeline's events at one point.
 //! - [`Registry`]: the running pipelines, as the admin endpoint (on the metrics listener)
-//!   reaches them; filled by [`crate::run`].
+//!   reaches them; filled by [`crate::run()`].
 //! - [`offline`]: the same reach into a pipeline whose process is stopped: its Kafka topic
 //!   (written, never consumed), its dead-letter file, its sinks.
 
 pub mod dead_letters;
 pub mod replay;
 pub mod rewind;
+pub mod tap;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -32,6 +34,8 @@ pub struct Handle {
     pub dlq_path: PathBuf,
     /// Its sinks' outputs for replays, built on first use.
     pub sinks: ConfiguredSinks,
+    /// Where `sluice tap` listens to its events.
+    pub tap: Arc<tap::Tap>,
 }
 
 impl Handle {
@@ -201,6 +205,7 @@ pub async fn offline(
         dead_letters: Arc::new(dead_letters),
         dlq_path,
         sinks: ConfiguredSinks::new(p),
+        tap: Arc::default(),
     })
 }
 

@@ -167,6 +167,7 @@ pub async fn rewind(
         dead_letters,
         counters: counters.clone(),
         per_record: false,
+        tap: Arc::default(),
     });
 
     let rewind = Rewind::start(config, window)

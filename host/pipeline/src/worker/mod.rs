@@ -48,6 +48,8 @@ pub struct Delivery {
     /// processor keeps events: a Kafka buffer's batches are then [`Tally`]d, so the commit can
     /// land between two records of a batch.
     pub per_record: bool,
+    /// Where `sluice tap` listens: after the deserializer, each processor, and at each sink.
+    pub tap: Arc<crate::operate::tap::Tap>,
 }
 
 /// Runs until the buffer is closed and drained. `slot` marks which plugin each batch is in,
@@ -138,6 +140,11 @@ pub(crate) async fn run(
                     decoded,
                 )
             };
+            delivery
+                .tap
+                .offer(crate::operate::tap::Point::Deserializer, || {
+                    split.sample(crate::operate::tap::SAMPLE)
+                });
             let parse_failures = split.dead.len() as u64;
             let out = finish(
                 &delivery,
@@ -315,12 +322,24 @@ fn finish(
         starts: &starts,
         share,
         slot,
+        tap: &delivery.tap,
     };
     let counts = run.stages(stages.list, &mut records, &mut split);
     let mut routed = delivery.router.route(&mut split);
     for (taken, chosen) in routed.per_sink.iter_mut().zip(&routed.chosen) {
         if let crate::sink::Take::Lines(_, provenance) = taken {
             *provenance = from.provenance(chosen, &split.owners);
+        }
+    }
+    if delivery.tap.listening() {
+        for (sink, taken) in delivery.sinks.iter().zip(&routed.per_sink) {
+            if let crate::sink::Take::Lines(lines, _) = taken {
+                let point = crate::operate::tap::Point::Sink(sink.name().to_owned());
+                let sample = crate::operate::tap::SAMPLE;
+                delivery
+                    .tap
+                    .offer(point, || lines.iter().take(sample).cloned().collect());
+            }
         }
     }
     let unreadable = std::mem::take(&mut split.unreadable);

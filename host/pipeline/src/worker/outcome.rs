@@ -100,6 +100,23 @@ impl Split {
         self.owners.extend(waiting.owners);
     }
 
+    /// The first `n` events, one JSON object each (for `sluice tap`).
+    pub(crate) fn sample(&self, n: usize) -> Vec<bytes::Bytes> {
+        match &self.parsed {
+            Some(events) => events
+                .iter()
+                .take(n)
+                .map(|e| bytes::Bytes::from(e.data.to_string()))
+                .collect(),
+            None => self
+                .events
+                .split(|&b| b == b'\n')
+                .take(n.min(self.owners.len()))
+                .map(bytes::Bytes::copy_from_slice)
+                .collect(),
+        }
+    }
+
     /// Makes `events` and `metadata` current (serializing parsed events once).
     pub(crate) fn lines(&mut self) {
         if let Some(events) = self.parsed.take() {

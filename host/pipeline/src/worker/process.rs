@@ -44,6 +44,8 @@ pub(crate) struct Run<'a> {
     /// The batch's acknowledgement, of which a stateful stage keeps a share per event it keeps.
     pub(crate) share: &'a Share,
     pub(crate) slot: &'a Slot,
+    /// Where `sluice tap` listens to what each stage leaves.
+    pub(crate) tap: &'a crate::operate::tap::Tap,
 }
 
 impl Run<'_> {
@@ -69,6 +71,9 @@ impl Run<'_> {
             };
             if split.event_count() > 0 {
                 self.stage(index, stage, records, split, &mut done);
+                let point = crate::operate::tap::Point::Processor(stage.name().to_owned());
+                self.tap
+                    .offer(point, || split.sample(crate::operate::tap::SAMPLE));
             }
             if let Some(waiting) = waiting {
                 split.restore(waiting);
@@ -377,8 +382,12 @@ mod tests {
             starts,
             share,
             slot,
+            tap: &TAP,
         }
     }
+
+    static TAP: std::sync::LazyLock<crate::operate::tap::Tap> =
+        std::sync::LazyLock::new(crate::operate::tap::Tap::default);
 
     /// Appends its name to the event's `seen` list.
     struct Mark(&'static str);

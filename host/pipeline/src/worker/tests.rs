@@ -72,7 +72,13 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         dead_letters,
         counters: Arc::new(Counters::new("p", "bounded_blocking")),
         per_record: false,
+        tap: Arc::default(),
     });
+    // Tapped at the deserializer and at sink `b`: each hears the batch's two events.
+    use crate::operate::tap::Point;
+    let mut parsed = delivery.tap.listen(Point::Deserializer);
+    let sink_b = format!("file:{}", dir.path().join("b.jsonl").display());
+    let mut at_b = delivery.tap.listen(Point::Sink(sink_b.clone()));
 
     let buffer = MemoryBuffer::new("p", 10, 10, Duration::from_millis(20));
     buffer
@@ -118,6 +124,14 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         reasons[1].1
     );
     assert_eq!(dead[1]["content_type"], "text/plain");
+    for (listener, point) in [
+        (&mut parsed, Point::Deserializer),
+        (&mut at_b, Point::Sink(sink_b)),
+    ] {
+        let heard = listener.next().await.unwrap();
+        assert_eq!(heard.point, point);
+        assert_eq!(heard.events, ["{\"wat\":true}", "{\"wat\":true}"]);
+    }
     assert_eq!(buffer.used(), 0, "every record was acknowledged");
     let c = &delivery.counters;
     assert_eq!(
