@@ -24,6 +24,17 @@ struct Running {
     pid: u32,
     url: String,
     _plugins: tempfile::TempDir,
+    /// `sluice tap` at the shape's tap point, its output in `tap.jsonl` of the process's folder.
+    tap: Option<std::process::Child>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(tap) = &mut self.tap {
+            let _ = tap.kill();
+            let _ = tap.wait();
+        }
+    }
 }
 
 /// What clients send and which source takes it.
@@ -88,6 +99,8 @@ pub(crate) struct Shape<'a> {
     pub(crate) ingest: Ingest,
     /// The file sink's `exactly_once: false`: at least once, no record of offsets.
     pub(super) at_least_once: bool,
+    /// `sluice tap` listening at this point (`--stage` words) while the run goes.
+    pub(super) tap: Option<&'a [&'a str]>,
 }
 
 /// Starts sluice with the benchmark pipeline of this `shape`, its file sink at `sink` (`None`:
@@ -166,7 +179,31 @@ topics:
         std::fs::copy(args.plugins.join(plugin), plugins.path().join(plugin))?;
     }
     let plugin_dir = plugins.path().display().to_string();
-    let process = Sluice::start_with(&yaml, &["--plugins", &plugin_dir]);
+    let admin = [
+        "--admin",
+        "--metrics-username",
+        "bench",
+        "--metrics-password",
+        "bench",
+    ];
+    let mut run_args = vec!["--plugins", plugin_dir.as_str()];
+    if shape.tap.is_some() {
+        run_args.extend(admin);
+    }
+    let process = Sluice::start_with(&yaml, &run_args);
+    let tap = match shape.tap {
+        None => None,
+        Some(stage) => Some(
+            Command::new(sluice_tests::sluice_bin())
+                .args(["tap", "bench-pipeline", "--stage"])
+                .args(stage)
+                .arg("--data-dir")
+                .arg(process.path("data"))
+                .args(["--username", "bench", "--password", "bench"])
+                .stdout(std::fs::File::create(process.path("tap.jsonl"))?)
+                .spawn()?,
+        ),
+    };
     let sink = sink.map_or_else(|| process.path("events.jsonl"), Path::to_owned);
     let (pid, url) = (
         process.child.id(),
@@ -178,6 +215,7 @@ topics:
             pid,
             url,
             _plugins: plugins,
+            tap,
         },
         sink,
     ))
@@ -188,6 +226,8 @@ pub(crate) struct E2e {
     pub(crate) took: Duration,
     /// Peak resident memory of the sluice process (VmHWM), bytes.
     pub(super) peak_rss: u64,
+    /// Events `sluice tap` printed during the run.
+    pub(super) tapped: usize,
 }
 
 pub(crate) fn sluice_end_to_end(
@@ -265,9 +305,12 @@ pub(crate) fn sluice_end_to_end(
         "the sink has {} events, expected {want_events}",
         lines - warmed
     );
+    let tapped = std::fs::read_to_string(running._process.path("tap.jsonl"))
+        .map_or(0, |text| text.lines().count());
     Ok(E2e {
         took,
         peak_rss: peak_rss(sluice_pid),
+        tapped,
     })
 }
 
