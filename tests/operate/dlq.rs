@@ -333,3 +333,91 @@ fn produce_logfmt(topic: &str, n: usize) {
     }
     producer.flush(Duration::from_secs(30)).unwrap();
 }
+
+/// A processor's dead letter is the event as that processor got it: replayed, it skips the
+/// deserializer and the processors before that one (`add_entries` appends on a second pass, so
+/// it would show), and, failed again, is dead-lettered anew with both reasons.
+#[test]
+fn an_event_a_processor_failed_comes_back_to_that_processor_only() {
+    let (topic, group) = (unique("ops"), unique("g"));
+    let yaml = format!(
+        r#"
+ops:
+  delay: 20ms
+  source:
+    http:
+      port: {{port}}
+  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      topics:
+        - name: {topic}
+          group_id: {group}
+          create_topic: true
+          commit_interval: 200ms
+  processor:
+    - add_entries:
+        entries:
+          - key: hops
+            value: add
+            append_if_key_exists: true
+    - redact:
+        keys: ["password"]
+  sink:
+    - file:
+        path: "{{dir}}/out/events.jsonl"
+  dlq_path: "{{dir}}/dlq.jsonl"
+"#,
+        bootstrap = kafka_bootstrap()
+    );
+    let s =
+        Sluice::start_with_env_and_args(&yaml, &[("SLUICE_TEST_ADMIN_PASSWORD", "s3cret")], &ADMIN);
+    let dead = s.path("dlq.jsonl");
+    let body =
+        r#"[{"user": "ann", "password": "x"}, {"user": "dee", "password": {"nested": true}}]"#;
+    assert_eq!(s.post("/log/ingest", body.as_bytes()), 200);
+    wait("one event dead-lettered by redact", &s, || {
+        entries(&dead).len() == 1
+    });
+    let first = entries(&dead).remove(0);
+    assert_eq!(first["stage"], "processor");
+    assert_eq!(
+        (
+            first["processor"].as_str(),
+            first["processor_index"].as_u64()
+        ),
+        (Some("redact"), Some(1))
+    );
+    let said = ok(&dlq(
+        s.dir.path(),
+        &["replay", "ops", "--username", "op", "--password", "s3cret"],
+    ));
+    assert!(
+        said.contains("replayed 1 of 1 chosen entries: 1 into the buffer"),
+        "{said}"
+    );
+    wait("the event dead-lettered again", &s, || {
+        entries(&dead).len() == 2
+    });
+    let again = entries(&dead).remove(1);
+    assert_eq!(again["stage"], "processor");
+    assert_eq!(again["processor_index"], 1);
+    assert_eq!(
+        again["earlier_reasons"],
+        serde_json::json!([first["reason"]])
+    );
+    let b64 = |e: &Value| {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(e["payload"].as_str().unwrap())
+            .unwrap();
+        serde_json::from_slice::<Value>(&bytes).unwrap()
+    };
+    assert_eq!(b64(&first)["hops"], "add");
+    assert_eq!(
+        b64(&again),
+        b64(&first),
+        "add_entries did not run on it again (it would append): the same event came to redact"
+    );
+    assert_eq!(again["received_at_ms"], first["received_at_ms"]);
+}
