@@ -3,7 +3,7 @@
 //! consumer of its own that assigns partitions itself, never joins the group and never commits.
 //!
 //! The window's offsets come from the broker's offsets for times (the record timestamp sluice
-//! writes is the receive time). A broker without that lookup (the test broker) gets the same
+//! writes is the receive time). A broker without that lookup gets the same
 //! answer from the receive time in each record: a binary search per partition, one record read
 //! per step.
 #![expect(
@@ -207,11 +207,28 @@ fn offset_for_time(
             _ => {}
         }
     }
+    tracing::debug!(
+        partition,
+        "the broker has no offsets for times; searching the receive times"
+    );
+    search((low, high), at_ms, |offset| {
+        received_at(consumer, config, partition, offset)
+    })
+}
+
+/// The first offset in `low..high` whose record was received at `at_ms` or later (`high` if
+/// none), by a binary search; `probe(offset)` reads the first record at or after `offset`: its
+/// offset and receive time (offsets may have gaps: compacted, or transaction markers).
+fn search<E>(
+    (low, high): (i64, i64),
+    at_ms: u64,
+    mut probe: impl FnMut(i64) -> Result<Option<(i64, u64)>, E>,
+) -> Result<i64, E> {
     // [lo, hi): the answer is in it.
     let (mut lo, mut hi) = (low, high);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match received_at(consumer, config, partition, mid)? {
+        match probe(mid)? {
             Some((found, t)) if found < hi && t < at_ms => lo = found + 1,
             Some((found, _)) if found < hi => hi = found.max(lo),
             // Nothing readable from `mid` up to `hi`.
@@ -420,5 +437,41 @@ struct RewindReader {
 impl BufferReader for RewindReader {
     async fn read(&mut self) -> Option<Batch> {
         self.batches.lock().await.recv().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records at these offsets (gaps between), received at these times.
+    fn probe(records: &[(i64, u64)]) -> impl FnMut(i64) -> Result<Option<(i64, u64)>, ()> + '_ {
+        |offset| Ok(records.iter().copied().find(|&(o, _)| o >= offset))
+    }
+
+    #[test]
+    fn the_search_finds_the_first_record_received_at_or_after_the_time() {
+        let records: Vec<(i64, u64)> = (0..100).map(|o| (o * 3, 1000 + o as u64 * 10)).collect();
+        let all = (0, 300);
+        // Where a read from the offset found starts: the first record at or after it.
+        let first = |at_ms, within| {
+            let start = search(within, at_ms, probe(&records)).unwrap();
+            records.iter().find(|&&(o, _)| o >= start).map(|&(o, _)| o)
+        };
+        assert_eq!(first(0, all), Some(0));
+        assert_eq!(first(1000, all), Some(0));
+        assert_eq!(first(1001, all), Some(3));
+        assert_eq!(first(1500, all), Some(150));
+        assert_eq!(first(1495, all), Some(150));
+        assert_eq!(first(1490, all), Some(147));
+        assert_eq!(first(9999, all), None, "none: past the last record");
+        assert_eq!(first(1000, (150, 300)), Some(150), "within the bounds");
+        let mut probes = 0;
+        let counted = |o| {
+            probes += 1;
+            probe(&records)(o)
+        };
+        search(all, 1777, counted).unwrap();
+        assert!(probes <= 10, "{probes} probes for 300 offsets");
     }
 }
