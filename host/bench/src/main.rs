@@ -11,7 +11,8 @@
 //! - `otlp`: OTLP spans end to end against their protobuf through raw librdkafka.
 //! - `sinks`: the s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
 //! - `processors`: Data Prepper's processors built in (grok, date, drop_events, add_entries)
-//!   end to end against the same pipeline without them; grok against the grok crate natively.
+//!   end to end against the same pipeline without them, and tapped (`sluice tap`) against
+//!   untapped; grok against the grok crate natively.
 
 use clap::{Parser, Subcommand};
 

@@ -7,7 +7,9 @@
 //! 2. the same four processors split over a chain of two pipelines (`grok` + `date`, then a
 //!    `pipeline` sink into a pipeline with an in-memory buffer running `drop_events` +
 //!    `add_entries` → file) against the one pipeline doing it all (goal: ratio ≥ 0.8).
-//! 3. the grok step alone: the `grok` processor on events against the same pattern compiled
+//! 3. the pipeline with the four processors while `sluice tap` reads what `add_entries` leaves,
+//!    against it untapped (goal: ratio ≥ 0.95).
+//! 4. the grok step alone: the `grok` processor on events against the same pattern compiled
 //!    with the grok crate, matched natively and its captures put into a JSON map.
 
 use std::hint::black_box;
