@@ -3,6 +3,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
+use super::ok;
 use sluice_tests::{Sluice, committed_and_end, json_lines, kafka_bootstrap, sluice_bin, unique};
 
 /// http → kafka buffer (3 partitions) → json → two files.
@@ -14,22 +15,13 @@ ops:
   source:
     http:
       port: {{port}}
-  buffer:
-    kafka:
-      bootstrap_servers: [{bootstrap}]
-      topics:
-        - name: {topic}
-          group_id: {group}
-          create_topic: true
-          number_of_partitions: 3
-          commit_interval: 200ms
-  sink:
+{buffer}  sink:
     - file:
         path: "{{dir}}/out/events.jsonl"
     - file:
         path: "{{dir}}/out/other.jsonl"
 "#,
-        bootstrap = kafka_bootstrap()
+        buffer = super::kafka_buffer(topic, group, 3)
     )
 }
 
@@ -43,16 +35,6 @@ fn buffer(dir: &Path, args: &[&str]) -> Output {
         .arg(dir.join("data"))
         .output()
         .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 fn counts(path: &Path) -> HashMap<String, usize> {

@@ -3,6 +3,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::ok;
 use serde_json::Value;
 use sluice_tests::{Sluice, json_lines, kafka_bootstrap, plugin_dir, sluice_bin, unique};
 
@@ -17,21 +18,12 @@ ops:
       port: {{port}}
       deserializer:
         name: parse
-  buffer:
-    kafka:
-      bootstrap_servers: [{bootstrap}]
-      topics:
-        - name: {topic}
-          group_id: {group}
-          create_topic: true
-          number_of_partitions: 2
-          commit_interval: 200ms
-  sink:
+{buffer}  sink:
     - file:
         path: "{{dir}}/out/events.jsonl"
   dlq_path: "{{dir}}/dlq.jsonl"
 "#,
-        bootstrap = kafka_bootstrap()
+        buffer = super::kafka_buffer(topic, group, 2)
     )
 }
 
@@ -74,16 +66,6 @@ fn dlq(dir: &Path, args: &[&str]) -> Output {
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .output()
         .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 /// The dead-letter entries (mark lines left out).
@@ -347,15 +329,7 @@ ops:
   source:
     http:
       port: {{port}}
-  buffer:
-    kafka:
-      bootstrap_servers: [{bootstrap}]
-      topics:
-        - name: {topic}
-          group_id: {group}
-          create_topic: true
-          commit_interval: 200ms
-  processor:
+{buffer}  processor:
     - add_entries:
         entries:
           - key: hops
@@ -368,7 +342,7 @@ ops:
         path: "{{dir}}/out/events.jsonl"
   dlq_path: "{{dir}}/dlq.jsonl"
 "#,
-        bootstrap = kafka_bootstrap()
+        buffer = super::kafka_buffer(&topic, &group, 1)
     );
     let s =
         Sluice::start_with_env_and_args(&yaml, &[("SLUICE_TEST_ADMIN_PASSWORD", "s3cret")], &ADMIN);

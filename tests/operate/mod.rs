@@ -11,3 +11,34 @@ mod admin;
 mod buffer;
 mod dlq;
 mod watch;
+
+use std::process::Output;
+
+/// A pipeline's `buffer:` block: a Kafka buffer on the test broker with its own topic (of
+/// `partitions`) and group.
+fn kafka_buffer(topic: &str, group: &str, partitions: u32) -> String {
+    format!(
+        r#"  buffer:
+    kafka:
+      bootstrap_servers: [{bootstrap}]
+      topics:
+        - name: {topic}
+          group_id: {group}
+          create_topic: true
+          number_of_partitions: {partitions}
+          commit_interval: 200ms
+"#,
+        bootstrap = sluice_tests::kafka_bootstrap()
+    )
+}
+
+/// The standard output of a command that succeeded (else its output, as the failure).
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}

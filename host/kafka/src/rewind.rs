@@ -272,6 +272,7 @@ impl Rewind {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready) = tokio::sync::oneshot::channel();
         let (p, s) = (progress.clone(), stop.clone());
+        let (topic, servers) = (config.topic.clone(), config.servers());
         std::thread::Builder::new()
             .name("kafka-rewind".to_owned())
             .spawn(move || {
@@ -289,8 +290,8 @@ impl Rewind {
             })
             .expect("spawning the rewind thread");
         ready.await.map_err(|_| KafkaBufferError::History {
-            topic: String::new(),
-            servers: String::new(),
+            topic,
+            servers,
             reason: "the rewind thread stopped".to_owned(),
         })??;
         Ok(Self {
@@ -384,7 +385,14 @@ fn read(
         };
         tx.blocking_send(batch).is_ok()
     };
+    let mut last_read = std::time::Instant::now();
     while !open.is_empty() && !stop.load(Ordering::SeqCst) {
+        if last_read.elapsed() > PROBE_TIMEOUT {
+            // The last offsets of a window may hold no record (transaction markers, compacted
+            // away): nothing more comes.
+            tracing::warn!(partitions = ?open, "no more records came from these partitions; the rewind ends there");
+            break;
+        }
         let Some(polled) = consumer.poll(Duration::from_millis(100)) else {
             if (!records.is_empty() || !unreadable.is_empty())
                 && !send(&mut records, &mut unreadable)
@@ -400,6 +408,7 @@ fn read(
                 continue;
             }
         };
+        last_read = std::time::Instant::now();
         let Some(i) = open.iter().position(|&(p, _)| p == m.partition()) else {
             continue;
         };

@@ -254,6 +254,26 @@ pub async fn run(
     Ok(())
 }
 
+/// A worker's deserializer for pipeline `name`, following new versions of its plugin.
+pub(crate) async fn start_decoder(
+    name: &str,
+    deserializer: &sluice_config::PluginSettings,
+    plugins: &Catalog,
+) -> Result<Following<Decoder>, PipelineError> {
+    Following::<Decoder>::start(name, deserializer, plugins)
+        .await
+        .map_err(|e| match e {
+            Unstarted::Missing => PipelineError::MissingPlugin {
+                pipeline: name.to_owned(),
+                plugin: deserializer.name.clone(),
+            },
+            Unstarted::Failed(error) => PipelineError::Plugin {
+                pipeline: name.to_owned(),
+                error,
+            },
+        })
+}
+
 async fn build(
     p: sluice_config::Pipeline,
     plugins: &Catalog,
@@ -267,18 +287,7 @@ async fn build(
     let prepared = crate::processor::prepare(&name, &p.processor)?;
     let mut plugin_stages = Vec::new();
     for _ in 0..p.workers {
-        let decoder = Following::<Decoder>::start(&name, &deserializer, plugins)
-            .await
-            .map_err(|e| match e {
-                Unstarted::Missing => PipelineError::MissingPlugin {
-                    pipeline: name.clone(),
-                    plugin: deserializer.name.clone(),
-                },
-                Unstarted::Failed(error) => PipelineError::Plugin {
-                    pipeline: name.clone(),
-                    error,
-                },
-            })?;
+        let decoder = start_decoder(&name, &deserializer, plugins).await?;
         let stages = crate::processor::stages(&name, &prepared, plugins).await?;
         plugin_stages.push((decoder, stages));
     }

@@ -10,10 +10,9 @@
 use std::sync::Arc;
 
 use sluice_kafka::rewind::{Progress, Rewind, Window};
-use sluice_plugin::{Catalog, Decoder};
+use sluice_plugin::Catalog;
 
 use crate::counters::Counters;
-use crate::follow::{Following, Unstarted};
 use crate::sink::dlq::DeadLetters;
 use crate::worker::{self, Delivery};
 use crate::{PipelineError, buffer::BufferError};
@@ -134,18 +133,7 @@ pub async fn rewind(
     p.sink.retain(|_| *keep.next().expect("one per sink"));
 
     let deserializer = p.source.deserializer().settings();
-    let decoder = Following::<Decoder>::start(&name, &deserializer, plugins)
-        .await
-        .map_err(|e| match e {
-            Unstarted::Missing => PipelineError::MissingPlugin {
-                pipeline: name.clone(),
-                plugin: deserializer.name.clone(),
-            },
-            Unstarted::Failed(error) => PipelineError::Plugin {
-                pipeline: name.clone(),
-                error,
-            },
-        })?;
+    let decoder = crate::run::start_decoder(&name, &deserializer, plugins).await?;
     let prepared = crate::processor::prepare(&name, &p.processor)?;
     let stages = crate::processor::stages(&name, &prepared, plugins).await?;
     let flusher = if crate::processor::keeps_events(&prepared) {
