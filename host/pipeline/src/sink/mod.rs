@@ -193,8 +193,8 @@ pub struct Provenance {
     /// Per line, its record's position and its rank among the lines of that record this
     /// sink takes; `None` for an event without one.
     pub at: Vec<Option<(Position, u32)>>,
-    /// What the batch read (whether or not an event of it reached this sink), one span per
-    /// partition ([`Span::read`]).
+    /// What the batch read (whether or not an event of it reached this sink): one span per
+    /// read of a partition ([`Span::of_read`]).
     pub covers: Vec<Span>,
     /// For a request cut by offsets (an output that is [`keyed`](Output::keyed)): what it
     /// holds, to name it by.
@@ -235,25 +235,16 @@ impl Span {
         }
     }
 
-    /// What a batch of `positions` read: per partition, from its lowest to its highest offset.
-    /// A consumer reads a partition in order, so offsets between two of its records that are
-    /// not in the batch (transaction markers, compacted records) hold no data: counting them
-    /// read keeps the ranges a sink records whole.
-    pub fn read<'a>(positions: impl Iterator<Item = &'a Position>) -> Vec<Span> {
-        let mut spans: Vec<Span> = Vec::new();
-        for p in positions {
-            match spans
-                .iter_mut()
-                .find(|s| s.partition == p.partition && s.topic == p.topic)
-            {
-                Some(s) => {
-                    s.first = s.first.min(p.offset);
-                    s.last = s.last.max(p.offset);
-                }
-                None => spans.push(Span::at(p)),
-            }
+    /// What a buffer's read of one partition covered: `start..end`, offsets the consumer
+    /// never saw included (transaction markers, compacted records hold no data), so the
+    /// ranges a sink records stay whole.
+    pub fn of_read(read: &sluice_buffer::Read) -> Span {
+        Span {
+            topic: read.topic.clone(),
+            partition: read.partition,
+            first: read.start,
+            last: read.end - 1,
         }
-        spans
     }
 
     /// The runs of `positions` (in any order, repeats allowed).

@@ -249,20 +249,14 @@ impl Origins {
         if batch
             .records
             .iter()
-            .chain(unreadable.clone())
+            .chain(unreadable)
             .all(|r| r.position.is_none())
         {
             return Self::default();
         }
         Self {
             positions: batch.records.iter().map(|r| r.position.clone()).collect(),
-            covers: crate::sink::Span::read(
-                batch
-                    .records
-                    .iter()
-                    .chain(unreadable)
-                    .filter_map(|r| r.position.as_ref()),
-            ),
+            covers: batch.reads.iter().map(crate::sink::Span::of_read).collect(),
         }
     }
 
