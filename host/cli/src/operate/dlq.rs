@@ -87,15 +87,11 @@ pub(crate) fn run(command: DlqCommand) -> anyhow::Result<()> {
         DlqCommand::List { pipeline, again } => {
             let path = sluice_pipeline::operate::dlq_path(&pipeline.config()?, &pipeline.data_dir);
             let entries = dead_letters::read(&path)?;
-            let picked = Select {
-                again: true,
+            let shown = Select {
+                again,
                 ..Select::default()
             }
             .pick(&entries)?;
-            let shown: Vec<&Entry> = picked
-                .into_iter()
-                .filter(|e| again || !e.replayed)
-                .collect();
             let mut out = std::io::stdout().lock();
             let replayed = entries.iter().filter(|e| e.replayed).count();
             writeln!(

@@ -83,6 +83,11 @@ impl Entry {
         decode(&self.value["payload"])
     }
 
+    /// What the source was told the record's bytes are, if it was told.
+    pub fn content_type(&self) -> Option<String> {
+        self.value["content_type"].as_str().map(str::to_owned)
+    }
+
     /// The record's key, if it had one.
     pub fn key(&self) -> Option<Vec<u8>> {
         self.value["key"]

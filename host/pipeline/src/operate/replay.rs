@@ -150,12 +150,6 @@ pub async fn replay(
     Ok(report)
 }
 
-impl Entry {
-    fn content_type(&self) -> Option<String> {
-        self.value["content_type"].as_str().map(str::to_owned)
-    }
-}
-
 /// The buffer record that brings `entry` back.
 fn record(entry: &Entry, content_type: Option<String>) -> Record {
     Record {

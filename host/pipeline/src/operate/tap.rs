@@ -89,12 +89,13 @@ impl Tap {
         self.on.load(Ordering::Relaxed)
     }
 
-    /// Offers what `events` makes (at most [`SAMPLE`] of a batch's events) at `point`, if
-    /// someone listens there.
-    pub fn offer(&self, point: Point, events: impl FnOnce() -> Vec<Bytes>) {
+    /// Offers what `events` makes (at most [`SAMPLE`] of a batch's events) at the point
+    /// `point` makes, if someone listens there. Untapped, neither is made.
+    pub fn offer(&self, point: impl FnOnce() -> Point, events: impl FnOnce() -> Vec<Bytes>) {
         if !self.listening() {
             return;
         }
+        let point = point();
         let wanted = self
             .points
             .lock()
@@ -162,16 +163,21 @@ mod tests {
     #[tokio::test]
     async fn a_listener_hears_its_point_only_and_untapped_nothing_is_made() {
         let tap = Arc::new(Tap::default());
-        tap.offer(Point::Deserializer, || panic!("made while nobody listens"));
+        tap.offer(
+            || panic!("a point made while nobody listens"),
+            || panic!("made while nobody listens"),
+        );
         let mut sink = tap.listen(Point::Sink("file".into()));
         assert!(tap.listening());
-        tap.offer(Point::Deserializer, || {
-            panic!("made for a point nobody listens at")
-        });
-        tap.offer(Point::Sink("file:/a".into()), || {
-            vec![Bytes::from("{\"a\":1}")]
-        });
-        tap.offer(Point::Sink("filex".into()), || vec![Bytes::from("{}")]);
+        tap.offer(
+            || Point::Deserializer,
+            || panic!("made for a point nobody listens at"),
+        );
+        tap.offer(
+            || Point::Sink("file:/a".into()),
+            || vec![Bytes::from("{\"a\":1}")],
+        );
+        tap.offer(|| Point::Sink("filex".into()), || vec![Bytes::from("{}")]);
         let heard = sink.next().await.unwrap();
         assert_eq!(heard.point, Point::Sink("file:/a".into()));
         assert_eq!(heard.events, [Bytes::from("{\"a\":1}")]);

@@ -140,11 +140,10 @@ pub(crate) async fn run(
                     decoded,
                 )
             };
-            delivery
-                .tap
-                .offer(crate::operate::tap::Point::Deserializer, || {
-                    split.sample(crate::operate::tap::SAMPLE)
-                });
+            delivery.tap.offer(
+                || crate::operate::tap::Point::Deserializer,
+                || split.sample(crate::operate::tap::SAMPLE),
+            );
             let parse_failures = split.dead.len() as u64;
             let out = finish(
                 &delivery,
@@ -328,7 +327,7 @@ fn finish(
     if delivery.tap.listening() {
         for (sink, taken) in delivery.sinks.iter().zip(&routed.per_sink) {
             if let crate::sink::Take::Lines(lines, _) = taken {
-                let point = crate::operate::tap::Point::Sink(sink.name().to_owned());
+                let point = || crate::operate::tap::Point::Sink(sink.name().to_owned());
                 let sample = crate::operate::tap::SAMPLE;
                 delivery
                     .tap

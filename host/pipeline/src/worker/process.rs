@@ -71,9 +71,10 @@ impl Run<'_> {
             };
             if split.event_count() > 0 {
                 self.stage(index, stage, records, split, &mut done);
-                let point = crate::operate::tap::Point::Processor(stage.name().to_owned());
-                self.tap
-                    .offer(point, || split.sample(crate::operate::tap::SAMPLE));
+                self.tap.offer(
+                    || crate::operate::tap::Point::Processor(stage.name().to_owned()),
+                    || split.sample(crate::operate::tap::SAMPLE),
+                );
             }
             if let Some(waiting) = waiting {
                 split.restore(waiting);
