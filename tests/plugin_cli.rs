@@ -22,6 +22,9 @@ fn round_trip(lang: &str) {
     assert!(ok, "build failed:\n{stdout}\n{stderr}");
     let wasm = dir.join(format!("{name}.wasm"));
     assert!(wasm.is_file(), "{stdout}");
+    // ... with Cranelift's code beside it, which inspect (and run) load instead of compiling.
+    assert!(dir.join(format!("{name}.cwasm")).is_file(), "{stdout}");
+    assert!(stdout.contains(&format!("{name}.cwasm")), "{stdout}");
 
     let good = tmp.path().join("good.txt");
     std::fs::write(&good, "hello\n\nworld\n").unwrap();
@@ -40,6 +43,10 @@ fn round_trip(lang: &str) {
     assert!(stdout.contains(&format!("plugin   {name}")), "{stdout}");
     assert!(
         stdout.contains("world    sluice:plugin/deserializer-plugin@0.2.0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("code     precompiled (the NAME.cwasm beside it)"),
         "{stdout}"
     );
     assert!(stdout.contains("(13 bytes): 2 event(s)"), "{stdout}");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use sluice_plugin::{Catalog, PluginHost};
+use sluice_plugin::{Catalog, Code, PluginHost};
 
 mod admin;
 mod operate;
@@ -158,7 +158,9 @@ enum PluginsCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Build a plugin folder into DIR/NAME.wasm with the language's component tool.
+    /// Build a plugin folder into DIR/NAME.wasm with the language's component tool, and
+    /// compile it into DIR/NAME.cwasm, which `run` loads instead of compiling the component
+    /// (when it is owner-only and was built from that `.wasm` by the same sluice).
     Build {
         /// The plugin folder (as `sluice plugins new` wrote it).
         dir: PathBuf,
@@ -364,7 +366,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 .clone()
                 .unwrap_or_else(|| data_dir.join("plugin-cache"));
             let host = PluginHost::new(Some(cache))?;
-            let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref())?;
+            let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref(), Start::Quickly)?;
+            optimize_in_background(&plugins);
             let Some(config) = load_config(&file, &plugins)? else {
                 return Ok(ExitCode::from(EXIT_INVALID));
             };
@@ -431,7 +434,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Validate { file, plugins } => {
             let host = PluginHost::new(plugins.cache_or_per_user())?;
-            let (plugins, _) = load_plugins(host, plugins.plugins.as_deref())?;
+            let (plugins, _) = load_plugins(host, plugins.plugins.as_deref(), Start::Optimized)?;
             Ok(match load_config(&file, &plugins)? {
                 Some(config) => {
                     println!(
@@ -448,7 +451,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             command: PluginsCommand::List { plugins },
         } => {
             let host = PluginHost::new(plugins.cache_or_per_user())?;
-            let (plugins, _) = load_plugins(host, plugins.plugins.as_deref())?;
+            let (plugins, _) = load_plugins(host, plugins.plugins.as_deref(), Start::Optimized)?;
             for p in plugins.plugins() {
                 println!(
                     "{}\t{}\t{} bytes\t{}\timports: {}",
@@ -484,9 +487,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => {
             let out = plugins::build(&dir)?;
             let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+            // Cranelift's code for it, so that `run` on a machine with an empty cache loads
+            // instead of compiling (the component is type-checked on the way).
+            let artefact = PluginHost::new(per_user_plugin_cache())?.precompile_beside(&out)?;
             println!(
-                "built {} ({size} bytes); drop it into the plugin folder",
-                out.display()
+                "built {} ({size} bytes) and its compiled code {}; drop both into the plugin folder",
+                out.display(),
+                artefact.display()
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -535,43 +542,74 @@ fn load_config(file: &Path, plugins: &Catalog) -> anyhow::Result<Option<sluice_c
 
 /// The built-ins, then the plugin folder (returned when there is one, for hot reload). A plugin
 /// that fails to load stops startup: running without the deserializer a pipeline names would
-/// only fail later. Logs one line at the end: what is loaded, and how many were compiled.
-fn load_plugins(
+/// only fail later. With [`Start::Quickly`], what the cache does not hold is compiled by Winch
+/// (see `sluice_plugin::engine`), for a command that starts pipelines and then calls
+/// [`optimize_in_background`]; the commands that only check plugins compile with Cranelift
+/// and fill the cache. Logs one line at the end: what is loaded, and where its code came from.
+pub(crate) fn load_plugins(
     host: PluginHost,
     dir: Option<&Path>,
+    start: Start,
 ) -> anyhow::Result<(Arc<Catalog>, Option<PathBuf>)> {
     let started = std::time::Instant::now();
     let catalog = Arc::new(Catalog::new(Arc::new(host)));
-    let host = catalog.host();
-    let mut loaded = Vec::new();
-    for (name, bytes) in builtin::BUILTIN {
-        let plugin = host.load_bytes(name, &format!("built-in {name}"), bytes)?;
-        loaded.push(plugin.clone());
-        catalog.insert_builtin(plugin);
-    }
+    let mut loaded = catalog.load_builtins(builtin::BUILTIN, start == Start::Quickly)?;
     let dir = match dir {
         Some(dir) if !dir.is_dir() => bail!("plugin folder `{}` does not exist", dir.display()),
         Some(dir) => Some(dir.to_owned()),
         None => Some(PathBuf::from("./plugins")).filter(|dir| dir.is_dir()),
     };
     if let Some(dir) = &dir {
-        loaded.extend(load_folder(&catalog, dir)?);
+        loaded.extend(load_folder(&catalog, dir, start)?);
     }
-    let compiled = loaded.iter().filter(|p| p.compiled()).count();
+    let count = |code: Code| loaded.iter().filter(|p| p.code() == code).count();
     tracing::info!(
         plugins = %catalog.names().join(", "),
         folder = dir.as_deref().map(|dir| tracing::field::display(dir.display())),
-        compiled,
-        from_cache = loaded.len() - compiled,
+        compiled = count(Code::Compiled),
+        compiled_quickly = count(Code::Quick),
+        from_cache = count(Code::Cached),
+        precompiled = count(Code::Precompiled),
         elapsed = ?started.elapsed(),
         "plugins loaded"
     );
     Ok((catalog, dir))
 }
 
+/// How [`load_plugins`] compiles what the cache does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// With Winch, for a process that runs events: it starts in seconds, then optimizes.
+    Quickly,
+    /// With Cranelift, cached: for a command that only checks plugins and config.
+    Optimized,
+}
+
+/// Compiles the plugins [`load_plugins`] compiled quickly with Cranelift, on a thread of its
+/// own, and publishes the optimized code (workers switch to it between batches).
+pub(crate) fn optimize_in_background(catalog: &Arc<Catalog>) {
+    let catalog = Arc::clone(catalog);
+    let spawned = std::thread::Builder::new()
+        .name("sluice-optimize".into())
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            let optimized = catalog.optimize();
+            if optimized > 0 {
+                tracing::info!(optimized, elapsed = ?started.elapsed(), "plugins optimized");
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start the thread that optimizes plugins; they keep running their baseline code");
+    }
+}
+
 /// Loads the plugin folder into `catalog`; says which files replace a built-in.
-fn load_folder(catalog: &Catalog, dir: &Path) -> anyhow::Result<Vec<sluice_plugin::Plugin>> {
-    let loaded = catalog.load_dir(dir)?;
+fn load_folder(
+    catalog: &Catalog,
+    dir: &Path,
+    start: Start,
+) -> anyhow::Result<Vec<sluice_plugin::Plugin>> {
+    let loaded = catalog.load_dir(dir, start == Start::Quickly)?;
     for plugin in &loaded {
         if builtin::BUILTIN
             .iter()

@@ -6,6 +6,11 @@
 //! changed `.wasm` file is compiled and type-checked (off the hot path: call it from a blocking
 //! thread) and only then published; a file that fails keeps the previous version running and
 //! is reported once per change.
+//!
+//! At startup, [`Catalog::load_dir`] and [`Catalog::load_builtins`] may compile what the cache
+//! does not hold with the baseline compiler (see [`crate::engine`]), so the process starts in
+//! seconds; [`Catalog::optimize`] then compiles those with Cranelift and publishes the
+//! optimized code the same way, as a version the workers switch to.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,11 +73,19 @@ pub enum Reload {
     Removed { name: String, origin: String },
 }
 
+/// A plugin running Winch's code, to be compiled with Cranelift: where its bytes are.
+enum Unoptimized {
+    File(PathBuf),
+    Builtin(&'static [u8]),
+}
+
 /// Every plugin of the process, by name.
 pub struct Catalog {
     host: Arc<PluginHost>,
     entries: Mutex<BTreeMap<String, Entry>>,
     seen: Mutex<Seen>,
+    /// The plugins loaded quickly, by name, for [`Catalog::optimize`].
+    unoptimized: Mutex<Vec<(String, Unoptimized)>>,
 }
 
 impl Catalog {
@@ -81,6 +94,7 @@ impl Catalog {
             host,
             entries: Mutex::new(BTreeMap::new()),
             seen: Mutex::new(Seen::default()),
+            unoptimized: Mutex::new(Vec::new()),
         }
     }
 
@@ -94,50 +108,103 @@ impl Catalog {
         self.publish(plugin, None, true);
     }
 
-    /// Loads every `*.wasm` file in `dir`, sorted by name; a file replaces a built-in of the
-    /// same name. Fails on the first file that does not load: at startup, running without a
-    /// plugin a pipeline names would only fail later.
-    pub fn load_dir(&self, dir: &Path) -> Result<Vec<Plugin>, PluginError> {
-        let paths = wasm_files(dir)?;
+    /// Loads the built-in components (name and bytes), on every core; `quickly` (see
+    /// [`Catalog::optimize`]) or with optimized code.
+    pub fn load_builtins(
+        &self,
+        builtins: &[(&str, &'static [u8])],
+        quickly: bool,
+    ) -> Result<Vec<Plugin>, PluginError> {
+        let results = on_every_core(builtins, |(name, bytes)| {
+            let origin = format!("built-in {name}");
+            if quickly {
+                self.host.load_bytes_quickly(name, &origin, bytes)
+            } else {
+                self.host.load_bytes(name, &origin, bytes)
+            }
+        });
         let mut loaded = Vec::new();
-        for (path, (stamp, plugin)) in paths.iter().zip(self.load_all(&paths)) {
+        for ((_, bytes), plugin) in builtins.iter().zip(results) {
             let plugin = plugin?;
+            self.remember_unoptimized(&plugin, Unoptimized::Builtin(bytes));
+            self.publish(plugin.clone(), None, true);
+            loaded.push(plugin);
+        }
+        Ok(loaded)
+    }
+
+    /// Loads every `*.wasm` file in `dir`, sorted by name, on every core; `quickly` (see
+    /// [`Catalog::optimize`]) or with optimized code. A file replaces a built-in of the same
+    /// name. Fails on the first file that does not load: at startup, running without a plugin
+    /// a pipeline names would only fail later.
+    pub fn load_dir(&self, dir: &Path, quickly: bool) -> Result<Vec<Plugin>, PluginError> {
+        let paths = wasm_files(dir)?;
+        // Each with the file's stamp from before it was read.
+        let results = on_every_core(&paths, |path| {
+            let plugin = if quickly {
+                self.host.load_file_quickly(path)
+            } else {
+                self.host.load_file(path)
+            };
+            (Stamp::of(path), plugin)
+        });
+        let mut loaded = Vec::new();
+        for (path, (stamp, plugin)) in paths.iter().zip(results) {
+            let plugin = plugin?;
+            self.remember_unoptimized(&plugin, Unoptimized::File(path.clone()));
             self.publish(plugin.clone(), stamp.map(|s| (path.clone(), s)), true);
             loaded.push(plugin);
         }
         Ok(loaded)
     }
 
-    /// Loads `paths` on as many threads as there are cores (hashing, verifying and copying a
-    /// large component's compiled code is CPU-bound); the results in the order of `paths`, each
-    /// with the file's stamp from before it was read.
-    fn load_all(&self, paths: &[PathBuf]) -> Vec<(Option<Stamp>, Result<Plugin, PluginError>)> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(paths.len());
-        let next = AtomicUsize::new(0);
-        let slots: Vec<Mutex<Option<_>>> = paths.iter().map(|_| Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(path) = paths.get(i) else { break };
-                        let stamp = Stamp::of(path);
-                        let result = self.host.load_file(path);
-                        *slots[i].lock().expect("not poisoned") = Some((stamp, result));
-                    }
-                });
+    /// Notes where `plugin`'s bytes are if it runs Winch's code; forgets what an earlier load
+    /// of its name noted (a file replacing a built-in is the one to optimize).
+    fn remember_unoptimized(&self, plugin: &Plugin, from: Unoptimized) {
+        let mut unoptimized = self.unoptimized.lock().expect("catalog lock");
+        unoptimized.retain(|(name, _)| name != plugin.name());
+        if !plugin.optimized() {
+            unoptimized.push((plugin.name().to_owned(), from));
+        }
+    }
+
+    /// Compiles every plugin that was loaded quickly with Cranelift (which caches it), and
+    /// publishes the optimized code unless a new version replaced it meanwhile. Compiles for
+    /// seconds: call it from a thread of its own. How many it optimized.
+    pub fn optimize(&self) -> usize {
+        let pending = std::mem::take(&mut *self.unoptimized.lock().expect("catalog lock"));
+        let mut optimized = 0;
+        for (name, from) in pending {
+            let started = std::time::Instant::now();
+            let result = match &from {
+                Unoptimized::File(path) => self.host.load_file(path),
+                Unoptimized::Builtin(bytes) => {
+                    self.host
+                        .load_bytes(&name, &format!("built-in {name}"), bytes)
+                }
+            };
+            let plugin = match result {
+                Ok(plugin) => plugin,
+                Err(error) => {
+                    // The file changed or went since (a rescan says so), or Cranelift refuses
+                    // what Winch took: the running code stays.
+                    tracing::warn!(plugin = %name, %error, "cannot optimize the plugin; it keeps running its baseline code");
+                    continue;
+                }
+            };
+            let entries = self.entries.lock().expect("catalog lock");
+            let Some(entry) = entries.get(&name) else {
+                continue;
+            };
+            let running = entry.current.borrow().clone();
+            if running.optimized() || running.sha256() != plugin.sha256() {
+                continue; // a new version replaced it meanwhile
             }
-        });
-        slots
-            .into_iter()
-            .map(|slot| {
-                slot.into_inner()
-                    .expect("not poisoned")
-                    .expect("every path was loaded")
-            })
-            .collect()
+            entry.current.send_replace(plugin);
+            optimized += 1;
+            tracing::debug!(plugin = %name, elapsed = ?started.elapsed(), "optimized the plugin's code");
+        }
+        optimized
     }
 
     /// The current version of `name`.
@@ -262,4 +329,34 @@ impl Catalog {
             }
         }
     }
+}
+
+/// `work` on every item, on as many threads as there are cores (compiling, or hashing,
+/// verifying and copying a large component's compiled code, is CPU-bound); the results in the
+/// order of `items`.
+fn on_every_core<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    *slots[i].lock().expect("not poisoned") = Some(work(item));
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .expect("not poisoned")
+                .expect("every item was done")
+        })
+        .collect()
 }

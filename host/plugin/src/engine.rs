@@ -1,6 +1,17 @@
-//! The engine, the linker, and loading components: each file is compiled once per process,
+//! The engines, the linkers, and loading components: each file is compiled once per process,
 //! with the compiled artefact cached on disk, and recognised at load time as implementing one
 //! of the worlds in `crate::worlds` (or refused, naming what does not match).
+//!
+//! # Two compilers
+//! Cranelift, wasmtime's optimizing compiler, takes seconds per core for a large component (an
+//! interpreter built with componentize-py or componentize-js: about 5 s each on 2 cores).
+//! Winch, its baseline compiler, takes a fifth of that for code that runs slower. So a first
+//! start ([`PluginHost::load_file_quickly`]) loads what the cache or a precompiled artefact
+//! holds, and compiles the rest with Winch; the catalog then compiles those with Cranelift in
+//! the background ([`crate::Catalog::optimize`]) and publishes the optimized code, which every
+//! worker switches to between two calls, as to a new version. Each compiler has its own engine
+//! and linker; a [`Plugin`] carries the engine its code was compiled by. Only Cranelift's code
+//! is cached: Winch's is made again at the next cold start, and replaced again.
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
@@ -9,11 +20,12 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
-use wasmtime::{Config, Engine, ResourceLimiter, StoreLimits};
+use wasmtime::{Config, Engine, ResourceLimiter, StoreLimits, Strategy};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::cache::Cache;
 use crate::error::PluginError;
+use crate::precompiled;
 use crate::worlds::{Descriptor, PluginKind};
 
 /// How often the epoch advances; deadlines are counted in these ticks.
@@ -88,19 +100,32 @@ impl WasiView for HostState {
     }
 }
 
-/// One engine and linker for the process, and where compiled components are cached.
+/// The engines and linkers of the process, and where compiled components are cached.
 pub struct PluginHost {
-    engine: Engine,
-    linker: Linker<HostState>,
+    /// Cranelift's: the code a plugin runs once it is optimized.
+    optimizing: Compiler,
+    /// Winch's, for a fast first start; `None` where wasmtime has no Winch backend (it then
+    /// compiles with Cranelift at once).
+    quick: Option<Compiler>,
     cache_dir: Option<PathBuf>,
+    /// The optimizing engine's compatibility hash, short: cached and precompiled artefacts
+    /// name it.
     compatibility: String,
 }
 
-impl PluginHost {
-    /// Creates the engine, links WASI p2 (each store gets a context that grants nothing), and
-    /// starts the epoch ticker. `cache_dir` holds compiled components; `None` compiles every time.
-    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, PluginError> {
+/// An engine (one compiler's settings) and the linker of the host's imports for it.
+struct Compiler {
+    engine: Engine,
+    linker: Linker<HostState>,
+}
+
+impl Compiler {
+    /// Creates the engine with `strategy`, links WASI p2 (each store gets a context that grants
+    /// nothing) and the worlds' host interfaces, and starts its epoch ticker.
+    fn new(strategy: Strategy) -> Result<Self, PluginError> {
+        let engine_error = |e: wasmtime::Error| PluginError::Engine(format!("{e:#}"));
         let mut config = Config::new();
+        config.strategy(strategy);
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         // Calls are async (the WASI p2 async linker below, `instantiate_async`, async exports),
@@ -110,46 +135,136 @@ impl PluginHost {
         if std::env::var_os("SLUICE_PERFMAP").is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
-        let engine = Engine::new(&config).map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        let engine = Engine::new(&config).map_err(engine_error)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(engine_error)?;
         // The worlds' own host interfaces (a buffer policy's `buffer-host`).
-        crate::worlds::add_to_linker(&mut linker)
-            .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        crate::worlds::add_to_linker(&mut linker).map_err(engine_error)?;
         for types in CONTRACT_TYPES {
             // Type definitions only: an empty instance satisfies the import.
-            linker
-                .instance(types)
-                .map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+            linker.instance(types).map_err(engine_error)?;
         }
         start_ticker(&engine);
+        Ok(Self { engine, linker })
+    }
+}
+
+/// Where a plugin's machine code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Compiled by Cranelift as it was loaded.
+    Compiled,
+    /// Compiled by Winch for a fast start: slower code, until [`crate::Catalog::optimize`]
+    /// publishes Cranelift's.
+    Quick,
+    /// Cranelift's, from the compiled-plugin cache.
+    Cached,
+    /// Cranelift's, from the artefact `sluice plugins build` left beside the `.wasm`.
+    Precompiled,
+}
+
+impl Code {
+    /// What the log and `plugins inspect` call it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Compiled => "compiled",
+            Code::Quick => "compiled quickly (baseline)",
+            Code::Cached => "from the cache",
+            Code::Precompiled => "precompiled (the NAME.cwasm beside it)",
+        }
+    }
+}
+
+impl PluginHost {
+    /// Creates the engines (see the module's doc) and their linkers, and starts their epoch
+    /// tickers. `cache_dir` holds compiled components; `None` compiles every time.
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, PluginError> {
+        let optimizing = Compiler::new(Strategy::Cranelift)?;
+        let quick = match Compiler::new(Strategy::Winch) {
+            Ok(quick) => Some(quick),
+            Err(error) => {
+                tracing::debug!(%error, "no baseline compiler here; plugins are compiled with Cranelift at once");
+                None
+            }
+        };
         let mut hasher = Sha256Hasher(Sha256::new());
-        std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+        std::hash::Hash::hash(
+            &optimizing.engine.precompile_compatibility_hash(),
+            &mut hasher,
+        );
         let compatibility = hex::encode(&hasher.0.finalize()[..8]);
         Ok(Self {
-            engine,
-            linker,
+            optimizing,
+            quick,
             cache_dir,
             compatibility,
         })
     }
 
-    /// Loads the component at `path`; its name is the file stem.
+    /// Loads the component at `path` with optimized code: from the cache, from the artefact
+    /// `sluice plugins build` left beside it (`NAME.cwasm`, see [`crate::precompiled`]), or
+    /// compiled by Cranelift. Its name is the file stem.
     pub fn load_file(&self, path: &Path) -> Result<Plugin, PluginError> {
+        self.load_path(path, Tier::Optimized)
+    }
+
+    /// As [`Self::load_file`], but a component that must be compiled is compiled by Winch
+    /// ([`Code::Quick`]), for a fast start; [`crate::Catalog::optimize`] replaces it.
+    pub fn load_file_quickly(&self, path: &Path) -> Result<Plugin, PluginError> {
+        self.load_path(path, Tier::Quick)
+    }
+
+    fn load_path(&self, path: &Path, tier: Tier) -> Result<Plugin, PluginError> {
         let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
             path: path.to_owned(),
             source,
         })?;
-        self.load_bytes(&stem(path), &path.display().to_string(), &bytes)
+        let origin = path.display().to_string();
+        self.load(&stem(path), &origin, &bytes, Some(path), tier)
     }
 
-    /// Loads a component from bytes. `origin` names it in messages (a path, or `built-in json`).
+    /// Loads a component from bytes with optimized code (from the cache, or compiled).
+    /// `origin` names it in messages (a path, or `built-in json`).
     pub fn load_bytes(
         &self,
         name: &str,
         origin: &str,
         bytes: &[u8],
+    ) -> Result<Plugin, PluginError> {
+        self.load(name, origin, bytes, None, Tier::Optimized)
+    }
+
+    /// As [`Self::load_bytes`], compiled by Winch if it must be compiled (see
+    /// [`Self::load_file_quickly`]).
+    pub fn load_bytes_quickly(
+        &self,
+        name: &str,
+        origin: &str,
+        bytes: &[u8],
+    ) -> Result<Plugin, PluginError> {
+        self.load(name, origin, bytes, None, Tier::Quick)
+    }
+
+    /// Compiles the component at `wasm` with Cranelift (or takes its code from the cache) and
+    /// writes the artefact `run` loads instead of compiling (`NAME.cwasm` beside it).
+    pub fn precompile_beside(&self, wasm: &Path) -> Result<PathBuf, PluginError> {
+        let plugin = self.load_file(wasm)?;
+        let component = plugin.inner.pre.component();
+        precompiled::write(component, wasm, plugin.sha256(), &self.compatibility).map_err(|e| {
+            PluginError::Engine(format!(
+                "cannot write the precompiled artefact beside `{}`: {e}",
+                wasm.display()
+            ))
+        })
+    }
+
+    fn load(
+        &self,
+        name: &str,
+        origin: &str,
+        bytes: &[u8],
+        file: Option<&Path>,
+        tier: Tier,
     ) -> Result<Plugin, PluginError> {
         if Engine::detect_precompiled(bytes).is_some() {
             return Err(PluginError::Precompiled {
@@ -157,11 +272,11 @@ impl PluginHost {
             });
         }
         let sha256 = hex::encode(Sha256::digest(bytes));
-        let (component, compiled) = self.compile(origin, &sha256, bytes)?;
+        let (component, code, compiler) = self.compile(origin, &sha256, bytes, file, tier)?;
 
         let imports: Vec<String> = component
             .component_type()
-            .imports(&self.engine)
+            .imports(&compiler.engine)
             .map(|(name, _)| name.to_owned())
             .collect();
         let unknown: Vec<&String> = imports
@@ -189,7 +304,7 @@ impl PluginHost {
             expected: format!("`{}`", descriptor.world),
             reason,
         };
-        let pre = self
+        let pre = compiler
             .linker
             .instantiate_pre(&component)
             .map_err(|e| wrong_world(format!("{e:#}")))?;
@@ -200,9 +315,9 @@ impl PluginHost {
                 origin: origin.to_owned(),
                 size: bytes.len() as u64,
                 sha256,
-                compiled,
+                code,
                 imports,
-                engine: self.engine.clone(),
+                engine: compiler.engine.clone(),
                 pre,
                 descriptor,
                 world,
@@ -213,43 +328,69 @@ impl PluginHost {
     /// Precompiles `bytes` to this engine's native artefact, as a hostile user might drop one in.
     #[doc(hidden)]
     pub fn precompile_for_tests(&self, bytes: &[u8]) -> Vec<u8> {
-        self.engine
+        self.optimizing
+            .engine
             .precompile_component(bytes)
             .expect("precompiling a test component")
     }
 
-    /// Compiles `bytes`, or loads the artefact this host compiled from the same bytes before
-    /// (see [`crate::cache`] for when a cache folder and an entry are trusted); `true` when it
-    /// compiled. Both are logged at debug: the CLI sums them up in one line.
+    /// The component's code, and the compiler whose engine it belongs to: Cranelift's from the
+    /// cache (see [`crate::cache`] for when a folder and an entry are trusted) or from the
+    /// artefact beside `file`; else compiled, by Winch if `tier` is quick and Winch is here.
+    /// Each is logged at debug: the CLI sums them up in one line.
     fn compile(
         &self,
         origin: &str,
         sha256: &str,
         bytes: &[u8],
-    ) -> Result<(Component, bool), PluginError> {
+        file: Option<&Path>,
+        tier: Tier,
+    ) -> Result<(Component, Code, &Compiler), PluginError> {
         let compile_error = |e: wasmtime::Error| PluginError::Compile {
             origin: origin.to_owned(),
             reason: format!("{e:#}"),
         };
+        let optimizing = &self.optimizing;
         // Opened (and checked) at every compile, not once: it is rare, and a folder fixed or
         // broken while sluice runs is seen at the next reload.
         let cache = self.cache_dir.as_deref().and_then(Cache::open);
         if let Some(cache) = &cache
-            && let Some(component) = cache.load(&self.engine, sha256, &self.compatibility)
+            && let Some(component) = cache.load(&optimizing.engine, sha256, &self.compatibility)
         {
             tracing::debug!(plugin = origin, "loaded compiled plugin from cache");
-            return Ok((component, false));
+            return Ok((component, Code::Cached, optimizing));
+        }
+        if let Some(file) = file
+            && let Some(component) =
+                precompiled::load(&optimizing.engine, file, sha256, &self.compatibility)
+        {
+            tracing::debug!(plugin = origin, "loaded the precompiled artefact beside it");
+            return Ok((component, Code::Precompiled, optimizing));
         }
         let started = std::time::Instant::now();
-        let component = Component::new(&self.engine, bytes).map_err(compile_error)?;
+        if let (Tier::Quick, Some(quick)) = (tier, &self.quick) {
+            let component = Component::new(&quick.engine, bytes).map_err(compile_error)?;
+            tracing::debug!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin quickly (baseline)");
+            return Ok((component, Code::Quick, quick));
+        }
+        let component = Component::new(&optimizing.engine, bytes).map_err(compile_error)?;
         tracing::debug!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin");
         if let Some(cache) = &cache
             && let Err(e) = cache.store(&component, sha256, &self.compatibility)
         {
             tracing::warn!(plugin = origin, error = %e, "cannot cache the compiled plugin; it will be compiled again next start");
         }
-        Ok((component, true))
+        Ok((component, Code::Compiled, optimizing))
     }
+}
+
+/// Which code a load asks for when the component must be compiled.
+#[derive(Clone, Copy)]
+enum Tier {
+    /// Winch's, fast to make.
+    Quick,
+    /// Cranelift's.
+    Optimized,
 }
 
 /// The WASI p2 packages the linker provides (`wasmtime_wasi::p2::add_to_linker_async`), each
@@ -360,8 +501,8 @@ pub(crate) struct PluginInner {
     pub(crate) origin: String,
     pub(crate) size: u64,
     pub(crate) sha256: String,
-    /// Whether loading it compiled the component (`false`: its artefact came from the cache).
-    pub(crate) compiled: bool,
+    /// Where its machine code came from.
+    pub(crate) code: Code,
     pub(crate) imports: Vec<String>,
     pub(crate) engine: Engine,
     pub(crate) pre: InstancePre<HostState>,
@@ -388,10 +529,13 @@ impl Plugin {
     pub fn sha256(&self) -> &str {
         &self.inner.sha256
     }
-    /// Whether loading it compiled the component; `false` when the compiled artefact came
-    /// from the cache.
-    pub fn compiled(&self) -> bool {
-        self.inner.compiled
+    /// Where its machine code came from (compiled, the cache, a precompiled artefact).
+    pub fn code(&self) -> Code {
+        self.inner.code
+    }
+    /// Whether it runs Cranelift's optimized code (not Winch's, made for a fast start).
+    pub fn optimized(&self) -> bool {
+        self.inner.code != Code::Quick
     }
     /// The world it implements, e.g. `sluice:plugin/deserializer@0.1.0`.
     pub fn world(&self) -> &'static str {

@@ -3,10 +3,13 @@
 //! is one adapter under [`worlds`].
 //!
 //! # Layout
-//! - [`engine`]: the process-wide engine and linker, the epoch ticker, loading and compiling
-//!   components, and recognising their world at load (from the list in [`worlds`]).
+//! - [`engine`]: the process's engines (Cranelift's, and Winch's for a fast first start) and
+//!   linkers, the epoch tickers, loading and compiling components, and recognising their world
+//!   at load (from the list in [`worlds`]).
 //! - `cache`: compiled components on disk, by sha256 and engine hash; used only from an
-//!   owner-only folder, each entry checked (HMAC) before it is deserialized.
+//!   owner-only folder, each entry checked (a keyed MAC) before it is deserialized.
+//! - `precompiled`: the artefact `sluice plugins build` leaves beside a component, used when
+//!   its file and folder are owner-only and it names the component and the engine.
 //! - `sandbox`: one instance's store (nothing granted, memory capped) and the per-call
 //!   deadline that ends computing and waiting alike.
 //! - `instance`: the one instance lifecycle of every world: instantiate and set up under the
@@ -41,6 +44,7 @@ pub mod error;
 mod events;
 mod guest_log;
 mod instance;
+mod precompiled;
 mod sandbox;
 #[doc(hidden)]
 pub mod testing;
@@ -48,7 +52,7 @@ pub mod worlds;
 
 pub use catalog::{Catalog, Reload};
 pub use decoder::{Decoded, Decoder, DecoderStats};
-pub use engine::{Plugin, PluginHost, capability};
+pub use engine::{Code, Plugin, PluginHost, capability};
 pub use error::PluginError;
 pub use events::Events;
 pub use instance::CallStats;

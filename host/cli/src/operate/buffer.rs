@@ -99,7 +99,9 @@ pub(crate) fn run(command: BufferCommand) -> anyhow::Result<()> {
             }
             let p = pipeline.config()?;
             let host = sluice_plugin::PluginHost::new(crate::per_user_plugin_cache())?;
-            let (catalog, _) = crate::load_plugins(host, plugins.as_deref())?;
+            let (catalog, _) =
+                crate::load_plugins(host, plugins.as_deref(), crate::Start::Quickly)?;
+            crate::optimize_in_background(&catalog);
             let started = Instant::now();
             let bar = std::io::IsTerminal::is_terminal(&std::io::stderr());
             let done = runtime.block_on(sluice_pipeline::operate::rewind::rewind(

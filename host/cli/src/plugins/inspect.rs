@@ -30,6 +30,7 @@ pub(crate) fn inspect(
     writeln!(out, "file     {} ({})", file.display(), size(plugin.size()))?;
     writeln!(out, "sha256   {}", plugin.sha256())?;
     writeln!(out, "world    {}", plugin.world())?;
+    writeln!(out, "code     {}", plugin.code().as_str())?;
     writeln!(
         out,
         "imports  {} (WASI p2 and the contract's types; sluice grants what is shown)",
@@ -57,7 +58,7 @@ pub(crate) fn inspect(
 /// What the `start` line reports besides the instance's own cost.
 #[derive(Clone, Copy)]
 struct Start {
-    /// How long loading (compiling) the component took.
+    /// How long loading the component took (compiling it, or loading its precompiled code).
     compiled: Duration,
     limits: Limits,
 }
@@ -68,7 +69,7 @@ impl Start {
     fn write(self, out: &mut String, steps: &str, took: Duration, memory: u64) -> std::fmt::Result {
         writeln!(
             out,
-            "start    compiled in {:.2?}, {steps} in {took:.2?}, linear memory {} (limit {})",
+            "start    loaded in {:.2?}, {steps} in {took:.2?}, linear memory {} (limit {})",
             self.compiled,
             size(memory),
             size(self.limits.max_memory as u64),

@@ -190,19 +190,32 @@ impl<T: FromPlugin> Following<T> {
         self.adopt(&plugin, next)
     }
 
-    /// A version other than the running one, published since the last look.
+    /// A version other than the running one, or the running one's optimized code (see
+    /// `sluice_plugin::Catalog::optimize`), published since the last look.
     fn newer(&mut self) -> Option<Plugin> {
         if !self.updates.has_changed().unwrap_or(false) {
             return None;
         }
         let plugin = self.updates.borrow_and_update().clone();
-        (plugin.sha256() != self.current.plugin().sha256()).then_some(plugin)
+        let running = self.current.plugin();
+        (plugin.sha256() != running.sha256() || plugin.optimized() && !running.optimized())
+            .then_some(plugin)
     }
 
     fn adopt(&mut self, plugin: &Plugin, next: Result<T, PluginError>) -> bool {
         let (pipeline, kind) = (self.pipeline.as_str(), T::KIND);
         let (name, to) = (plugin.name(), &plugin.sha256()[..12]);
         match next {
+            Ok(next) if plugin.sha256() == self.current.plugin().sha256() => {
+                // The same version, now optimized: not a new version to count.
+                tracing::debug!(
+                    pipeline,
+                    plugin = name,
+                    "switched to the {kind}'s optimized code"
+                );
+                self.current = next;
+                true
+            }
             Ok(next) => {
                 self.current.replacing(&next, pipeline);
                 let from = &self.current.plugin().sha256()[..12];
