@@ -1,14 +1,14 @@
-//! What every OTLP signal shares: decoding a request, ids and times (the same in both output
-//! formats), the output format itself (`Format`) with what differs between its two shapes for
-//! every signal (attributes, the resource and scope an item came from), and the `opensearch`
-//! shape of those (flat keys, dots written `@`). The `otel` shape of them is in `otel.rs`.
+//! What every OTLP signal shares: decoding a request, times (the same in both output formats),
+//! the output format itself (`Format`) with what differs between its two shapes for every
+//! signal (attributes, the resource and scope an item came from), and the `opensearch` shape of
+//! those (flat keys, dots written `@`). The `otel` shape of them is in `otel.rs`. Events are
+//! written straight into the reply (`write.rs`).
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use serde_json::{Map, Value};
 
-use crate::otel;
+use crate::write::{Object, Value, array, double, number, string};
 
 /// Which of Data Prepper's output formats the events take (option `output_format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,60 +34,54 @@ pub struct Origin<'a> {
 impl Format {
     /// An item's own attributes: flattened under `prefix` (`log.attributes.`), or the map
     /// `attributes`.
-    pub fn attributes(self, into: &mut Map<String, Value>, prefix: &str, list: &[KeyValue]) {
+    pub fn attributes<'a>(self, into: &mut Object<'a>, prefix: &'a str, list: &'a [KeyValue]) {
         match self {
             Format::Opensearch => flatten(into, prefix, list),
-            Format::Otel => {
-                into.insert("attributes".into(), otel::attributes(list));
-            }
+            Format::Otel => into.put("attributes", Value::OtelAttributes(list)),
         }
     }
 
     /// The attributes of something inside an item (a span's event or link, an exemplar), as a
     /// map: keys under `prefix` with dots written `@`, or as they are.
-    pub fn attribute_map(self, prefix: &str, list: &[KeyValue]) -> Value {
+    pub fn attribute_map<'a>(self, prefix: &'a str, list: &'a [KeyValue]) -> Value<'a> {
         match self {
-            Format::Opensearch => {
-                let mut m = Map::new();
-                flatten(&mut m, prefix, list);
-                Value::Object(m)
-            }
-            Format::Otel => otel::attributes(list),
+            Format::Opensearch => Value::FlatAttributes(prefix, list),
+            Format::Otel => Value::OtelAttributes(list),
         }
     }
 
     /// A value that is no attribute (a log record's body).
-    pub fn value(self, v: Option<&AnyValue>) -> Value {
+    pub fn value(self, v: Option<&AnyValue>) -> Value<'_> {
         match self {
-            Format::Opensearch => value(v),
-            Format::Otel => otel::value(v),
+            Format::Opensearch => Value::Attribute(v),
+            Format::Otel => Value::OtelAny(v),
         }
     }
 
     /// The event's fields from where its item came from: `serviceName`,
     /// `resource.attributes.*` and `instrumentationScope.*`; or the objects `resource` and
     /// `instrumentationScope`. Not `schemaUrl`, which not every signal has (`schema_url`).
-    pub fn origin(self, into: &mut Map<String, Value>, origin: &Origin) {
+    pub fn origin<'a>(self, into: &mut Object<'a>, origin: &Origin<'a>) {
         match self {
             Format::Opensearch => {
-                into.insert("serviceName".into(), service_name(origin.resource));
+                into.put("serviceName", service_name(origin.resource));
                 resource_and_scope(into, origin.resource, origin.scope);
             }
             Format::Otel => {
-                into.insert(
-                    "resource".into(),
-                    otel::resource(origin.resource, origin.resource_schema_url),
+                into.put(
+                    "resource",
+                    Value::OtelResource(origin.resource, origin.resource_schema_url),
                 );
-                into.insert("instrumentationScope".into(), otel::scope(origin.scope));
+                into.put("instrumentationScope", Value::OtelScope(origin.scope));
             }
         }
     }
 
     /// The event's `schemaUrl`: the resource's, or the scope's.
-    pub fn schema_url(self, origin: &Origin) -> Value {
+    pub fn schema_url<'a>(self, origin: &Origin<'a>) -> Value<'a> {
         match self {
-            Format::Opensearch => origin.resource_schema_url.into(),
-            Format::Otel => origin.scope_schema_url.into(),
+            Format::Opensearch => Value::Str(origin.resource_schema_url),
+            Format::Otel => Value::Str(origin.scope_schema_url),
         }
     }
 }
@@ -108,114 +102,122 @@ where
 
 /// An attribute value as Data Prepper's `opensearch` format keeps it: string, bool, integer
 /// and double as they are; arrays, maps and bytes as JSON text.
-fn value(v: Option<&AnyValue>) -> Value {
+pub fn write_attribute(out: &mut Vec<u8>, v: Option<&AnyValue>) {
     match v.and_then(|v| v.value.as_ref()) {
-        None => Value::Null,
-        Some(Any::StringValue(s)) => Value::String(s.clone()),
-        Some(Any::BoolValue(b)) => Value::Bool(*b),
-        Some(Any::IntValue(i)) => Value::from(*i),
-        Some(Any::DoubleValue(d)) => Value::from(*d),
-        Some(other) => Value::String(nested(other).to_string()),
+        None => out.extend_from_slice(b"null"),
+        Some(Any::StringValue(s)) => string(out, s),
+        Some(Any::BoolValue(b)) => Value::Bool(*b).write(out),
+        Some(Any::IntValue(i)) => number(out, *i),
+        Some(Any::DoubleValue(d)) => double(out, *d),
+        Some(other) => {
+            // Rare (arrays, maps, bytes): the JSON text is made first, then written as a string.
+            let mut text = Vec::new();
+            write_nested(&mut text, other);
+            string(out, std::str::from_utf8(&text).expect("JSON is UTF-8"));
+        }
     }
 }
 
 /// An array or map inside a value, as JSON.
-fn nested(v: &Any) -> Value {
+pub fn write_nested(out: &mut Vec<u8>, v: &Any) {
     match v {
-        Any::StringValue(s) => Value::String(s.clone()),
-        Any::BoolValue(b) => Value::Bool(*b),
-        Any::IntValue(i) => Value::from(*i),
-        Any::DoubleValue(d) => Value::from(*d),
-        Any::ArrayValue(a) => Value::Array(
-            a.values
-                .iter()
-                .map(|v| v.value.as_ref().map_or(Value::Null, nested))
-                .collect(),
-        ),
-        Any::KvlistValue(kv) => Value::Object(
-            kv.values
-                .iter()
-                .map(|kv| {
-                    let v = kv.value.as_ref().and_then(|v| v.value.as_ref());
-                    (kv.key.clone(), v.map_or(Value::Null, nested))
-                })
-                .collect(),
-        ),
-        Any::BytesValue(b) => Value::String(hex(b)),
+        Any::StringValue(s) => string(out, s),
+        Any::BoolValue(b) => Value::Bool(*b).write(out),
+        Any::IntValue(i) => number(out, *i),
+        Any::DoubleValue(d) => double(out, *d),
+        Any::ArrayValue(a) => array(out, &a.values, |out, v| match &v.value {
+            Some(v) => write_nested(out, v),
+            None => out.extend_from_slice(b"null"),
+        }),
+        Any::KvlistValue(kv) => {
+            let mut o = Object::new();
+            for kv in &kv.values {
+                let v = kv.value.as_ref().and_then(|v| v.value.as_ref());
+                o.put(&kv.key, Value::Nested(v));
+            }
+            o.write(out);
+        }
+        Any::BytesValue(b) => Value::Hex(b).write(out),
         // An index into a profile's string table (profiles only): the index.
-        Any::StringValueStrindex(i) => Value::from(*i),
+        Any::StringValueStrindex(i) => number(out, *i),
     }
 }
 
 /// Adds `attributes` under `prefix` (`log.attributes.`), each key's dots written `@`.
-fn flatten(into: &mut Map<String, Value>, prefix: &str, attributes: &[KeyValue]) {
+pub fn flatten<'a>(into: &mut Object<'a>, prefix: &'a str, attributes: &'a [KeyValue]) {
     for kv in attributes {
-        into.insert(
-            format!("{prefix}{}", kv.key.replace('.', "@")),
-            value(kv.value.as_ref()),
-        );
+        into.put_flat(prefix, &kv.key, Value::Attribute(kv.value.as_ref()));
     }
 }
 
 /// The resource's `service.name`, if it has one.
-fn service_name(resource: Option<&Resource>) -> Value {
+fn service_name(resource: Option<&Resource>) -> Value<'_> {
     resource
         .and_then(|r| r.attributes.iter().find(|kv| kv.key == "service.name"))
-        .map_or(Value::Null, |kv| value(kv.value.as_ref()))
+        .map_or(Value::Null, |kv| Value::Attribute(kv.value.as_ref()))
 }
 
 /// `resource.attributes.*` and `instrumentationScope.*`.
-fn resource_and_scope(
-    into: &mut Map<String, Value>,
-    resource: Option<&Resource>,
-    scope: Option<&InstrumentationScope>,
+fn resource_and_scope<'a>(
+    into: &mut Object<'a>,
+    resource: Option<&'a Resource>,
+    scope: Option<&'a InstrumentationScope>,
 ) {
     if let Some(r) = resource {
         flatten(into, "resource.attributes.", &r.attributes);
     }
     if let Some(s) = scope {
         if !s.name.is_empty() {
-            into.insert("instrumentationScope.name".into(), s.name.clone().into());
+            into.put("instrumentationScope.name", Value::Str(&s.name));
         }
         if !s.version.is_empty() {
-            into.insert(
-                "instrumentationScope.version".into(),
-                s.version.clone().into(),
-            );
+            into.put("instrumentationScope.version", Value::Str(&s.version));
         }
         flatten(into, "instrumentationScope.attributes.", &s.attributes);
     }
 }
 
-/// Lowercase hex ("" for none), as Data Prepper writes trace and span ids.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Nanoseconds since the Unix epoch as Java's `Instant.toString()` writes them (Data
 /// Prepper's times): `2024-05-06T07:08:09Z`, with `.123`, `.123456` or `.123456789` when the
 /// fraction needs them.
-pub fn iso_time(unix_nanos: u64) -> String {
+pub fn iso_time(out: &mut Vec<u8>, unix_nanos: u64) {
     let secs = unix_nanos / 1_000_000_000;
     let nanos = unix_nanos % 1_000_000_000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
-    let mut out = format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    );
+    // Years before 1 or after 9999 cannot come from a u64 of nanoseconds (it ends in 2554).
+    digits(out, y as u64, 4);
+    out.push(b'-');
+    digits(out, u64::from(m), 2);
+    out.push(b'-');
+    digits(out, u64::from(d), 2);
+    out.push(b'T');
+    digits(out, rem / 3600, 2);
+    out.push(b':');
+    digits(out, rem % 3600 / 60, 2);
+    out.push(b':');
+    digits(out, rem % 60, 2);
     if nanos > 0 {
+        out.push(b'.');
         if nanos.is_multiple_of(1_000_000) {
-            out += &format!(".{:03}", nanos / 1_000_000);
+            digits(out, nanos / 1_000_000, 3);
         } else if nanos.is_multiple_of(1_000) {
-            out += &format!(".{:06}", nanos / 1_000);
+            digits(out, nanos / 1_000, 6);
         } else {
-            out += &format!(".{nanos:09}");
+            digits(out, nanos, 9);
         }
     }
-    out + "Z"
+    out.push(b'Z');
+}
+
+/// `n` in decimal, zero-padded to `width` digits (`n` has no more).
+fn digits(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let start = out.len();
+    out.resize(start + width, b'0');
+    for slot in out[start..].iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
 }
 
 /// Howard Hinnant's days-to-civil: (year, month, day) of a day count since 1970-01-01.
@@ -234,7 +236,11 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::iso_time;
+    fn iso_time(nanos: u64) -> String {
+        let mut out = Vec::new();
+        super::iso_time(&mut out, nanos);
+        String::from_utf8(out).unwrap()
+    }
 
     #[test]
     fn times_read_as_java_instants() {
@@ -253,5 +259,6 @@ mod tests {
             "2023-11-14T22:13:20.000000001Z"
         );
         assert_eq!(iso_time(951_782_400_000_000_000), "2000-02-29T00:00:00Z");
+        assert_eq!(iso_time(u64::MAX), "2554-07-21T23:34:33.709551615Z");
     }
 }

@@ -47,14 +47,22 @@ mod media;
 mod metrics;
 mod otel;
 mod traces;
+mod write;
+
+#[cfg(test)]
+mod golden;
+/// The events as this component built them before it wrote them directly: a
+/// `serde_json::Value` tree per event, serialized. The golden test compares the two.
+#[cfg(test)]
+mod tree;
 
 use std::cell::Cell;
 
 use common::Format;
 use exports::sluice::plugin::configure::Guest as Configure;
 use exports::sluice::plugin::deserializer::{Guest, Outcome, RawRecord, Reply};
-use serde_json::Value;
 use sluice::plugin::types::{EventRef, OptionEntry, Span};
+use write::Events;
 
 struct Otlp;
 
@@ -118,12 +126,14 @@ thread_local! {
     static CONFIG: Cell<Config> = const { Cell::new(Config::DEFAULT) };
 }
 
-/// The events of one record with content type `content_type`, or why it has none.
+/// Writes the events of one record with content type `content_type` into `events`: how many,
+/// or why it has none (then nothing is written).
 fn record_events(
     payload: &[u8],
     content_type: Option<&str>,
     config: Config,
-) -> Result<Vec<Value>, String> {
+    events: &mut Events,
+) -> Result<u32, String> {
     let content_type = content_type.unwrap_or("");
     let signal = match media::parameter(content_type, "otlp") {
         None => config.signal,
@@ -137,17 +147,16 @@ fn record_events(
     let json = media::is_json(content_type);
     let format = config.format(signal);
     match signal {
-        Signal::Logs => logs::events(payload, json, format),
-        Signal::Traces => traces::events(payload, json, format),
-        Signal::Metrics => metrics::events(payload, json, format),
+        Signal::Logs => logs::events(payload, json, format, events),
+        Signal::Traces => traces::events(payload, json, format, events),
+        Signal::Metrics => metrics::events(payload, json, format, events),
     }
 }
 
 impl Guest for Otlp {
     fn deserialize(data: Vec<u8>, records: Vec<RawRecord>, content_types: Vec<String>) -> Reply {
         let config = CONFIG.with(Cell::get);
-        let mut out = Vec::new();
-        let mut events = Vec::new();
+        let mut events = Events::default();
         let outcomes = records
             .iter()
             .map(|r| {
@@ -156,25 +165,24 @@ impl Guest for Otlp {
                     .content_type
                     .and_then(|i| content_types.get(usize::from(i)))
                     .map(String::as_str);
-                match record_events(payload, content_type, config) {
-                    Ok(list) => {
-                        for event in &list {
-                            let start = out.len();
-                            serde_json::to_writer(&mut out, event).expect("a JSON value");
-                            events.push(EventRef::Output(Span {
-                                offset: start as u32,
-                                len: (out.len() - start) as u32,
-                            }));
-                        }
-                        Outcome::Events(list.len() as u32)
-                    }
+                match record_events(payload, content_type, config, &mut events) {
+                    Ok(count) => Outcome::Events(count),
                     Err(reason) => Outcome::Malformed(reason),
                 }
             })
             .collect();
         Reply {
-            data: out,
-            events,
+            data: events.out,
+            events: events
+                .spans
+                .iter()
+                .map(|&(offset, len)| {
+                    EventRef::Output(Span {
+                        offset: offset as u32,
+                        len: len as u32,
+                    })
+                })
+                .collect(),
             outcomes,
         }
     }
@@ -309,8 +317,24 @@ mod tests {
         .encode_to_vec()
     }
 
+    /// The events of one record, read back from what the component wrote.
+    fn values(
+        payload: &[u8],
+        content_type: Option<&str>,
+        config: Config,
+    ) -> Result<Vec<Value>, String> {
+        let mut events = crate::write::Events::default();
+        let count = record_events(payload, content_type, config, &mut events)?;
+        assert_eq!(count as usize, events.spans.len());
+        Ok(events
+            .spans
+            .iter()
+            .map(|&(offset, len)| serde_json::from_slice(&events.out[offset..][..len]).unwrap())
+            .collect())
+    }
+
     fn one(payload: &[u8], content_type: Option<&str>, config: Config) -> Value {
-        let mut list = record_events(payload, content_type, config).expect("events");
+        let mut list = values(payload, content_type, config).expect("events");
         assert_eq!(list.len(), 1);
         list.remove(0)
     }
@@ -516,7 +540,7 @@ mod tests {
 
     #[test]
     fn an_unknown_otlp_parameter_makes_the_record_malformed() {
-        let err = record_events(
+        let err = values(
             &logs(),
             Some("application/x-protobuf; OTLP=spans"),
             OTEL_LOGS,

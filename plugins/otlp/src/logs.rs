@@ -3,14 +3,20 @@
 //! (`otel`, which has no `serviceName`).
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use serde_json::{Map, Value};
 
-use crate::common::{Format, Origin, decode, hex, iso_time};
+use crate::common::{Format, Origin, decode};
+use crate::write::{Events, Object, Value};
 
-/// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
-pub fn events(payload: &[u8], json: bool, format: Format) -> Result<Vec<Value>, String> {
+/// Writes the events of one request (protobuf, or OTLP/JSON when `json`) into `events`: how
+/// many, or why it is not one (then nothing is written).
+pub fn events(
+    payload: &[u8],
+    json: bool,
+    format: Format,
+    events: &mut Events,
+) -> Result<u32, String> {
     let request: ExportLogsServiceRequest = decode(payload, json, "logs")?;
-    let mut events = Vec::new();
+    let mut count = 0;
     for rl in &request.resource_logs {
         for sl in &rl.scope_logs {
             let origin = Origin {
@@ -20,28 +26,26 @@ pub fn events(payload: &[u8], json: bool, format: Format) -> Result<Vec<Value>, 
                 scope_schema_url: &sl.schema_url,
             };
             for log in &sl.log_records {
-                let mut e = Map::new();
-                e.insert("time".into(), iso_time(log.time_unix_nano).into());
-                e.insert(
-                    "observedTimestamp".into(),
-                    iso_time(log.observed_time_unix_nano).into(),
+                let mut e = Object::new();
+                e.put("time", Value::Time(log.time_unix_nano));
+                e.put("observedTimestamp", Value::Time(log.observed_time_unix_nano));
+                e.put("schemaUrl", format.schema_url(&origin));
+                e.put("flags", Value::U64(log.flags.into()));
+                e.put("traceId", Value::Hex(&log.trace_id));
+                e.put("spanId", Value::Hex(&log.span_id));
+                e.put("severityNumber", Value::I64(log.severity_number.into()));
+                e.put("severityText", Value::Str(&log.severity_text));
+                e.put(
+                    "droppedAttributesCount",
+                    Value::U64(log.dropped_attributes_count.into()),
                 );
-                e.insert("schemaUrl".into(), format.schema_url(&origin));
-                e.insert("flags".into(), log.flags.into());
-                e.insert("traceId".into(), hex(&log.trace_id).into());
-                e.insert("spanId".into(), hex(&log.span_id).into());
-                e.insert("severityNumber".into(), log.severity_number.into());
-                e.insert("severityText".into(), log.severity_text.clone().into());
-                e.insert(
-                    "droppedAttributesCount".into(),
-                    log.dropped_attributes_count.into(),
-                );
-                e.insert("body".into(), format.value(log.body.as_ref()));
+                e.put("body", format.value(log.body.as_ref()));
                 format.attributes(&mut e, "log.attributes.", &log.attributes);
                 format.origin(&mut e, &origin);
-                events.push(Value::Object(e));
+                events.push(e);
+                count += 1;
             }
         }
     }
-    Ok(events)
+    Ok(count)
 }

@@ -6,63 +6,72 @@
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use serde_json::{Map, Value, json};
 
-use crate::common::hex;
+use crate::write::{Object, Value, array, double, number, string};
 
 /// A value as JSON: arrays and maps nested, an unset value `""` (as Data Prepper's
 /// `convertAnyValue`). Data Prepper refuses bytes; they are kept here, as lowercase hex like
 /// the ids.
-pub fn value(v: Option<&AnyValue>) -> Value {
+pub fn write_value(out: &mut Vec<u8>, v: Option<&AnyValue>) {
     match v.and_then(|v| v.value.as_ref()) {
-        None => Value::String(String::new()),
-        Some(Any::StringValue(s)) => Value::String(s.clone()),
-        Some(Any::BoolValue(b)) => Value::Bool(*b),
-        Some(Any::IntValue(i)) => Value::from(*i),
-        Some(Any::DoubleValue(d)) => Value::from(*d),
-        Some(Any::ArrayValue(a)) => a.values.iter().map(|v| value(Some(v))).collect(),
-        Some(Any::KvlistValue(kv)) => attributes(&kv.values),
-        Some(Any::BytesValue(b)) => Value::String(hex(b)),
+        None => out.extend_from_slice(b"\"\""),
+        Some(Any::StringValue(s)) => string(out, s),
+        Some(Any::BoolValue(b)) => Value::Bool(*b).write(out),
+        Some(Any::IntValue(i)) => number(out, *i),
+        Some(Any::DoubleValue(d)) => double(out, *d),
+        Some(Any::ArrayValue(a)) => array(out, &a.values, |out, v| write_value(out, Some(v))),
+        Some(Any::KvlistValue(kv)) => write_attributes(out, &kv.values),
+        Some(Any::BytesValue(b)) => Value::Hex(b).write(out),
         // An index into a profile's string table (profiles only): the index.
-        Some(Any::StringValueStrindex(i)) => Value::from(*i),
+        Some(Any::StringValueStrindex(i)) => number(out, *i),
     }
 }
 
 /// Attributes as one map, keys as they are (a repeated key: the last value).
-pub fn attributes(list: &[KeyValue]) -> Value {
-    list.iter()
-        .map(|kv| (kv.key.clone(), value(kv.value.as_ref())))
-        .collect::<Map<_, _>>()
-        .into()
+pub fn write_attributes(out: &mut Vec<u8>, list: &[KeyValue]) {
+    let mut o = Object::new();
+    for kv in list {
+        o.put(&kv.key, Value::OtelAny(kv.value.as_ref()));
+    }
+    o.write(out);
 }
 
 /// `{attributes, droppedAttributesCount, schemaUrl}`, also for a request without a resource.
-pub fn resource(resource: Option<&Resource>, schema_url: &str) -> Value {
-    json!({
-        "attributes": attributes(resource.map_or(&[], |r| &r.attributes)),
-        "droppedAttributesCount": resource.map_or(0, |r| r.dropped_attributes_count),
-        "schemaUrl": schema_url,
-    })
+pub fn write_resource(out: &mut Vec<u8>, resource: Option<&Resource>, schema_url: &str) {
+    let mut o = Object::new();
+    o.put(
+        "attributes",
+        Value::OtelAttributes(resource.map_or(&[], |r| &r.attributes)),
+    );
+    o.put(
+        "droppedAttributesCount",
+        Value::U64(resource.map_or(0, |r| r.dropped_attributes_count).into()),
+    );
+    o.put("schemaUrl", Value::Str(schema_url));
+    o.write(out);
 }
 
 /// `{name, version, droppedAttributesCount, attributes}`, the name, version and attributes only
 /// when not empty (`{"droppedAttributesCount": 0}` without a scope).
-pub fn scope(scope: Option<&InstrumentationScope>) -> Value {
-    let mut m = Map::new();
-    let default = InstrumentationScope::default();
-    let s = scope.unwrap_or(&default);
-    if !s.name.is_empty() {
-        m.insert("name".into(), s.name.clone().into());
+pub fn write_scope(out: &mut Vec<u8>, scope: Option<&InstrumentationScope>) {
+    let mut o = Object::new();
+    let (name, version, dropped, attributes) = scope.map_or(("", "", 0, &[][..]), |s| {
+        (
+            s.name.as_str(),
+            s.version.as_str(),
+            s.dropped_attributes_count,
+            &s.attributes[..],
+        )
+    });
+    if !name.is_empty() {
+        o.put("name", Value::Str(name));
     }
-    if !s.version.is_empty() {
-        m.insert("version".into(), s.version.clone().into());
+    if !version.is_empty() {
+        o.put("version", Value::Str(version));
     }
-    m.insert(
-        "droppedAttributesCount".into(),
-        s.dropped_attributes_count.into(),
-    );
-    if !s.attributes.is_empty() {
-        m.insert("attributes".into(), attributes(&s.attributes));
+    o.put("droppedAttributesCount", Value::U64(dropped.into()));
+    if !attributes.is_empty() {
+        o.put("attributes", Value::OtelAttributes(attributes));
     }
-    Value::Object(m)
+    o.write(out);
 }

@@ -6,14 +6,20 @@
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
-use serde_json::{Map, Value, json};
 
-use crate::common::{Format, Origin, decode, hex, iso_time};
+use crate::common::{Format, Origin, decode};
+use crate::write::{Events, Object, Value, array};
 
-/// The events of one request (protobuf, or OTLP/JSON when `json`), or why it is not one.
-pub fn events(payload: &[u8], json: bool, format: Format) -> Result<Vec<Value>, String> {
+/// Writes the events of one request (protobuf, or OTLP/JSON when `json`) into `events`: how
+/// many, or why it is not one (then nothing is written).
+pub fn events(
+    payload: &[u8],
+    json: bool,
+    format: Format,
+    events: &mut Events,
+) -> Result<u32, String> {
     let request: ExportTraceServiceRequest = decode(payload, json, "trace")?;
-    let mut events = Vec::new();
+    let mut count = 0;
     for rs in &request.resource_spans {
         for ss in &rs.scope_spans {
             let origin = Origin {
@@ -23,101 +29,111 @@ pub fn events(payload: &[u8], json: bool, format: Format) -> Result<Vec<Value>, 
                 scope_schema_url: &ss.schema_url,
             };
             for span in &ss.spans {
-                let mut e = Map::new();
                 let duration = span
                     .end_time_unix_nano
                     .saturating_sub(span.start_time_unix_nano);
-                let end = iso_time(span.end_time_unix_nano);
                 let root = span.parent_span_id.is_empty();
                 let status_code = span.status.as_ref().map_or(0, |s| s.code);
-                e.insert("traceId".into(), hex(&span.trace_id).into());
-                e.insert("spanId".into(), hex(&span.span_id).into());
-                e.insert("parentSpanId".into(), hex(&span.parent_span_id).into());
-                e.insert("traceState".into(), span.trace_state.clone().into());
-                e.insert("name".into(), span.name.clone().into());
-                e.insert(
-                    "kind".into(),
-                    SpanKind::try_from(span.kind)
-                        .map_or("SPAN_KIND_UNSPECIFIED", |k| k.as_str_name())
-                        .into(),
+                let span_events = |out: &mut Vec<u8>| {
+                    array(out, &span.events, |out, ev| {
+                        let mut o = Object::new();
+                        o.put("name", Value::Str(&ev.name));
+                        o.put("time", Value::Time(ev.time_unix_nano));
+                        o.put("attributes", format.attribute_map("", &ev.attributes));
+                        o.put(
+                            "droppedAttributesCount",
+                            Value::U64(ev.dropped_attributes_count.into()),
+                        );
+                        o.write(out);
+                    });
+                };
+                let links = |out: &mut Vec<u8>| {
+                    array(out, &span.links, |out, l| {
+                        let mut o = Object::new();
+                        o.put("traceId", Value::Hex(&l.trace_id));
+                        o.put("spanId", Value::Hex(&l.span_id));
+                        o.put("traceState", Value::Str(&l.trace_state));
+                        o.put("attributes", format.attribute_map("", &l.attributes));
+                        o.put(
+                            "droppedAttributesCount",
+                            Value::U64(l.dropped_attributes_count.into()),
+                        );
+                        o.write(out);
+                    });
+                };
+                // The trace's group is its root span's name, and its fields the root's.
+                let group_fields = |out: &mut Vec<u8>| {
+                    let mut o = Object::new();
+                    if root {
+                        o.put("endTime", Value::Time(span.end_time_unix_nano));
+                        o.put("durationInNanos", Value::U64(duration));
+                        o.put("statusCode", Value::I64(status_code.into()));
+                    }
+                    o.write(out);
+                };
+                let status = |out: &mut Vec<u8>| {
+                    let mut o = Object::new();
+                    o.put("code", Value::I64(status_code.into()));
+                    let message = span.status.as_ref().map_or("", |s| s.message.as_str());
+                    o.put("message", Value::Str(message));
+                    o.write(out);
+                };
+                let mut e = Object::new();
+                e.put("traceId", Value::Hex(&span.trace_id));
+                e.put("spanId", Value::Hex(&span.span_id));
+                e.put("parentSpanId", Value::Hex(&span.parent_span_id));
+                e.put("traceState", Value::Str(&span.trace_state));
+                e.put("name", Value::Str(&span.name));
+                e.put(
+                    "kind",
+                    Value::Str(
+                        SpanKind::try_from(span.kind)
+                            .map_or("SPAN_KIND_UNSPECIFIED", |k| k.as_str_name()),
+                    ),
                 );
-                e.insert(
-                    "startTime".into(),
-                    iso_time(span.start_time_unix_nano).into(),
+                e.put("startTime", Value::Time(span.start_time_unix_nano));
+                e.put("endTime", Value::Time(span.end_time_unix_nano));
+                e.put("durationInNanos", Value::U64(duration));
+                e.put(
+                    "droppedAttributesCount",
+                    Value::U64(span.dropped_attributes_count.into()),
                 );
-                e.insert("endTime".into(), end.clone().into());
-                e.insert("durationInNanos".into(), duration.into());
-                e.insert(
-                    "droppedAttributesCount".into(),
-                    span.dropped_attributes_count.into(),
+                e.put("events", Value::With(&span_events));
+                e.put(
+                    "droppedEventsCount",
+                    Value::U64(span.dropped_events_count.into()),
                 );
-                e.insert(
-                    "events".into(),
-                    span.events
-                        .iter()
-                        .map(|ev| {
-                            json!({
-                                "name": ev.name,
-                                "time": iso_time(ev.time_unix_nano),
-                                "attributes": format.attribute_map("", &ev.attributes),
-                                "droppedAttributesCount": ev.dropped_attributes_count,
-                            })
-                        })
-                        .collect(),
+                e.put("links", Value::With(&links));
+                e.put(
+                    "droppedLinksCount",
+                    Value::U64(span.dropped_links_count.into()),
                 );
-                e.insert(
-                    "droppedEventsCount".into(),
-                    span.dropped_events_count.into(),
-                );
-                e.insert(
-                    "links".into(),
-                    span.links
-                        .iter()
-                        .map(|l| {
-                            json!({
-                                "traceId": hex(&l.trace_id),
-                                "spanId": hex(&l.span_id),
-                                "traceState": l.trace_state,
-                                "attributes": format.attribute_map("", &l.attributes),
-                                "droppedAttributesCount": l.dropped_attributes_count,
-                            })
-                        })
-                        .collect(),
-                );
-                e.insert("droppedLinksCount".into(), span.dropped_links_count.into());
                 match format {
                     Format::Opensearch => {
-                        // The trace's group is its root span's name, and its fields the root's.
-                        if root {
-                            e.insert("traceGroup".into(), span.name.clone().into());
-                            e.insert(
-                                "traceGroupFields".into(),
-                                json!({"endTime": end, "durationInNanos": duration, "statusCode": status_code}),
-                            );
+                        let group = if root {
+                            Value::Str(&span.name)
                         } else {
-                            e.insert("traceGroup".into(), Value::Null);
-                            e.insert("traceGroupFields".into(), json!({}));
-                        }
-                        e.insert("status.code".into(), status_code.into());
+                            Value::Null
+                        };
+                        e.put("traceGroup", group);
+                        e.put("traceGroupFields", Value::With(&group_fields));
+                        e.put("status.code", Value::I64(status_code.into()));
                         if let Some(s) = span.status.as_ref().filter(|s| !s.message.is_empty()) {
-                            e.insert("status.message".into(), s.message.clone().into());
+                            e.put("status.message", Value::Str(&s.message));
                         }
                     }
                     Format::Otel => {
-                        let message = span.status.as_ref().map_or("", |s| s.message.as_str());
-                        e.insert(
-                            "status".into(),
-                            json!({"code": status_code, "message": message}),
-                        );
-                        e.insert("flags".into(), span.flags.into());
-                        e.insert("schemaUrl".into(), format.schema_url(&origin));
+                        e.put("status", Value::With(&status));
+                        e.put("flags", Value::U64(span.flags.into()));
+                        e.put("schemaUrl", format.schema_url(&origin));
                     }
                 }
                 format.attributes(&mut e, "span.attributes.", &span.attributes);
                 format.origin(&mut e, &origin);
-                events.push(Value::Object(e));
+                events.push(e);
+                count += 1;
             }
         }
     }
-    Ok(events)
+    Ok(count)
 }

@@ -1,0 +1,270 @@
+//! Writing events as JSON straight into the reply's buffer: no `serde_json::Value` tree, no
+//! `String` per field. The bytes are those `serde_json::to_writer` gives for the tree this
+//! component used to build (the golden test in `tests.rs` compares them on a large export):
+//! - an object's keys come out sorted byte-wise, a repeated key keeping its last value, as a
+//!   `serde_json::Map` without `preserve_order` (a `BTreeMap`) orders them; [`Object`]
+//!   collects its fields, sorts them and writes them;
+//! - strings are escaped as serde_json escapes them ([`string`]);
+//! - numbers are written by serde_json itself, a double that is not finite as `null`.
+
+use std::cmp::Ordering;
+
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+
+use crate::{common, otel};
+
+/// A field's key: a fixed name, or an attribute's key under a prefix with its dots written `@`
+/// (Data Prepper's flattened `opensearch` keys, `log.attributes.http@method`).
+#[derive(Clone, Copy)]
+pub enum Key<'a> {
+    Fixed(&'a str),
+    Flat { prefix: &'a str, key: &'a str },
+}
+
+impl Key<'_> {
+    /// The key's bytes as they are written (before escaping).
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let (prefix, key, at) = match *self {
+            Key::Fixed(name) => (name, "", false),
+            Key::Flat { prefix, key } => (prefix, key, true),
+        };
+        prefix.bytes().chain(
+            key.bytes()
+                .map(move |b| if at && b == b'.' { b'@' } else { b }),
+        )
+    }
+
+    fn cmp(&self, other: &Key<'_>) -> Ordering {
+        match (self, other) {
+            (Key::Fixed(a), Key::Fixed(b)) => a.cmp(b),
+            _ => self.bytes().cmp(other.bytes()),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'"');
+        match *self {
+            Key::Fixed(name) => contents(out, name),
+            Key::Flat { prefix, key } => {
+                contents(out, prefix);
+                let mut rest = key;
+                while let Some(dot) = rest.find('.') {
+                    contents(out, &rest[..dot]);
+                    out.push(b'@');
+                    rest = &rest[dot + 1..];
+                }
+                contents(out, rest);
+            }
+        }
+        out.push(b'"');
+    }
+}
+
+/// A field's value.
+pub enum Value<'a> {
+    Null,
+    Bool(bool),
+    U64(u64),
+    I64(i64),
+    /// `null` when not finite, as `serde_json::Value::from(f64)`.
+    F64(f64),
+    Str(&'a str),
+    /// Lowercase hex, as Data Prepper writes ids.
+    Hex(&'a [u8]),
+    /// Nanoseconds since the epoch as Java's `Instant.toString()` (see `common::iso_time`).
+    Time(u64),
+    /// An attribute value in the `opensearch` shape (arrays and maps as JSON text).
+    Attribute(Option<&'a AnyValue>),
+    /// An array's or map's element inside that JSON text.
+    Nested(Option<&'a Any>),
+    /// Attributes as one map, keys under a prefix with dots written `@` (`opensearch`).
+    FlatAttributes(&'a str, &'a [KeyValue]),
+    /// A value in the `otel` shape (nested as OpenTelemetry has it).
+    OtelAny(Option<&'a AnyValue>),
+    /// Attributes as one map, keys as they are (`otel`).
+    OtelAttributes(&'a [KeyValue]),
+    /// The `otel` shape's `resource` object, with the resource's schema URL.
+    OtelResource(Option<&'a Resource>, &'a str),
+    /// The `otel` shape's `instrumentationScope` object.
+    OtelScope(Option<&'a InstrumentationScope>),
+    /// JSON text, written as it is.
+    Raw(&'a [u8]),
+    /// Anything else: it writes itself.
+    With(&'a dyn Fn(&mut Vec<u8>)),
+}
+
+impl Value<'_> {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match *self {
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            Value::U64(n) => number(out, n),
+            Value::I64(n) => number(out, n),
+            Value::F64(d) => double(out, d),
+            Value::Str(s) => string(out, s),
+            Value::Hex(bytes) => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                out.push(b'"');
+                for b in bytes {
+                    out.push(DIGITS[usize::from(b >> 4)]);
+                    out.push(DIGITS[usize::from(b & 0xf)]);
+                }
+                out.push(b'"');
+            }
+            Value::Time(nanos) => {
+                out.push(b'"');
+                crate::common::iso_time(out, nanos);
+                out.push(b'"');
+            }
+            Value::Attribute(v) => common::write_attribute(out, v),
+            Value::Nested(None) => out.extend_from_slice(b"null"),
+            Value::Nested(Some(v)) => common::write_nested(out, v),
+            Value::FlatAttributes(prefix, list) => {
+                let mut o = Object::new();
+                common::flatten(&mut o, prefix, list);
+                o.write(out);
+            }
+            Value::OtelAny(v) => otel::write_value(out, v),
+            Value::OtelAttributes(list) => otel::write_attributes(out, list),
+            Value::OtelResource(resource, schema_url) => {
+                otel::write_resource(out, resource, schema_url)
+            }
+            Value::OtelScope(scope) => otel::write_scope(out, scope),
+            Value::Raw(json) => out.extend_from_slice(json),
+            Value::With(write) => write(out),
+        }
+    }
+}
+
+/// An object's fields, written sorted by key (see the module's doc).
+pub struct Object<'a> {
+    fields: Vec<(Key<'a>, Value<'a>)>,
+}
+
+impl Default for Object<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> Object<'a> {
+    pub fn new() -> Self {
+        Object {
+            fields: Vec::with_capacity(32),
+        }
+    }
+
+    pub fn put(&mut self, key: &'a str, value: Value<'a>) {
+        self.fields.push((Key::Fixed(key), value));
+    }
+
+    /// `key` under `prefix`, its dots written `@`.
+    pub fn put_flat(&mut self, prefix: &'a str, key: &'a str, value: Value<'a>) {
+        self.fields.push((Key::Flat { prefix, key }, value));
+    }
+
+    pub fn write(mut self, out: &mut Vec<u8>) {
+        // Stable: of fields with one key, the last put stays last, and is the one written.
+        self.fields.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push(b'{');
+        let mut first = true;
+        for (i, (key, value)) in self.fields.iter().enumerate() {
+            if let Some((next, _)) = self.fields.get(i + 1)
+                && next.cmp(key) == Ordering::Equal
+            {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            key.write(out);
+            out.push(b':');
+            value.write(out);
+        }
+        out.push(b'}');
+    }
+}
+
+/// The events of a call: their JSON one after the other in `out`, and where each is.
+#[derive(Default)]
+pub struct Events {
+    pub out: Vec<u8>,
+    /// Each event's offset and length in `out`.
+    pub spans: Vec<(usize, usize)>,
+}
+
+impl Events {
+    /// Writes `event` as the next event.
+    pub fn push(&mut self, event: Object<'_>) {
+        let start = self.out.len();
+        event.write(&mut self.out);
+        self.spans.push((start, self.out.len() - start));
+    }
+}
+
+/// `[item, item, ...]`, each written by `write`.
+pub fn array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+    out.push(b']');
+}
+
+/// An integer, as serde_json writes it.
+pub fn number(out: &mut Vec<u8>, n: impl serde::Serialize) {
+    serde_json::to_writer(out, &n).expect("writing to a Vec cannot fail");
+}
+
+/// A double as serde_json writes it; `null` when not finite.
+pub fn double(out: &mut Vec<u8>, d: f64) {
+    if d.is_finite() {
+        serde_json::to_writer(out, &d).expect("writing to a Vec cannot fail");
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// A JSON string, escaped as serde_json escapes one.
+pub fn string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    contents(out, s);
+    out.push(b'"');
+}
+
+/// A string's contents, escaped as serde_json escapes them: `"` and `\`, the control
+/// characters (`\b \t \n \f \r` short, the rest `\u00xx`); everything else as it is.
+fn contents(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            b'\t' => b't',
+            b'\n' => b'n',
+            0x0c => b'f',
+            b'\r' => b'r',
+            0x00..=0x1f => b'u',
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.push(b'\\');
+        out.push(short);
+        if short == b'u' {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"00");
+            out.push(DIGITS[usize::from(b >> 4)]);
+            out.push(DIGITS[usize::from(b & 0xf)]);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
