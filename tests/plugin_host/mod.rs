@@ -227,6 +227,10 @@ fn the_python_and_javascript_example_pipelines_run_in_sluice() {
         install(&plugin_dir().join(&file), &plugins.path().join(&file));
     }
     let s = Sluice::start_with(&yaml, &["--plugins", plugins.path().to_str().unwrap()]);
+    // `start_with` waits for the logfmt pipeline's port; the csv pipeline may start after it.
+    s.wait_for("every pipeline to listen", Duration::from_secs(60), || {
+        s.log().contains("all pipelines ready")
+    });
     let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
     let status = agent
         .post(&format!("http://127.0.0.1:{csv_port}/csv"))
