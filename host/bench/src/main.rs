@@ -5,10 +5,12 @@
 //!   the same broker, with and without encryption; peak RSS; a 30 s stalled sink.
 //! - `wasm`: the json component against the same Rust compiled natively at batch sizes 1 to
 //!   1000; logfmt in Rust, Python and JavaScript.
-//! - `startup`: `sluice run` to ready with three plugins, cold and cached.
+//! - `startup`: `sluice run` to ready with three plugins: cold, until optimized, cached and
+//!   precompiled.
 //! - `abi`: the candidate batch ABIs of contract 0.2, each against native code.
 //! - `policy`: what a buffer policy component adds to each source write.
-//! - `otlp`: OTLP spans end to end against their protobuf through raw librdkafka.
+//! - `otlp`: OTLP spans end to end against their protobuf through raw librdkafka; the otlp
+//!   component against its own code compiled natively.
 //! - `sinks`: the s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
 //! - `processors`: Data Prepper's processors built in (grok, date, drop_events, add_entries)
 //!   end to end against the same pipeline without them, and tapped (`sluice tap`) against
@@ -19,6 +21,7 @@ use clap::{Parser, Subcommand};
 mod abi;
 mod kafka;
 mod measure;
+mod otlp_native;
 mod policy;
 mod sinks;
 mod startup;

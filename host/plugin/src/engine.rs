@@ -202,7 +202,7 @@ impl PluginHost {
     }
 
     /// Loads the component at `path` with optimized code: from the cache, from the artefact
-    /// `sluice plugins build` left beside it (`NAME.cwasm`, see [`crate::precompiled`]), or
+    /// `sluice plugins build` left beside it (`NAME.cwasm`, trusted when owner-only), or
     /// compiled by Cranelift. Its name is the file stem.
     pub fn load_file(&self, path: &Path) -> Result<Plugin, PluginError> {
         self.load_path(path, Tier::Optimized)

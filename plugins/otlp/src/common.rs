@@ -8,11 +8,11 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
-use crate::write::{Object, Value, array, double, number, string};
+use super::write::{Object, Value, array, double, number, string};
 
 /// Which of Data Prepper's output formats the events take (option `output_format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// `opensearch`: attributes flattened into the event under prefixed keys with dots written
     /// `@` (`log.attributes.http@method`), arrays and maps as JSON text, `serviceName` on top.
     Opensearch,
@@ -24,17 +24,22 @@ pub enum Format {
 /// Where an item (log record, span, metric) came from: its resource and scope, and the schema
 /// URLs of the two.
 #[derive(Clone, Copy)]
-pub struct Origin<'a> {
-    pub resource: Option<&'a Resource>,
-    pub resource_schema_url: &'a str,
-    pub scope: Option<&'a InstrumentationScope>,
-    pub scope_schema_url: &'a str,
+pub(crate) struct Origin<'a> {
+    pub(crate) resource: Option<&'a Resource>,
+    pub(crate) resource_schema_url: &'a str,
+    pub(crate) scope: Option<&'a InstrumentationScope>,
+    pub(crate) scope_schema_url: &'a str,
 }
 
 impl Format {
     /// An item's own attributes: flattened under `prefix` (`log.attributes.`), or the map
     /// `attributes`.
-    pub fn attributes<'a>(self, into: &mut Object<'a>, prefix: &'a str, list: &'a [KeyValue]) {
+    pub(crate) fn attributes<'a>(
+        self,
+        into: &mut Object<'a>,
+        prefix: &'a str,
+        list: &'a [KeyValue],
+    ) {
         match self {
             Format::Opensearch => flatten(into, prefix, list),
             Format::Otel => into.put("attributes", Value::OtelAttributes(list)),
@@ -43,7 +48,7 @@ impl Format {
 
     /// The attributes of something inside an item (a span's event or link, an exemplar), as a
     /// map: keys under `prefix` with dots written `@`, or as they are.
-    pub fn attribute_map<'a>(self, prefix: &'a str, list: &'a [KeyValue]) -> Value<'a> {
+    pub(crate) fn attribute_map<'a>(self, prefix: &'a str, list: &'a [KeyValue]) -> Value<'a> {
         match self {
             Format::Opensearch => Value::FlatAttributes(prefix, list),
             Format::Otel => Value::OtelAttributes(list),
@@ -51,7 +56,7 @@ impl Format {
     }
 
     /// A value that is no attribute (a log record's body).
-    pub fn value(self, v: Option<&AnyValue>) -> Value<'_> {
+    pub(crate) fn value(self, v: Option<&AnyValue>) -> Value<'_> {
         match self {
             Format::Opensearch => Value::Attribute(v),
             Format::Otel => Value::OtelAny(v),
@@ -61,7 +66,7 @@ impl Format {
     /// The event's fields from where its item came from: `serviceName`,
     /// `resource.attributes.*` and `instrumentationScope.*`; or the objects `resource` and
     /// `instrumentationScope`. Not `schemaUrl`, which not every signal has (`schema_url`).
-    pub fn origin<'a>(self, into: &mut Object<'a>, origin: &Origin<'a>) {
+    pub(crate) fn origin<'a>(self, into: &mut Object<'a>, origin: &Origin<'a>) {
         match self {
             Format::Opensearch => {
                 into.put("serviceName", service_name(origin.resource));
@@ -78,7 +83,7 @@ impl Format {
     }
 
     /// The event's `schemaUrl`: the resource's, or the scope's.
-    pub fn schema_url<'a>(self, origin: &Origin<'a>) -> Value<'a> {
+    pub(crate) fn schema_url<'a>(self, origin: &Origin<'a>) -> Value<'a> {
         match self {
             Format::Opensearch => Value::Str(origin.resource_schema_url),
             Format::Otel => Value::Str(origin.scope_schema_url),
@@ -88,7 +93,7 @@ impl Format {
 
 /// An export request of type `T`: OTLP/JSON when `json`, else protobuf; the error names
 /// `what` (`logs`, `trace`, `metrics`) and the encoding.
-pub fn decode<T>(payload: &[u8], json: bool, what: &str) -> Result<T, String>
+pub(crate) fn decode<T>(payload: &[u8], json: bool, what: &str) -> Result<T, String>
 where
     T: prost::Message + Default + serde::de::DeserializeOwned,
 {
@@ -102,7 +107,7 @@ where
 
 /// An attribute value as Data Prepper's `opensearch` format keeps it: string, bool, integer
 /// and double as they are; arrays, maps and bytes as JSON text.
-pub fn write_attribute(out: &mut Vec<u8>, v: Option<&AnyValue>) {
+pub(crate) fn write_attribute(out: &mut Vec<u8>, v: Option<&AnyValue>) {
     match v.and_then(|v| v.value.as_ref()) {
         None => out.extend_from_slice(b"null"),
         Some(Any::StringValue(s)) => string(out, s),
@@ -119,7 +124,7 @@ pub fn write_attribute(out: &mut Vec<u8>, v: Option<&AnyValue>) {
 }
 
 /// An array or map inside a value, as JSON.
-pub fn write_nested(out: &mut Vec<u8>, v: &Any) {
+pub(crate) fn write_nested(out: &mut Vec<u8>, v: &Any) {
     match v {
         Any::StringValue(s) => string(out, s),
         Any::BoolValue(b) => Value::Bool(*b).write(out),
@@ -144,7 +149,7 @@ pub fn write_nested(out: &mut Vec<u8>, v: &Any) {
 }
 
 /// Adds `attributes` under `prefix` (`log.attributes.`), each key's dots written `@`.
-pub fn flatten<'a>(into: &mut Object<'a>, prefix: &'a str, attributes: &'a [KeyValue]) {
+pub(crate) fn flatten<'a>(into: &mut Object<'a>, prefix: &'a str, attributes: &'a [KeyValue]) {
     for kv in attributes {
         into.put_flat(prefix, &kv.key, Value::Attribute(kv.value.as_ref()));
     }
@@ -180,7 +185,7 @@ fn resource_and_scope<'a>(
 /// Nanoseconds since the Unix epoch as Java's `Instant.toString()` writes them (Data
 /// Prepper's times): `2024-05-06T07:08:09Z`, with `.123`, `.123456` or `.123456789` when the
 /// fraction needs them.
-pub fn iso_time(out: &mut Vec<u8>, unix_nanos: u64) {
+pub(crate) fn iso_time(out: &mut Vec<u8>, unix_nanos: u64) {
     let secs = unix_nanos / 1_000_000_000;
     let nanos = unix_nanos % 1_000_000_000;
     let (days, rem) = (secs / 86_400, secs % 86_400);

@@ -4,12 +4,12 @@
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 
-use crate::common::{Format, Origin, decode};
-use crate::write::{Events, Object, Value};
+use super::common::{Format, Origin, decode};
+use super::write::{Events, Object, Value};
 
 /// Writes the events of one request (protobuf, or OTLP/JSON when `json`) into `events`: how
 /// many, or why it is not one (then nothing is written).
-pub fn events(
+pub(crate) fn events(
     payload: &[u8],
     json: bool,
     format: Format,

@@ -11,8 +11,8 @@ use opentelemetry_proto::tonic::metrics::v1::{
     AggregationTemporality, Exemplar, Metric, exemplar, metric,
 };
 
-use crate::common::{Format, Origin, decode};
-use crate::write::{Events, Object, Value, array, double, number};
+use super::common::{Format, Origin, decode};
+use super::write::{Events, Object, Value, array, double, number};
 
 /// Data Prepper's bounds for the first and last histogram buckets (Java's `Float.MAX_VALUE`).
 const FLOAT_MAX: f64 = 3.402_823_466_385_288_6e38;
@@ -26,7 +26,7 @@ type Writes<'a> = &'a dyn Fn(&mut Vec<u8>);
 
 /// Writes the events of one request (protobuf, or OTLP/JSON when `json`) into `events`: how
 /// many, or why it is not one (then nothing is written).
-pub fn events(
+pub(crate) fn events(
     payload: &[u8],
     json: bool,
     format: Format,

@@ -7,12 +7,12 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
-use crate::write::{Object, Value, array, double, number, string};
+use super::write::{Object, Value, array, double, number, string};
 
 /// A value as JSON: arrays and maps nested, an unset value `""` (as Data Prepper's
 /// `convertAnyValue`). Data Prepper refuses bytes; they are kept here, as lowercase hex like
 /// the ids.
-pub fn write_value(out: &mut Vec<u8>, v: Option<&AnyValue>) {
+pub(crate) fn write_value(out: &mut Vec<u8>, v: Option<&AnyValue>) {
     match v.and_then(|v| v.value.as_ref()) {
         None => out.extend_from_slice(b"\"\""),
         Some(Any::StringValue(s)) => string(out, s),
@@ -28,7 +28,7 @@ pub fn write_value(out: &mut Vec<u8>, v: Option<&AnyValue>) {
 }
 
 /// Attributes as one map, keys as they are (a repeated key: the last value).
-pub fn write_attributes(out: &mut Vec<u8>, list: &[KeyValue]) {
+pub(crate) fn write_attributes(out: &mut Vec<u8>, list: &[KeyValue]) {
     let mut o = Object::new();
     for kv in list {
         o.put(&kv.key, Value::OtelAny(kv.value.as_ref()));
@@ -37,7 +37,7 @@ pub fn write_attributes(out: &mut Vec<u8>, list: &[KeyValue]) {
 }
 
 /// `{attributes, droppedAttributesCount, schemaUrl}`, also for a request without a resource.
-pub fn write_resource(out: &mut Vec<u8>, resource: Option<&Resource>, schema_url: &str) {
+pub(crate) fn write_resource(out: &mut Vec<u8>, resource: Option<&Resource>, schema_url: &str) {
     let mut o = Object::new();
     o.put(
         "attributes",
@@ -53,7 +53,7 @@ pub fn write_resource(out: &mut Vec<u8>, resource: Option<&Resource>, schema_url
 
 /// `{name, version, droppedAttributesCount, attributes}`, the name, version and attributes only
 /// when not empty (`{"droppedAttributesCount": 0}` without a scope).
-pub fn write_scope(out: &mut Vec<u8>, scope: Option<&InstrumentationScope>) {
+pub(crate) fn write_scope(out: &mut Vec<u8>, scope: Option<&InstrumentationScope>) {
     let mut o = Object::new();
     let (name, version, dropped, attributes) = scope.map_or(("", "", 0, &[][..]), |s| {
         (

@@ -13,12 +13,12 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
-use crate::{common, otel};
+use super::{common, otel};
 
 /// A field's key: a fixed name, or an attribute's key under a prefix with its dots written `@`
 /// (Data Prepper's flattened `opensearch` keys, `log.attributes.http@method`).
 #[derive(Clone, Copy)]
-pub enum Key<'a> {
+pub(crate) enum Key<'a> {
     Fixed(&'a str),
     Flat { prefix: &'a str, key: &'a str },
 }
@@ -63,7 +63,7 @@ impl Key<'_> {
 }
 
 /// A field's value.
-pub enum Value<'a> {
+pub(crate) enum Value<'a> {
     Null,
     Bool(bool),
     U64(u64),
@@ -96,7 +96,7 @@ pub enum Value<'a> {
 }
 
 impl Value<'_> {
-    pub fn write(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
         match *self {
             Value::Null => out.extend_from_slice(b"null"),
             Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
@@ -115,7 +115,7 @@ impl Value<'_> {
             }
             Value::Time(nanos) => {
                 out.push(b'"');
-                crate::common::iso_time(out, nanos);
+                common::iso_time(out, nanos);
                 out.push(b'"');
             }
             Value::Attribute(v) => common::write_attribute(out, v),
@@ -139,7 +139,7 @@ impl Value<'_> {
 }
 
 /// An object's fields, written sorted by key (see the module's doc).
-pub struct Object<'a> {
+pub(crate) struct Object<'a> {
     fields: Vec<(Key<'a>, Value<'a>)>,
 }
 
@@ -150,22 +150,22 @@ impl Default for Object<'_> {
 }
 
 impl<'a> Object<'a> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Object {
             fields: Vec::with_capacity(32),
         }
     }
 
-    pub fn put(&mut self, key: &'a str, value: Value<'a>) {
+    pub(crate) fn put(&mut self, key: &'a str, value: Value<'a>) {
         self.fields.push((Key::Fixed(key), value));
     }
 
     /// `key` under `prefix`, its dots written `@`.
-    pub fn put_flat(&mut self, prefix: &'a str, key: &'a str, value: Value<'a>) {
+    pub(crate) fn put_flat(&mut self, prefix: &'a str, key: &'a str, value: Value<'a>) {
         self.fields.push((Key::Flat { prefix, key }, value));
     }
 
-    pub fn write(mut self, out: &mut Vec<u8>) {
+    pub(crate) fn write(mut self, out: &mut Vec<u8>) {
         // Stable: of fields with one key, the last put stays last, and is the one written.
         self.fields.sort_by(|a, b| a.0.cmp(&b.0));
         out.push(b'{');
@@ -190,15 +190,15 @@ impl<'a> Object<'a> {
 
 /// The events of a call: their JSON one after the other in `out`, and where each is.
 #[derive(Default)]
-pub struct Events {
-    pub out: Vec<u8>,
+pub(crate) struct Events {
+    pub(crate) out: Vec<u8>,
     /// Each event's offset and length in `out`.
-    pub spans: Vec<(usize, usize)>,
+    pub(crate) spans: Vec<(usize, usize)>,
 }
 
 impl Events {
     /// Writes `event` as the next event.
-    pub fn push(&mut self, event: Object<'_>) {
+    pub(crate) fn push(&mut self, event: Object<'_>) {
         let start = self.out.len();
         event.write(&mut self.out);
         self.spans.push((start, self.out.len() - start));
@@ -206,7 +206,7 @@ impl Events {
 }
 
 /// `[item, item, ...]`, each written by `write`.
-pub fn array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
+pub(crate) fn array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
     out.push(b'[');
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -218,12 +218,12 @@ pub fn array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u
 }
 
 /// An integer, as serde_json writes it.
-pub fn number(out: &mut Vec<u8>, n: impl serde::Serialize) {
+pub(crate) fn number(out: &mut Vec<u8>, n: impl serde::Serialize) {
     serde_json::to_writer(out, &n).expect("writing to a Vec cannot fail");
 }
 
 /// A double as serde_json writes it; `null` when not finite.
-pub fn double(out: &mut Vec<u8>, d: f64) {
+pub(crate) fn double(out: &mut Vec<u8>, d: f64) {
     if d.is_finite() {
         serde_json::to_writer(out, &d).expect("writing to a Vec cannot fail");
     } else {
@@ -232,7 +232,7 @@ pub fn double(out: &mut Vec<u8>, d: f64) {
 }
 
 /// A JSON string, escaped as serde_json escapes one.
-pub fn string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     contents(out, s);
     out.push(b'"');

@@ -11,6 +11,10 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
+use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord};
+
+use crate::otlp_native::common::Format;
+use crate::otlp_native::{traces, write::Events};
 
 use super::raw::raw_librdkafka;
 use super::sluice::{Ingest, Shape, sluice_end_to_end};
@@ -27,6 +31,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let (runs, spans) = (&args.runs, args.spans);
     let bodies = requests(runs.requests, spans);
+    component(args, &bodies)?;
     let bytes: usize = bodies.iter().map(Vec::len).sum();
     println!(
         "payload set: {} OTLP trace export requests x {} spans ({:.1} MB protobuf), {} partitions, {} clients",
@@ -127,4 +132,75 @@ fn requests(n: usize, spans: usize) -> Vec<Vec<u8>> {
             .encode_to_vec()
         })
         .collect()
+}
+
+/// The otlp component alone, through the host as a worker calls it (10 requests a batch),
+/// against the same code compiled natively writing into one buffer: what the Wasm boundary
+/// and the Wasm code cost it. Both give the same bytes (checked on the first batch).
+fn component(args: &Args, bodies: &[Vec<u8>]) -> anyhow::Result<()> {
+    const BATCH: usize = 10;
+    let host = PluginHost::new(None)?;
+    let plugin = host.load_file(&args.runs.plugins.join("otlp.wasm"))?;
+    let limits = Limits {
+        timeout: Duration::from_secs(30),
+        recycle_after: 0,
+        ..Limits::default()
+    };
+    let options = vec![("signal".to_owned(), "traces".to_owned())];
+    let mut decoder = Decoder::new(plugin, options, limits)?;
+    let records: Vec<RawRecord> = bodies
+        .iter()
+        .map(|body| RawRecord {
+            payload: body.clone(),
+            key: None,
+            received_at_ms: 0,
+            origin: "bench".to_owned(),
+        })
+        .collect();
+    let native = |batch: &[Vec<u8>], events: &mut Events| {
+        for body in batch {
+            traces::events(body, false, Format::Opensearch, events).expect("a valid request");
+        }
+    };
+    // The same events, byte for byte.
+    let mut expected = Events::default();
+    native(&bodies[..BATCH], &mut expected);
+    let mut got = Vec::new();
+    for outcome in decoder.decode(&records[..BATCH]) {
+        let Decoded::Events(events) = outcome else {
+            anyhow::bail!("the component refused a request: {outcome:?}");
+        };
+        got.extend(events.iter().map(<[u8]>::to_vec));
+    }
+    let want: Vec<Vec<u8>> = expected
+        .spans
+        .iter()
+        .map(|&(offset, len)| expected.out[offset..][..len].to_vec())
+        .collect();
+    anyhow::ensure!(got == want, "the component and its native build disagree");
+
+    let (mut wasm, mut natively) = (Duration::MAX, Duration::MAX);
+    for _ in 0..args.runs.rounds.max(3) {
+        let started = std::time::Instant::now();
+        for batch in bodies.chunks(BATCH) {
+            let mut events = Events::default();
+            native(batch, &mut events);
+            std::hint::black_box(&events);
+        }
+        natively = natively.min(started.elapsed());
+        let started = std::time::Instant::now();
+        for batch in records.chunks(BATCH) {
+            std::hint::black_box(decoder.decode(batch));
+        }
+        wasm = wasm.min(started.elapsed());
+    }
+    let spans = (bodies.len() * args.spans) as f64;
+    println!("the otlp component alone ({BATCH} requests a batch, opensearch format, best of 3):");
+    println!(
+        "  native build of its code  {:>9.0} spans/s\n  component through the host {:>8.0} spans/s\n  ratio component/native: {:.2}",
+        spans / natively.as_secs_f64(),
+        spans / wasm.as_secs_f64(),
+        natively.as_secs_f64() / wasm.as_secs_f64()
+    );
+    Ok(())
 }

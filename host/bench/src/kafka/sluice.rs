@@ -253,12 +253,13 @@ pub(crate) fn sluice_end_to_end(
 
     let want_events = bodies.len() * args.events;
     let next = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
     let cpu = Cpu::start(Some(sluice_pid));
     let shared = Arc::new(bodies.to_vec());
     let started = Instant::now();
     let clients: Vec<_> = (0..args.clients)
         .map(|_| {
-            let next = next.clone();
+            let (next, refused) = (next.clone(), refused.clone());
             let bodies = shared.clone();
             let url = url.clone();
             std::thread::spawn(move || -> anyhow::Result<()> {
@@ -280,7 +281,10 @@ pub(crate) fn sluice_end_to_end(
                             .as_u16();
                         match status {
                             200 => break,
-                            429 | 503 => std::thread::sleep(Duration::from_millis(10)),
+                            429 | 503 => {
+                                refused.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(Duration::from_millis(10));
+                            }
                             other => bail!("sluice answered {other}"),
                         }
                     }
@@ -295,8 +299,9 @@ pub(crate) fn sluice_end_to_end(
     let lines = wait_for_lines(&sink, warmed + want_events, Duration::from_secs(600))?;
     let took = started.elapsed();
     println!(
-        "  (sluice: every request answered 200 after {:.2} s, every event in the file after {:.2} s; {})",
+        "  (sluice: every request answered 200 after {:.2} s ({} answers 429 or 503, each retried after 10 ms), every event in the file after {:.2} s; {})",
         posted.as_secs_f64(),
+        refused.load(Ordering::Relaxed),
         took.as_secs_f64(),
         cpu.report()
     );
