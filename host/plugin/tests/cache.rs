@@ -4,13 +4,14 @@
 //! whether it compiled or loaded.
 
 use std::fs;
-use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+
+mod support;
 
 use sluice_plugin::testing::hostile_component;
 use sluice_plugin::{Decoded, Decoder, Limits, PluginHost, RawRecord};
+use support::logged;
 
 /// The component the pipeline asks for; an ordinary record gives `{"wat":true}`.
 fn real() -> String {
@@ -289,34 +290,5 @@ fn the_folder_and_its_files_are_owner_only() {
             fs::metadata(file).unwrap().uid(),
             fs::metadata(dir.path()).unwrap().uid()
         );
-    }
-}
-
-/// Runs `f` with this thread's log (debug and up) captured as text.
-fn logged<T>(f: impl FnOnce() -> T) -> (T, String) {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let writer = {
-        let buffer = buffer.clone();
-        move || Capture(buffer.clone())
-    };
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(writer)
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
-    (out, text)
-}
-
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }

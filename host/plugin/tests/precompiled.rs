@@ -3,13 +3,14 @@
 //! said in the log and compiled as if the artefact were not there.
 
 use std::fs;
-use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+
+mod support;
 
 use sluice_plugin::testing::hostile_component;
 use sluice_plugin::{Code, Decoded, Decoder, Limits, PluginHost, RawRecord};
+use support::logged;
 
 /// A folder holding `p.wasm` and the artefact built from it.
 fn built() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -127,32 +128,4 @@ fn a_native_artefact_is_still_refused_as_a_plugin() {
             || error.to_string().contains("precompiled"),
         "{error}"
     );
-}
-
-fn logged<T>(f: impl FnOnce() -> T) -> (T, String) {
-    let buffer = Arc::new(Mutex::new(Vec::new()));
-    let writer = {
-        let buffer = buffer.clone();
-        move || Capture(buffer.clone())
-    };
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(writer)
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
-    (out, text)
-}
-
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
