@@ -103,11 +103,6 @@ impl Catalog {
         &self.host
     }
 
-    /// Adds a plugin that has no file (a built-in), or replaces one of that name.
-    pub fn insert_builtin(&self, plugin: Plugin) {
-        self.publish(plugin, None, true);
-    }
-
     /// Loads the built-in components (name and bytes), on every core; `quickly` (see
     /// [`Catalog::optimize`]) or with optimized code.
     pub fn load_builtins(
