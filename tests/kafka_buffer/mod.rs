@@ -1,7 +1,8 @@
 //! The Kafka buffer library against a real broker: what is written comes back once with its
 //! metadata; acknowledged offsets are committed and a restart resumes after them;
 //! unacknowledged batches are read again; a consumer whose workers are stalled stays in the
-//! group; an unreachable broker fails fast.
+//! group; an unreachable broker fails fast; a keyed record lands in the partition the buffer
+//! says it will.
 
 mod envelope;
 
@@ -148,6 +149,39 @@ async fn records_round_trip_once_and_a_restart_resumes_after_the_commit() {
     assert!(more.is_err(), "read a record again after it was committed");
     assert_eq!(payloads(&got), expected(40..50));
     assert_eq!(got.len(), 10);
+    close(buffer, reader).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_record_lands_in_the_partition_the_buffer_says() {
+    // The OTLP trace sources put traces together by this answer: it must be the partition
+    // librdkafka's default partitioner picks.
+    let topic = unique("sluice-keyed");
+    let mut config = config(kafka_bootstrap(), &topic, &unique("group"));
+    config.create_topic = Some(sluice_kafka::CreateTopic {
+        partitions: 5,
+        replication_factor: 1,
+    });
+    config.consumers = 2;
+    let buffer = KafkaBuffer::connect(config).await.unwrap();
+    write(&buffer, 0..60).await;
+    let mut reader = buffer.reader();
+    let got = read(&mut reader, 60, true).await;
+    assert_eq!(got.len(), 60);
+    let writer = buffer.writer();
+    let mut partitions = BTreeSet::new();
+    for r in &got {
+        let (key, at) = (r.key.as_ref().unwrap(), r.position.as_ref().unwrap());
+        assert_eq!(
+            writer.partition_of(key),
+            Some(u32::try_from(at.partition).unwrap()),
+            "key {}",
+            String::from_utf8_lossy(key)
+        );
+        partitions.insert(at.partition);
+    }
+    assert_eq!(partitions.len(), 5, "60 keys spread over every partition");
+    assert_eq!(writer.partition_of(b""), None, "an empty key goes anywhere");
     close(buffer, reader).await;
 }
 

@@ -152,6 +152,15 @@ pub trait BufferWriter: Send + Sync {
         None
     }
 
+    /// The partition a record keyed `key` goes to, if the buffer spreads keyed records over
+    /// partitions by their key (Kafka, with its default partitioner). A source that keeps
+    /// related records together by key (the OTLP trace sources: the spans of a trace) can then
+    /// put the records of several keys that share a partition into one. `None` (the default):
+    /// the buffer has no such partitions, or sluice cannot tell which one a key goes to.
+    fn partition_of(&self, _key: &[u8]) -> Option<u32> {
+        None
+    }
+
     /// The request headers the buffer wants kept with each record (lowercase names), for its
     /// policy; none by default.
     fn wanted_headers(&self) -> Vec<String> {

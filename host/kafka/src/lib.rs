@@ -92,6 +92,10 @@ struct Inner {
     config: KafkaBufferConfig,
     producer: FutureProducer,
     sealer: Option<sluice_crypt::Sealer>,
+    /// The topic's partitions as the default partitioner counts them for a keyed record (read
+    /// at connect); `None` if the topic was not found or the producer has another
+    /// `partitioner` (see `BufferWriter::partition_of`).
+    key_partitions: Option<u32>,
     stats: Arc<KafkaStats>,
     closed: Arc<AtomicBool>,
     closing: Arc<Notify>,
@@ -108,6 +112,7 @@ impl KafkaBuffer {
         if let Some(create) = config.create_topic {
             create_topic(&config, create.partitions, create.replication_factor).await?;
         }
+        let key_partitions = key_partitions(&producer, &config).await;
         let sealer = match &config.encryption {
             Some(e) => {
                 let sealer = sluice_crypt::Sealer::new(e.keys.clone(), e.data_key_lifetime);
@@ -146,6 +151,7 @@ impl KafkaBuffer {
                 config,
                 producer,
                 sealer,
+                key_partitions,
                 stats,
                 closed,
                 closing: Arc::new(Notify::new()),
@@ -196,6 +202,37 @@ pub(crate) async fn check_reachable(
         error,
         hint: config.security_hint(),
     })
+}
+
+/// How many partitions the topic has, read once at connect, for `BufferWriter::partition_of`.
+/// `None` when the topic is not there (it is made on first write with the broker's defaults)
+/// or the producer is given a `partitioner` other than librdkafka's default. Partitions added
+/// later are seen at the next start; until then, as for any keyed record when partitions are
+/// added, a key's new records may go to another partition than its old ones.
+async fn key_partitions(producer: &FutureProducer, config: &KafkaBufferConfig) -> Option<u32> {
+    if config
+        .producer_properties
+        .get("partitioner")
+        .is_some_and(|p| p != "consistent_random")
+    {
+        return None;
+    }
+    let (producer, topic, timeout) = (
+        producer.clone(),
+        config.topic.clone(),
+        config.produce_timeout,
+    );
+    tokio::task::spawn_blocking(move || {
+        // Every topic's, not ours: asking for a missing topic would create it.
+        let metadata = producer.client().fetch_metadata(None, timeout).ok()?;
+        let topic = metadata.topics().iter().find(|t| t.name() == topic)?;
+        u32::try_from(topic.partitions().len())
+            .ok()
+            .filter(|&n| n > 0)
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 pub(crate) async fn create_topic(

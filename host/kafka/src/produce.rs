@@ -44,6 +44,13 @@ impl BufferWriter for KafkaBuffer {
     fn max_record_size(&self) -> Option<usize> {
         Some(self.max_payload())
     }
+
+    fn partition_of(&self, key: &[u8]) -> Option<u32> {
+        // librdkafka's default partitioner (`consistent_random`) puts a record with a non-empty
+        // key in the partition CRC-32(key) modulo the topic's partitions.
+        let partitions = self.inner.key_partitions.filter(|_| !key.is_empty())?;
+        Some(crc32fast::hash(key) % partitions)
+    }
 }
 
 /// Room kept in a Kafka record for the envelope headers and the record's framing, so that a

@@ -152,6 +152,11 @@ impl Intake {
         self.writer.max_record_size()
     }
 
+    /// The partition the buffer puts a record keyed `key` in, if it can tell (Kafka).
+    pub fn partition_of(&self, key: &[u8]) -> Option<u32> {
+        self.writer.partition_of(key)
+    }
+
     /// The headers the buffer's policy reads (`X-Tenant`, `Idempotency-Key`), and no others.
     pub fn headers(&self, headers: &HeaderMap) -> Vec<(String, String)> {
         self.wanted_headers

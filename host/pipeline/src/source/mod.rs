@@ -64,7 +64,8 @@ pub struct SourceContext {
     /// The pipeline's counts (accepted, refused, ...).
     pub counters: Arc<Counters>,
     /// The buffer partitions by record key (Kafka): a source that can keys its records so that
-    /// related ones stay together (the OTLP trace sources: one record per trace).
+    /// related ones stay together (the OTLP trace sources: records by trace, the traces of one
+    /// partition together).
     pub keyed: bool,
 }
 

@@ -1,11 +1,13 @@
-//! One buffer record per trace: an OTLP/protobuf trace export is split by trace id, each part
-//! keeps its spans' resource and scope, and the record is keyed by the trace id (hex). A Kafka
-//! buffer partitions by key, so every span of a trace lands on one partition, hence on one
+//! Buffer records by trace: an OTLP/protobuf trace export is split by trace id, each part keeps
+//! its spans' resource and scope, and the record is keyed by a trace id (hex). A Kafka buffer
+//! partitions by key, so every span of a trace lands on one partition, hence on one
 //! host of the consumer group: `otel_traces` and `service_map` see whole traces however many
 //! hosts share the buffer (Data Prepper forwards to peers for this).
 //!
 //! An export of one trace is kept as the client encoded it; one of several is re-encoded, one
-//! message per trace. OTLP/JSON bodies, and protobuf that does not decode, stay whole and
+//! message per partition its traces go to (the traces whose keys go to the same partition
+//! share one record): an export of 100 traces makes as many records as the topic has
+//! partitions at most, not 100. A buffer that cannot tell the partition gets one per trace. OTLP/JSON bodies, and protobuf that does not decode, stay whole and
 //! unkeyed (the deserializer reports what is wrong with them). Only for a Kafka buffer: an
 //! in-memory one has no partitions, and counts its room in records.
 
@@ -15,67 +17,87 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 use prost::Message;
 
-/// `payload` as (trace id in hex, message) parts, one per trace, in the order their first span
-/// came; `None` when it does not decode or has no span.
-pub(crate) fn split(payload: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
+/// `payload` as (trace id in hex, message) parts: one per partition its traces go to
+/// (`partition` of a trace id in hex, as the buffer answers it), keyed by the first trace of
+/// the part; one per trace where `partition` is `None`. In the order their first span came.
+/// An export whose traces all go to one part is kept as the client encoded it. `None` when it
+/// does not decode or has no span.
+pub(crate) fn split(
+    payload: &[u8],
+    partition: impl Fn(&[u8]) -> Option<u32>,
+) -> Option<Vec<(String, Vec<u8>)>> {
     let request = ExportTraceServiceRequest::decode(payload).ok()?;
-    // Each trace id once, in the order first seen, and where it is in that order.
-    let mut ids: Vec<&[u8]> = Vec::new();
-    let mut index: HashMap<&[u8], usize> = HashMap::new();
-    for rs in &request.resource_spans {
-        for ss in &rs.scope_spans {
-            for span in &ss.spans {
-                index.entry(&span.trace_id).or_insert_with(|| {
-                    ids.push(&span.trace_id);
-                    ids.len() - 1
-                });
-            }
+    // Each trace id once, with its part; each part's key (its first trace) and partition.
+    let mut part_of: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut parts: Vec<(String, Option<u32>)> = Vec::new();
+    for span in request
+        .resource_spans
+        .iter()
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| &ss.spans)
+    {
+        if part_of.contains_key(&span.trace_id) {
+            continue;
         }
+        let trace = hex::encode(&span.trace_id);
+        let p = partition(trace.as_bytes());
+        let part = match parts.iter().position(|(_, q)| p.is_some() && *q == p) {
+            Some(part) => part,
+            None => {
+                parts.push((trace, p));
+                parts.len() - 1
+            }
+        };
+        part_of.insert(span.trace_id.clone(), part);
     }
-    match ids.len() {
+    match parts.len() {
         0 => return None,
-        1 => return Some(vec![(hex::encode(ids[0]), payload.to_vec())]),
+        1 => return Some(vec![(parts.remove(0).0, payload.to_vec())]),
         _ => {}
     }
-    let mut parts: Vec<ExportTraceServiceRequest> =
-        vec![ExportTraceServiceRequest::default(); ids.len()];
-    for rs in &request.resource_spans {
-        for ss in &rs.scope_spans {
-            for span in &ss.spans {
-                let part = &mut parts[index[span.trace_id.as_slice()]];
-                // The resource and scope this span came under, made once per part.
-                let same_resource = part
+    let mut messages: Vec<ExportTraceServiceRequest> =
+        vec![ExportTraceServiceRequest::default(); parts.len()];
+    // The spans are moved, not copied; a part gets a copy of each resource and scope its spans
+    // came under.
+    for rs in request.resource_spans {
+        let (resource, resource_schema) = (rs.resource, rs.schema_url);
+        for ss in rs.scope_spans {
+            let (scope, scope_schema) = (ss.scope, ss.schema_url);
+            for span in ss.spans {
+                let message = &mut messages[part_of[&span.trace_id]];
+                let same_resource = message
                     .resource_spans
                     .last()
-                    .is_some_and(|r| r.resource == rs.resource && r.schema_url == rs.schema_url);
+                    .is_some_and(|r| r.resource == resource && r.schema_url == resource_schema);
                 if !same_resource {
-                    part.resource_spans.push(ResourceSpans {
-                        resource: rs.resource.clone(),
+                    message.resource_spans.push(ResourceSpans {
+                        resource: resource.clone(),
                         scope_spans: Vec::new(),
-                        schema_url: rs.schema_url.clone(),
+                        schema_url: resource_schema.clone(),
                     });
                 }
-                let resource = part.resource_spans.last_mut().expect("pushed above");
-                let same_scope = resource
+                let resource_spans = message.resource_spans.last_mut().expect("pushed above");
+                let same_scope = resource_spans
                     .scope_spans
                     .last()
-                    .is_some_and(|s| s.scope == ss.scope && s.schema_url == ss.schema_url);
+                    .is_some_and(|s| s.scope == scope && s.schema_url == scope_schema);
                 if !same_scope {
-                    resource.scope_spans.push(ScopeSpans {
-                        scope: ss.scope.clone(),
+                    resource_spans.scope_spans.push(ScopeSpans {
+                        scope: scope.clone(),
                         spans: Vec::new(),
-                        schema_url: ss.schema_url.clone(),
+                        schema_url: scope_schema.clone(),
                     });
                 }
-                let scope = resource.scope_spans.last_mut().expect("pushed above");
-                scope.spans.push(span.clone());
+                let scope_spans = resource_spans.scope_spans.last_mut().expect("pushed above");
+                scope_spans.spans.push(span);
             }
         }
     }
     Some(
-        ids.iter()
-            .zip(parts)
-            .map(|(id, part)| (hex::encode(id), part.encode_to_vec()))
+        parts
+            .into_iter()
+            .zip(messages)
+            .map(|((key, _), message)| (key, message.encode_to_vec()))
             .collect(),
     )
 }
@@ -138,7 +160,7 @@ mod tests {
             ("a", vec![span(1, 1), span(2, 2), span(1, 3)]),
             ("b", vec![span(2, 4), span(3, 5)]),
         ]);
-        let parts = split(&whole.encode_to_vec()).unwrap();
+        let parts = split(&whole.encode_to_vec(), |_| None).unwrap();
         let keys: Vec<&str> = parts.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,
@@ -167,8 +189,50 @@ mod tests {
     #[test]
     fn an_export_of_one_trace_is_kept_as_sent() {
         let bytes = request(vec![("a", vec![span(7, 1), span(7, 2)])]).encode_to_vec();
-        assert_eq!(split(&bytes), Some(vec![("07".repeat(16), bytes)]));
-        assert_eq!(split(b"\xff not protobuf"), None);
-        assert_eq!(split(&request(vec![]).encode_to_vec()), None, "no span");
+        assert_eq!(
+            split(&bytes, |_| None),
+            Some(vec![("07".repeat(16), bytes)])
+        );
+        assert_eq!(split(b"\xff not protobuf", |_| None), None);
+        assert_eq!(
+            split(&request(vec![]).encode_to_vec(), |_| None),
+            None,
+            "no span"
+        );
+    }
+
+    #[test]
+    fn traces_going_to_one_partition_share_a_record_keyed_by_the_first() {
+        let whole = request(vec![(
+            "a",
+            vec![span(1, 1), span(2, 2), span(3, 3), span(1, 4), span(4, 5)],
+        )]);
+        // Traces 1 and 3 go to partition 0, 2 and 4 to partition 1.
+        let partition = |key: &[u8]| {
+            let id = hex::decode(key).unwrap()[0];
+            Some(u32::from(id.is_multiple_of(2)))
+        };
+        let grouped = split(&whole.encode_to_vec(), partition).unwrap();
+        let keys: Vec<&str> = grouped.iter().map(|(k, _)| &k[..2]).collect();
+        assert_eq!(keys, ["01", "02"]);
+        let decoded: Vec<ExportTraceServiceRequest> = grouped
+            .iter()
+            .map(|(_, m)| ExportTraceServiceRequest::decode(m.as_slice()).unwrap())
+            .collect();
+        assert_eq!(
+            decoded[0],
+            request(vec![("a", vec![span(1, 1), span(3, 3), span(1, 4)])])
+        );
+        assert_eq!(
+            decoded[1],
+            request(vec![("a", vec![span(2, 2), span(4, 5)])])
+        );
+
+        // Every trace to one partition: the export as it was sent, keyed by its first trace.
+        let bytes = whole.encode_to_vec();
+        assert_eq!(
+            split(&bytes, |_| Some(3)),
+            Some(vec![("01".repeat(16), bytes)])
+        );
     }
 }

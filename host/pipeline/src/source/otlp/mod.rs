@@ -45,13 +45,14 @@ struct OtlpState {
     compression: Compression,
     /// `max_request_length` in bytes.
     max_length: u64,
-    /// One record per trace, keyed by its trace id (`SourceContext::keyed`: a Kafka buffer).
+    /// Records keyed by trace id, each holding the traces of one partition
+    /// (`SourceContext::keyed`: a Kafka buffer).
     by_trace: bool,
 }
 
 impl OtlpState {
     /// The buffer records for one request's message: one, or for an OTLP/protobuf trace export
-    /// into a Kafka buffer one per trace, keyed by its trace id (`by_trace`).
+    /// into a Kafka buffer one per partition its traces go to, keyed by a trace id (`by_trace`).
     fn records(
         &self,
         signal: Signal,
@@ -75,13 +76,15 @@ impl OtlpState {
             ..Default::default()
         };
         match (signal, json, self.by_trace) {
-            (Signal::Traces, false, true) => match by_trace::split(&payload) {
-                Some(parts) => parts
-                    .into_iter()
-                    .map(|(trace, part)| record(part, Some(trace.into_bytes())))
-                    .collect(),
-                None => vec![record(payload, None)],
-            },
+            (Signal::Traces, false, true) => {
+                match by_trace::split(&payload, |key| self.intake.partition_of(key)) {
+                    Some(parts) => parts
+                        .into_iter()
+                        .map(|(trace, part)| record(part, Some(trace.into_bytes())))
+                        .collect(),
+                    None => vec![record(payload, None)],
+                }
+            }
             _ => vec![record(payload, None)],
         }
     }
