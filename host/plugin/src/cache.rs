@@ -297,26 +297,10 @@ impl Cache {
     /// `forbidden` mode bits (default: writable by group or others). `Ok(None)` if it does not
     /// exist; `Err` says why it cannot be trusted.
     fn open_private(&self, name: &str, forbidden: Option<u32>) -> Result<Option<File>, String> {
-        let fd = match rustix::fs::openat(
-            &self.dir,
-            name,
-            // NONBLOCK: a FIFO planted under the name must not hang the load.
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(rustix::io::Errno::LOOP) => return Err("it is a symbolic link".to_owned()),
-            Err(e) => return Err(format!("cannot open it: {}", io::Error::from(e))),
+        let Some((file, meta)) = open_regular(&self.dir, name)? else {
+            return Ok(None);
         };
-        let file = File::from(fd);
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("cannot stat it: {e}"))?;
         let mode = meta.mode() & 0o7777;
-        if !meta.file_type().is_file() {
-            return Err("it is not a regular file".to_owned());
-        }
         if meta.uid() != self.uid {
             return Err(format!(
                 "it is owned by uid {}, not {}",
@@ -361,6 +345,36 @@ impl Cache {
         let _ = rustix::fs::unlinkat(&self.dir, &tmp, AtFlags::empty());
         written
     }
+}
+
+/// Opens `name` in `dir` if it is a regular file, without following a symbolic link (an
+/// error) or waiting on a FIFO planted under the name; with its metadata, from the open file.
+/// `Ok(None)` if it does not exist; `Err` says why it cannot be used. The cache and the
+/// precompiled artefact (`crate::precompiled`) then check its owner and mode, each its own way.
+pub(crate) fn open_regular(
+    dir: &File,
+    name: impl AsRef<Path>,
+) -> Result<Option<(File, std::fs::Metadata)>, String> {
+    let fd = match rustix::fs::openat(
+        dir,
+        name.as_ref(),
+        // NONBLOCK: a FIFO planted under the name must not hang the load.
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => return Err("it is a symbolic link".to_owned()),
+        Err(e) => return Err(format!("cannot open it: {}", io::Error::from(e))),
+    };
+    let file = File::from(fd);
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat it: {e}"))?;
+    if !meta.file_type().is_file() {
+        return Err("it is not a regular file".to_owned());
+    }
+    Ok(Some((file, meta)))
 }
 
 enum Replace {

@@ -205,22 +205,24 @@ impl PluginHost {
     /// `sluice plugins build` left beside it (`NAME.cwasm`, trusted when owner-only), or
     /// compiled by Cranelift. Its name is the file stem.
     pub fn load_file(&self, path: &Path) -> Result<Plugin, PluginError> {
-        self.load_path(path, Tier::Optimized)
+        self.load_path(path, Tier::Optimized, true)
     }
 
     /// As [`Self::load_file`], but a component that must be compiled is compiled by Winch
     /// ([`Code::Quick`]), for a fast start; [`crate::Catalog::optimize`] replaces it.
     pub fn load_file_quickly(&self, path: &Path) -> Result<Plugin, PluginError> {
-        self.load_path(path, Tier::Quick)
+        self.load_path(path, Tier::Quick, true)
     }
 
-    fn load_path(&self, path: &Path, tier: Tier) -> Result<Plugin, PluginError> {
+    /// Reads and loads the component at `path`; `precompiled`: its `NAME.cwasm` may serve.
+    fn load_path(&self, path: &Path, tier: Tier, precompiled: bool) -> Result<Plugin, PluginError> {
         let bytes = std::fs::read(path).map_err(|source| PluginError::Read {
             path: path.to_owned(),
             source,
         })?;
         let origin = path.display().to_string();
-        self.load(&stem(path), &origin, &bytes, Some(path), tier)
+        let beside = precompiled.then_some(path);
+        self.load(&stem(path), &origin, &bytes, beside, tier)
     }
 
     /// Loads a component from bytes with optimized code (from the cache, or compiled).
@@ -248,7 +250,9 @@ impl PluginHost {
     /// Compiles the component at `wasm` with Cranelift (or takes its code from the cache) and
     /// writes the artefact `run` loads instead of compiling (`NAME.cwasm` beside it).
     pub fn precompile_beside(&self, wasm: &Path) -> Result<PathBuf, PluginError> {
-        let plugin = self.load_file(wasm)?;
+        // Not from the artefact being replaced (one from the previous build would be warned
+        // about as stale).
+        let plugin = self.load_path(wasm, Tier::Optimized, false)?;
         let component = plugin.inner.pre.component();
         precompiled::write(component, wasm, plugin.sha256(), &self.compatibility).map_err(|e| {
             PluginError::Engine(format!(

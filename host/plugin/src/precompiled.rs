@@ -138,29 +138,14 @@ fn read_trusted(path: &Path) -> Result<Option<Vec<u8>>, String> {
         Ok(dir) => File::from(dir),
         Err(_) => return Ok(None),
     };
-    let fd = match rustix::fs::openat(
-        &dir,
-        name,
-        // NONBLOCK: a FIFO planted under the name must not hang the load.
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(rustix::io::Errno::LOOP) => return Err("it is a symbolic link".to_owned()),
-        Err(e) => return Err(format!("cannot open it: {}", io::Error::from(e))),
+    // Without an artefact there is nothing to say about its folder.
+    let Some((mut file, meta)) = crate::cache::open_regular(&dir, name)? else {
+        return Ok(None);
     };
-    let meta = dir
+    let folder = dir
         .metadata()
         .map_err(|e| format!("cannot stat its folder: {e}"))?;
-    trusted_owner("its folder", meta.uid(), meta.mode())?;
-    let mut file = File::from(fd);
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot stat it: {e}"))?;
-    if !meta.file_type().is_file() {
-        return Err("it is not a regular file".to_owned());
-    }
+    trusted_owner("its folder", folder.uid(), folder.mode())?;
     trusted_owner("it", meta.uid(), meta.mode())?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.read_to_end(&mut bytes)

@@ -62,6 +62,9 @@ impl Key<'_> {
     }
 }
 
+/// Lowercase hex digits, for ids and `\u00xx` escapes.
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// A field's value.
 pub(crate) enum Value<'a> {
     Null,
@@ -105,7 +108,6 @@ impl Value<'_> {
             Value::F64(d) => double(out, d),
             Value::Str(s) => string(out, s),
             Value::Hex(bytes) => {
-                const DIGITS: &[u8; 16] = b"0123456789abcdef";
                 out.push(b'"');
                 for b in bytes {
                     out.push(DIGITS[usize::from(b >> 4)]);
@@ -259,7 +261,6 @@ fn contents(out: &mut Vec<u8>, s: &str) {
         out.push(b'\\');
         out.push(short);
         if short == b'u' {
-            const DIGITS: &[u8; 16] = b"0123456789abcdef";
             out.extend_from_slice(b"00");
             out.push(DIGITS[usize::from(b >> 4)]);
             out.push(DIGITS[usize::from(b & 0xf)]);
