@@ -213,9 +213,13 @@ fn scan_scope(body: &[u8]) -> Option<Scope<'_>> {
     Some(scope)
 }
 
-/// The next field of a message at `buf` (which it moves past): its number, its value when it
-/// is length-delimited, and its whole encoding. `None` when `buf` does not hold a field.
-fn field<'a>(buf: &mut &'a [u8]) -> Option<(u64, Option<&'a [u8]>, &'a [u8])> {
+/// A field as read off the wire: its number, its value when it is length-delimited, and its
+/// whole encoding (tag included).
+type Field<'a> = (u64, Option<&'a [u8]>, &'a [u8]);
+
+/// The next field of a message at `buf` (which it moves past); `None` when `buf` does not hold
+/// a field.
+fn field<'a>(buf: &mut &'a [u8]) -> Option<Field<'a>> {
     let start = *buf;
     let key = varint(buf)?;
     let value = match key & 7 {
