@@ -15,10 +15,13 @@
 //! - `processors`: Data Prepper's processors built in (grok, date, drop_events, add_entries)
 //!   end to end against the same pipeline without them, and tapped (`sluice tap`) against
 //!   untapped; grok against the grok crate natively.
+//! - `curves`: how cost grows with the work (workers, event size, partitions, pipelines in
+//!   one process, spans per OTLP request), each point against raw librdkafka, drawn as SVG.
 
 use clap::{Parser, Subcommand};
 
 mod abi;
+mod chart;
 mod kafka;
 mod measure;
 mod otlp_native;
@@ -52,6 +55,8 @@ enum Bench {
     Sinks(sinks::Args),
     /// Built-in processors end to end, and grok against the grok crate natively.
     Processors(kafka::processors::Args),
+    /// How cost grows with the work, against raw librdkafka, with SVG charts.
+    Curves(kafka::curves::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -64,5 +69,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Otlp(args) => kafka::otlp::run(&args),
         Bench::Sinks(args) => sinks::run(&args),
         Bench::Processors(args) => kafka::processors::run(&args),
+        Bench::Curves(args) => kafka::curves::run(&args),
     }
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 
+pub(crate) mod curves;
 pub(crate) mod otlp;
 pub(crate) mod processors;
 mod raw;
@@ -26,7 +27,7 @@ use raw::raw_librdkafka;
 use sluice::{BENCH_ENCRYPTION, E2e, Shape, sluice_end_to_end, stalled_sink};
 
 /// Records sent before the clock starts, so both sides are measured with every consumer
-/// joined and assigned.
+/// joined and assigned (at least one for each pipeline: see [`Args::warm_up`]).
 const WARM_UP: usize = 50;
 
 #[derive(clap::Args, Clone)]
@@ -49,6 +50,15 @@ pub(crate) struct Args {
     /// Partitions of each topic (and consumers of each side).
     #[arg(long, default_value_t = 2)]
     partitions: i32,
+    /// Consumers of each side: the topic's `workers` and the pipeline's `workers` for sluice,
+    /// consumer threads in one group for raw librdkafka (default: one per partition, the
+    /// pipeline's `workers: 2`).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Pipelines in one sluice process, each with its own topic, port and file, the payload set
+    /// spread over them in turn (raw librdkafka: as many topics, each with its consumers).
+    #[arg(long, default_value_t = 1)]
+    pipelines: usize,
     /// Extra lines for sluice's `kafka:` block, e.g. `producer_properties: {linger.ms: 20}`
     /// (for experiments; the defaults are what is reported).
     #[arg(long, default_value = "")]
@@ -88,6 +98,19 @@ pub(crate) struct Runs {
     rounds: usize,
 }
 
+impl Args {
+    /// Consumer threads of each topic.
+    fn consumers(&self) -> usize {
+        self.workers
+            .unwrap_or_else(|| usize::try_from(self.partitions).unwrap_or(1))
+    }
+
+    /// Records sent before the clock starts: [`WARM_UP`], or one for each pipeline.
+    fn warm_up(&self) -> usize {
+        WARM_UP.max(self.pipelines)
+    }
+}
+
 impl Runs {
     /// The end-to-end runs' settings for bodies of `events` events each.
     fn kafka(&self, events: usize) -> Args {
@@ -98,6 +121,8 @@ impl Runs {
             event_bytes: 0,
             clients: self.clients,
             partitions: self.partitions,
+            workers: None,
+            pipelines: 1,
             kafka_yaml: String::new(),
             plugins: self.plugins.clone(),
             rounds: self.rounds,

@@ -76,7 +76,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 
 /// Export requests of `spans` spans each, as the OpenTelemetry SDKs make them: one service,
 /// one scope, server spans with a few attributes.
-fn requests(n: usize, spans: usize) -> Vec<Vec<u8>> {
+pub(super) fn requests(n: usize, spans: usize) -> Vec<Vec<u8>> {
     let text = |s: &str| AnyValue {
         value: Some(Value::StringValue(s.to_owned())),
     };

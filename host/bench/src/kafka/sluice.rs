@@ -10,19 +10,22 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure};
 use sluice_tests::{Sluice, unique};
 
-use super::{Args, WARM_UP};
+use super::Args;
 use crate::measure::{Cpu, peak_rss, rss, wait_for_lines};
 
 /// A fixed key for the benchmark only (32 zero bytes).
 pub(super) const BENCH_ENCRYPTION: &str =
     "encryption: {key: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=}";
 
-/// A running `sluice run` on a kafka-buffered pipeline writing to `sink` (the harness's
-/// process: killed when dropped).
+/// A running `sluice run` on kafka-buffered pipelines, each writing to its own file (the
+/// harness's process: killed when dropped).
 struct Running {
     _process: Sluice,
     pid: u32,
-    url: String,
+    /// Where each pipeline's source listens, in pipeline order.
+    urls: Vec<String>,
+    /// From `sluice run` to every source listening.
+    started_in: Duration,
     _plugins: tempfile::TempDir,
     /// `sluice tap` at the shape's tap point, its output in `tap.jsonl` of the process's folder.
     tap: Option<std::process::Child>,
@@ -103,71 +106,31 @@ pub(crate) struct Shape<'a> {
     pub(super) tap: Option<&'a [&'a str]>,
 }
 
-/// Starts sluice with the benchmark pipeline of this `shape`, its file sink at `sink` (`None`:
-/// in its temporary folder); returns once it listens.
+/// Starts sluice with `args.pipelines` benchmark pipelines of this `shape` (the first one's
+/// file sink at `sink`, `None`: in its temporary folder); returns once every source listens,
+/// with each pipeline's file, in pipeline order.
 fn start_sluice(
     args: &Args,
     shape: Shape<'_>,
     sink: Option<&Path>,
-) -> anyhow::Result<(Running, PathBuf)> {
-    let topic = unique("bench-sluice");
-    // `{port}` and `{dir}` are filled in by the harness.
-    let sink_yaml = sink.map_or_else(
-        || "{dir}/events.jsonl".to_owned(),
-        |p| p.display().to_string(),
+) -> anyhow::Result<(Running, Vec<PathBuf>)> {
+    ensure!(
+        args.pipelines >= 1 && (args.pipelines == 1 || shape.then.is_none()),
+        "one pipeline or more, and a chain (`then`) only after one"
     );
-    let kafka = format!(
-        r#"bootstrap_servers: [{bootstrap}]
-{kafka_yaml}
-{extra}
-topics:
-  - name: {topic}
-    group_id: {topic}-group
-    create_topic: true
-    number_of_partitions: {partitions}
-    workers: {partitions}
-    max_poll_records: 500
-"#,
-        bootstrap = args.bootstrap,
-        kafka_yaml = args.kafka_yaml,
-        extra = shape.extra,
-        partitions = args.partitions,
-    );
-    let file_sink = format!(
-        "    - file:\n        path: {sink_yaml}\n{}",
-        if shape.at_least_once {
-            "        exactly_once: false\n"
-        } else {
-            ""
-        }
-    );
-    let (sink_block, next) = match shape.then {
-        None => (file_sink, String::new()),
-        Some(processors) => (
-            "    - pipeline:\n        name: bench-next\n".to_owned(),
-            format!(
-                "bench-next:\n  workers: 2\n  delay: 20ms\n  source:\n    pipeline:\n      name: bench-pipeline\n  processor: [{processors}]\n  sink:\n{file_sink}  dlq_path: {{dir}}/dlq-next.jsonl\n"
-            ),
-        ),
-    };
-    let yaml = format!(
-        r#"bench-pipeline:
-  workers: 2
-  delay: 20ms
-  source:
-    {source}
-  buffer:
-{buffer}  processor: [{chain}]
-  sink:
-{sink_block}  dlq_path: {{dir}}/dlq.jsonl
-{next}"#,
-        source = shape.ingest.source_yaml(),
-        buffer = sluice_tests::kafka_buffer_yaml(&kafka, shape.policy),
-        chain = shape.processor_list.map_or_else(
-            || vec!["passthrough"; shape.processors].join(", "),
-            str::to_owned
-        ),
-    );
+    // `{port}` and `{dir}` are filled in by the harness: the first pipeline listens on
+    // `{port}`, the others on ports picked here.
+    let ports: Vec<String> = std::iter::once("{port}".to_owned())
+        .chain((1..args.pipelines).map(|_| sluice_tests::free_port().to_string()))
+        .collect();
+    let mut yaml = String::new();
+    for (i, port) in ports.iter().enumerate() {
+        let sink_yaml = match sink {
+            Some(p) if i == 0 => p.display().to_string(),
+            _ => format!("{{dir}}/events-{i}.jsonl"),
+        };
+        yaml += &pipeline_yaml(args, shape, i, port, &sink_yaml);
+    }
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
     // components of the folder would dominate the start and the peak RSS.
     let plugins = tempfile::tempdir()?;
@@ -190,7 +153,21 @@ topics:
     if shape.tap.is_some() {
         run_args.extend(admin);
     }
+    let spawned = Instant::now();
     let process = Sluice::start_with(&yaml, &run_args);
+    let ports: Vec<u16> = std::iter::once(process.port)
+        .chain(ports[1..].iter().map(|p| p.parse().expect("a port")))
+        .collect();
+    for port in &ports[1..] {
+        while std::net::TcpStream::connect(("127.0.0.1", *port)).is_err() {
+            ensure!(
+                spawned.elapsed() < Duration::from_secs(120),
+                "pipeline on port {port} did not listen within 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let started_in = spawned.elapsed();
     let tap = match shape.tap {
         None => None,
         Some(stage) => Some(
@@ -204,21 +181,95 @@ topics:
                 .spawn()?,
         ),
     };
-    let sink = sink.map_or_else(|| process.path("events.jsonl"), Path::to_owned);
-    let (pid, url) = (
+    let sinks: Vec<PathBuf> = (0..args.pipelines)
+        .map(|i| match sink {
+            Some(p) if i == 0 => p.to_owned(),
+            _ => process.path(&format!("events-{i}.jsonl")),
+        })
+        .collect();
+    let (pid, urls) = (
         process.child.id(),
-        format!("http://127.0.0.1:{}{}", process.port, shape.ingest.path()),
+        ports
+            .iter()
+            .map(|port| format!("http://127.0.0.1:{port}{}", shape.ingest.path()))
+            .collect(),
     );
     Ok((
         Running {
             _process: process,
             pid,
-            url,
+            urls,
+            started_in,
             _plugins: plugins,
             tap,
         },
-        sink,
+        sinks,
     ))
+}
+
+/// The YAML of benchmark pipeline `i` (`bench-pipeline`, then `bench-pipeline-1`, ...) with
+/// its own topic, its source on `port`, its file sink at `sink`.
+fn pipeline_yaml(args: &Args, shape: Shape<'_>, i: usize, port: &str, sink: &str) -> String {
+    let topic = unique("bench-sluice");
+    let name = if i == 0 {
+        "bench-pipeline".to_owned()
+    } else {
+        format!("bench-pipeline-{i}")
+    };
+    let workers = args.consumers();
+    let kafka = format!(
+        r#"bootstrap_servers: [{bootstrap}]
+{kafka_yaml}
+{extra}
+topics:
+  - name: {topic}
+    group_id: {topic}-group
+    create_topic: true
+    number_of_partitions: {partitions}
+    workers: {workers}
+    max_poll_records: 500
+"#,
+        bootstrap = args.bootstrap,
+        kafka_yaml = args.kafka_yaml,
+        extra = shape.extra,
+        partitions = args.partitions,
+    );
+    let file_sink = format!(
+        "    - file:\n        path: {sink}\n{}",
+        if shape.at_least_once {
+            "        exactly_once: false\n"
+        } else {
+            ""
+        }
+    );
+    let (sink_block, next) = match shape.then {
+        None => (file_sink, String::new()),
+        Some(processors) => (
+            "    - pipeline:\n        name: bench-next\n".to_owned(),
+            format!(
+                "bench-next:\n  workers: 2\n  delay: 20ms\n  source:\n    pipeline:\n      name: bench-pipeline\n  processor: [{processors}]\n  sink:\n{file_sink}  dlq_path: {{dir}}/dlq-next.jsonl\n"
+            ),
+        ),
+    };
+    format!(
+        r#"{name}:
+  workers: {pipeline_workers}
+  delay: 20ms
+  source:
+    {source}
+  buffer:
+{buffer}  processor: [{chain}]
+  sink:
+{sink_block}  dlq_path: {{dir}}/dlq-{i}.jsonl
+{next}"#,
+        pipeline_workers = args.workers.unwrap_or(2),
+        source = shape.ingest.source_yaml().replace("{port}", port),
+        buffer = sluice_tests::kafka_buffer_yaml(&kafka, shape.policy),
+        chain = shape.processor_list.map_or_else(
+            || vec!["passthrough"; shape.processors].join(", "),
+            str::to_owned
+        ),
+    )
 }
 
 /// What one end-to-end run measured.
@@ -228,6 +279,8 @@ pub(crate) struct E2e {
     pub(super) peak_rss: u64,
     /// Events `sluice tap` printed during the run.
     pub(super) tapped: usize,
+    /// From `sluice run` to every pipeline's source listening.
+    pub(super) started_in: Duration,
 }
 
 pub(crate) fn sluice_end_to_end(
@@ -235,13 +288,16 @@ pub(crate) fn sluice_end_to_end(
     bodies: &[Vec<u8>],
     shape: Shape<'_>,
 ) -> anyhow::Result<E2e> {
-    let (running, sink) = start_sluice(args, shape, None)?;
-    let (sluice_pid, url) = (running.pid, running.url.clone());
+    let (running, sinks) = start_sluice(args, shape, None)?;
+    let (sluice_pid, urls) = (running.pid, Arc::new(running.urls.clone()));
+    let n = urls.len();
     let content_type = shape.ingest.content_type();
-    // Warm up until every consumer has joined and read, as the raw run does.
-    for body in &bodies[..WARM_UP] {
+    // Warm up until every consumer has joined and read, as the raw run does; body `i` goes
+    // to pipeline `i % n`, in the measured run too.
+    let warm_up = args.warm_up();
+    for (i, body) in bodies[..warm_up].iter().enumerate() {
         ensure!(
-            ureq::post(&url)
+            ureq::post(&urls[i % n])
                 .header("Content-Type", content_type)
                 .send(&body[..])?
                 .status()
@@ -249,9 +305,17 @@ pub(crate) fn sluice_end_to_end(
             "warm-up request refused"
         );
     }
-    let warmed = wait_for_lines(&sink, WARM_UP * args.events, Duration::from_secs(120))?;
+    // Events each pipeline gets from `count` bodies sent in turn.
+    let share = |count: usize, k: usize| (count / n + usize::from(k < count % n)) * args.events;
+    let mut warmed = Vec::with_capacity(n);
+    for (k, sink) in sinks.iter().enumerate() {
+        warmed.push(wait_for_lines(
+            sink,
+            share(warm_up, k),
+            Duration::from_secs(120),
+        )?);
+    }
 
-    let want_events = bodies.len() * args.events;
     let next = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicUsize::new(0));
     let cpu = Cpu::start(Some(sluice_pid));
@@ -260,8 +324,7 @@ pub(crate) fn sluice_end_to_end(
     let clients: Vec<_> = (0..args.clients)
         .map(|_| {
             let (next, refused) = (next.clone(), refused.clone());
-            let bodies = shared.clone();
-            let url = url.clone();
+            let (bodies, urls) = (shared.clone(), urls.clone());
             std::thread::spawn(move || -> anyhow::Result<()> {
                 let agent: ureq::Agent = ureq::Agent::config_builder()
                     .http_status_as_error(false)
@@ -274,7 +337,7 @@ pub(crate) fn sluice_end_to_end(
                     };
                     loop {
                         let status = agent
-                            .post(&url)
+                            .post(&urls[i % urls.len()])
                             .header("Content-Type", content_type)
                             .send(&body[..])?
                             .status()
@@ -296,7 +359,11 @@ pub(crate) fn sluice_end_to_end(
         c.join().expect("client thread")?;
     }
     let posted = started.elapsed();
-    let lines = wait_for_lines(&sink, warmed + want_events, Duration::from_secs(600))?;
+    let mut lines = Vec::with_capacity(n);
+    for (k, sink) in sinks.iter().enumerate() {
+        let want = warmed[k] + share(bodies.len(), k);
+        lines.push(wait_for_lines(sink, want, Duration::from_secs(600))?);
+    }
     let took = started.elapsed();
     println!(
         "  (sluice: every request answered 200 after {:.2} s ({} answers 429 or 503, each retried after 10 ms), every event in the file after {:.2} s; {})",
@@ -305,17 +372,21 @@ pub(crate) fn sluice_end_to_end(
         took.as_secs_f64(),
         cpu.report()
     );
-    ensure!(
-        lines == warmed + want_events,
-        "the sink has {} events, expected {want_events}",
-        lines - warmed
-    );
+    for (k, lines) in lines.into_iter().enumerate() {
+        let want = share(bodies.len(), k);
+        ensure!(
+            lines == warmed[k] + want,
+            "the sink of pipeline {k} has {} events, expected {want}",
+            lines - warmed[k]
+        );
+    }
     let tapped = std::fs::read_to_string(running._process.path("tap.jsonl"))
         .map_or(0, |text| text.lines().count());
     Ok(E2e {
         took,
         peak_rss: peak_rss(sluice_pid),
         tapped,
+        started_in: running.started_in,
     })
 }
 
@@ -333,7 +404,7 @@ pub(super) fn stalled_sink(
     let status = Command::new("mkfifo").arg(&fifo).status()?;
     ensure!(status.success(), "mkfifo failed");
     let (running, _) = start_sluice(args, Shape::default(), Some(&fifo))?;
-    let (pid, url) = (running.pid, running.url.clone());
+    let (pid, url) = (running.pid, running.urls[0].clone());
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
