@@ -123,22 +123,30 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             start: sluice.started_in.as_secs_f64(),
         })
     };
-    let json = Shape::default();
+    // A curve of JSON events: each point's bodies made from its settings.
+    let json_curve = |points: Vec<(f64, super::Args)>| -> anyhow::Result<Vec<Point>> {
+        points
+            .iter()
+            .map(|(x, point)| measure(*x, point, &super::payloads(point), Shape::default()))
+            .collect()
+    };
 
     println!(
         "== events/s against workers (4 partitions, {} requests x {} events of 100 B)",
         args.requests, args.events
     );
-    let mut curve = Vec::new();
-    for &workers in &args.workers {
-        let point = super::Args {
-            partitions: 4,
-            workers: Some(workers),
-            ..args.point(args.requests, args.events)
-        };
-        let bodies = super::payloads(&point);
-        curve.push(measure(workers as f64, &point, &bodies, json)?);
-    }
+    let curve = json_curve(
+        (args.workers.iter())
+            .map(|&workers| {
+                let point = super::Args {
+                    partitions: 4,
+                    workers: Some(workers),
+                    ..args.point(args.requests, args.events)
+                };
+                (workers as f64, point)
+            })
+            .collect(),
+    )?;
     report(
         args,
         "workers",
@@ -151,15 +159,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "== events/s against event size (request bodies of about 64 KB, {} of them)",
         args.size_requests
     );
-    let mut curve = Vec::new();
-    for &size in &args.sizes {
-        let point = super::Args {
-            event_bytes: size,
-            ..args.point(args.size_requests, (65_536 / size).max(1))
-        };
-        let bodies = super::payloads(&point);
-        curve.push(measure(size as f64, &point, &bodies, json)?);
-    }
+    let curve = json_curve(
+        (args.sizes.iter())
+            .map(|&size| {
+                let point = super::Args {
+                    event_bytes: size,
+                    ..args.point(args.size_requests, (65_536 / size).max(1))
+                };
+                (size as f64, point)
+            })
+            .collect(),
+    )?;
     report(
         args,
         "event-size",
@@ -169,15 +179,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     )?;
 
     println!("== events/s against partitions (one consumer each)");
-    let mut curve = Vec::new();
-    for &partitions in &args.partitions {
-        let point = super::Args {
-            partitions,
-            ..args.point(args.requests, args.events)
-        };
-        let bodies = super::payloads(&point);
-        curve.push(measure(f64::from(partitions), &point, &bodies, json)?);
-    }
+    let curve = json_curve(
+        (args.partitions.iter())
+            .map(|&partitions| {
+                let point = super::Args {
+                    partitions,
+                    ..args.point(args.requests, args.events)
+                };
+                (f64::from(partitions), point)
+            })
+            .collect(),
+    )?;
     report(
         args,
         "partitions",
@@ -189,17 +201,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     println!(
         "== events/s against pipelines in one process (each 1 partition, 1 worker; the requests spread over them)"
     );
-    let mut curve = Vec::new();
-    for &pipelines in &args.pipelines {
-        let point = super::Args {
-            partitions: 1,
-            workers: Some(1),
-            pipelines,
-            ..args.point(args.requests, args.events)
-        };
-        let bodies = super::payloads(&point);
-        curve.push(measure(pipelines as f64, &point, &bodies, json)?);
-    }
+    let curve = json_curve(
+        (args.pipelines.iter())
+            .map(|&pipelines| {
+                let point = super::Args {
+                    partitions: 1,
+                    workers: Some(1),
+                    pipelines,
+                    ..args.point(args.requests, args.events)
+                };
+                (pipelines as f64, point)
+            })
+            .collect(),
+    )?;
     report(
         args,
         "pipelines",
