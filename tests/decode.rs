@@ -30,9 +30,26 @@ fn events(texts: &[&str]) -> Decoded {
     )
 }
 
+/// The json plugin's scan uses vector instructions (simd128): the same answers from the
+/// optimized code and from the baseline code (Winch) a first start runs.
 #[test]
 fn json_takes_arrays_of_objects_and_single_objects() {
-    let mut d = decoder("json");
+    let host = PluginHost::new(None).unwrap();
+    let path = plugin_dir().join("json.wasm");
+    for plugin in [
+        host.load_file(&path).unwrap(),
+        host.load_file_quickly(&path).unwrap(),
+    ] {
+        json_answers(Decoder::new(plugin, vec![], Limits::default()).unwrap());
+    }
+}
+
+fn json_answers(mut d: Decoder) {
+    let long = format!(
+        r#"{{"log":"{} é 😀 \"quoted\" {}"}}"#,
+        "a".repeat(40),
+        "b".repeat(17)
+    );
     let out = d.decode(&[
         record(r#"[{"log":"a"},{"log":"b"}]"#),
         record(r#"{"log":"c"}"#),
@@ -40,7 +57,15 @@ fn json_takes_arrays_of_objects_and_single_objects() {
         record("not json"),
         record("42"),
         record("[]"),
+        record(&format!(" [{long},\n{long}] ")),
+        record(&long.replace('é', "\t")),
     ]);
+    assert_eq!(out[6], events(&[&long, &long]));
+    assert!(
+        matches!(&out[7], Decoded::Malformed(r) if r.contains("control character")),
+        "a raw tab in a string: {:?}",
+        out[7]
+    );
     assert_eq!(out[0], events(&[r#"{"log":"a"}"#, r#"{"log":"b"}"#]));
     assert_eq!(out[1], events(&[r#"{"log":"c"}"#]));
     assert_eq!(

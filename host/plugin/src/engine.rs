@@ -7,7 +7,8 @@
 //! interpreter built with componentize-py or componentize-js: about 5 s each on 2 cores).
 //! Winch, its baseline compiler, takes a fifth of that for code that runs slower. So a first
 //! start ([`PluginHost::load_file_quickly`]) loads what the cache or a precompiled artefact
-//! holds, and compiles the rest with Winch; the catalog then compiles those with Cranelift in
+//! holds, and compiles the rest with Winch (what Winch cannot compile, with Cranelift at
+//! once); the catalog then compiles Winch's with Cranelift in
 //! the background ([`crate::Catalog::optimize`]) and publishes the optimized code, which every
 //! worker switches to between two calls, as to a new version. Each compiler has its own engine
 //! and linker; a [`Plugin`] carries the engine its code was compiled by. Only Cranelift's code
@@ -373,9 +374,17 @@ impl PluginHost {
         }
         let started = std::time::Instant::now();
         if let (Tier::Quick, Some(quick)) = (tier, &self.quick) {
-            let component = Component::new(&quick.engine, bytes).map_err(compile_error)?;
-            tracing::debug!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin quickly (baseline)");
-            return Ok((component, Code::Quick, quick));
+            // Winch lacks some of what Cranelift compiles (vector instructions on a CPU
+            // without AVX, say): then the plugin waits for Cranelift instead of failing.
+            match Component::new(&quick.engine, bytes) {
+                Ok(component) => {
+                    tracing::debug!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin quickly (baseline)");
+                    return Ok((component, Code::Quick, quick));
+                }
+                Err(e) => {
+                    tracing::debug!(plugin = origin, error = %format!("{e:#}"), "the baseline compiler cannot compile this plugin; compiling it optimized")
+                }
+            }
         }
         let component = Component::new(&optimizing.engine, bytes).map_err(compile_error)?;
         tracing::debug!(plugin = origin, elapsed = ?started.elapsed(), "compiled plugin");

@@ -1,6 +1,8 @@
 //! The `json` deserializer's parsing for flat replies: where each event sits in the payload (an
 //! object is one event, each object of an array one), found without copying it or allocating
-//! per record. Same verdicts and reasons as `parse.rs`.
+//! per record. Same verdicts and reasons as `parse.rs`: the scan (`sluice-scan`, in host/scan)
+//! finds the events of what is valid; what it refuses goes through serde_json, which words the
+//! reason.
 
 use std::fmt;
 
@@ -10,6 +12,14 @@ use serde_json::value::RawValue;
 
 /// Appends to `out` the (offset, length) in `payload` of each event.
 pub(crate) fn parse(payload: &[u8], out: &mut Vec<(u32, u32)>) -> Result<(), String> {
+    if sluice_scan::events(payload, out) {
+        return Ok(());
+    }
+    full(payload, out)
+}
+
+/// [`parse`] by serde_json alone: the reason when the scan refuses a payload.
+pub(crate) fn full(payload: &[u8], out: &mut Vec<(u32, u32)>) -> Result<(), String> {
     let text =
         std::str::from_utf8(payload).map_err(|e| format!("invalid JSON: not UTF-8 ({e})"))?;
     let base = text.as_ptr() as usize;

@@ -273,25 +273,30 @@ fn event_type_of(content_type: Option<&str>, source: &'static str) -> &'static s
 /// kept as it is (validated, not rebuilt) unless it spans lines.
 pub(crate) fn append_events(texts: &Events, out: &mut Vec<u8>) -> Result<(), String> {
     for (i, text) in texts.iter().enumerate() {
-        // Borrowed: one pass checks the text, and the same bytes are copied into the line.
-        let raw: &serde_json::value::RawValue = serde_json::from_slice(text)
-            .map_err(|e| format!("plugin returned event {i} that is not valid JSON: {e}"))?;
-        let raw = raw.get().trim();
-        if !raw.starts_with('{') {
-            return Err(format!(
-                "plugin returned event {i} that is not a JSON object"
-            ));
-        }
-        if raw.contains('\n') {
+        // One pass checks the text (the scan; serde_json only to word a refusal), and the same
+        // bytes are copied into the line.
+        let raw = match sluice_scan::object(text) {
+            Some(object) => &text[object],
+            None => return Err(not_an_object(i, text)),
+        };
+        if raw.contains(&b'\n') {
             // Whitespace between tokens (strings cannot hold a raw newline): re-serialize.
-            let v: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            let v: Value = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
             out.extend_from_slice(v.to_string().as_bytes());
         } else {
-            out.extend_from_slice(raw.as_bytes());
+            out.extend_from_slice(raw);
         }
         out.push(b'\n');
     }
     Ok(())
+}
+
+/// Why event `i` (refused by the scan) is not one JSON object, in serde_json's words.
+fn not_an_object(i: usize, text: &[u8]) -> String {
+    match serde_json::from_slice::<&serde_json::value::RawValue>(text) {
+        Err(e) => format!("plugin returned event {i} that is not valid JSON: {e}"),
+        Ok(_) => format!("plugin returned event {i} that is not a JSON object"),
+    }
 }
 
 #[cfg(test)]
