@@ -1,6 +1,7 @@
 //! A validating scan of JSON text: one pass that finds where each event sits without building
 //! or copying anything. The `json` deserializer plugin finds its events with it
-//! ([`events`]), and the pipeline checks every event a plugin returns with it ([`object`]).
+//! ([`events`]), and the pipeline checks every event a plugin returns with it ([`object`]);
+//! the `otlp` plugin finds what its strings need escaped with it ([`unescaped`]).
 //!
 //! It accepts exactly what `serde_json` accepts (RFC 8259: no comments, no trailing commas,
 //! strings valid UTF-8 without raw control characters, any nesting depth, as serde_json has
@@ -317,10 +318,38 @@ fn utf8_char(bytes: &[u8]) -> Option<usize> {
     (1..len).all(tail).then_some(len)
 }
 
+/// How many bytes at the start of `text` a JSON string holds as they are: the length up to the
+/// first quote, backslash or control character (the bytes a writer must escape).
+pub fn unescaped(text: &[u8]) -> usize {
+    let mut at = vector::stop::<false>(text, 0);
+    // Then 8 bytes at a time in a `u64` (short strings: keys, names, paths), the first byte to
+    // escape being the lowest flagged (a flag above it may be false; below, never).
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    while let Some(chunk) = text.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let flags = zero(word ^ (ONES * u64::from(b'"')))
+            | zero(word ^ (ONES * u64::from(b'\\')))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
+        if flags != 0 {
+            return at + (flags.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while let Some(&b) = text.get(at) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
 /// Where the plain text of a string starting at `at` ends: the first quote, backslash, control
 /// character or non-ASCII byte at or after `at` (or the end of `text`).
 fn plain(text: &[u8], mut at: usize) -> usize {
-    at = vector::plain(text, at);
+    at = vector::stop::<true>(text, at);
     while let Some(&b) = text.get(at) {
         if b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b) {
             break;
@@ -330,9 +359,10 @@ fn plain(text: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// 16 bytes at a time: stops at a block that holds a byte the caller must look at, leaving
-/// fewer than 16 bytes or that block to the byte loop. Each byte is compared as signed, so
-/// `< 0x20` catches both control characters and non-ASCII bytes (negative).
+/// `stop::<ASCII>(text, at)`, 16 bytes at a time: the first block from `at` that holds a
+/// quote, a backslash, a control character or (when `ASCII`) a non-ASCII byte, leaving fewer
+/// than 16 bytes or that block to the caller's byte loop. Compared as signed bytes, `< 0x20`
+/// catches both control characters and non-ASCII bytes (negative); as unsigned, only the first.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 #[allow(
     unsafe_code,
@@ -340,10 +370,10 @@ fn plain(text: &[u8], mut at: usize) -> usize {
 )]
 mod vector {
     use core::arch::wasm32::{
-        i8x16_bitmask, i8x16_eq, i8x16_lt, i8x16_splat, v128, v128_load, v128_or,
+        i8x16_bitmask, i8x16_eq, i8x16_lt, i8x16_splat, u8x16_lt, v128, v128_load, v128_or,
     };
 
-    pub(super) fn plain(text: &[u8], mut at: usize) -> usize {
+    pub(super) fn stop<const ASCII: bool>(text: &[u8], mut at: usize) -> usize {
         let (quote, backslash, space) = (
             i8x16_splat(b'"' as i8),
             i8x16_splat(b'\\' as i8),
@@ -352,9 +382,14 @@ mod vector {
         while at + 16 <= text.len() {
             // SAFETY: `at + 16 <= text.len()`, and `v128_load` takes unaligned addresses.
             let block = unsafe { v128_load(text.as_ptr().add(at).cast::<v128>()) };
+            let low = if ASCII {
+                i8x16_lt(block, space)
+            } else {
+                u8x16_lt(block, space)
+            };
             let stop = v128_or(
                 v128_or(i8x16_eq(block, quote), i8x16_eq(block, backslash)),
-                i8x16_lt(block, space),
+                low,
             );
             let mask = i8x16_bitmask(stop);
             if mask != 0 {
@@ -373,27 +408,34 @@ mod vector {
 )]
 mod vector {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8,
     };
 
-    pub(super) fn plain(text: &[u8], mut at: usize) -> usize {
+    pub(super) fn stop<const ASCII: bool>(text: &[u8], mut at: usize) -> usize {
         // SAFETY: SSE2 is part of x86-64; every load is of 16 bytes inside `text`
         // (`at + 16 <= text.len()`), and `_mm_loadu_si128` takes unaligned addresses.
         unsafe {
-            let (quote, backslash, space) = (
+            let (quote, backslash, space, control) = (
                 _mm_set1_epi8(b'"' as i8),
                 _mm_set1_epi8(b'\\' as i8),
                 _mm_set1_epi8(0x20),
+                _mm_set1_epi8(0x1f),
             );
             while at + 16 <= text.len() {
                 let block = _mm_loadu_si128(text.as_ptr().add(at).cast::<__m128i>());
+                let low = if ASCII {
+                    _mm_cmplt_epi8(block, space)
+                } else {
+                    // Unsigned `<= 0x1f`: the byte is its minimum with 0x1f.
+                    _mm_cmpeq_epi8(_mm_min_epu8(block, control), block)
+                };
                 let stop = _mm_or_si128(
                     _mm_or_si128(
                         _mm_cmpeq_epi8(block, quote),
                         _mm_cmpeq_epi8(block, backslash),
                     ),
-                    _mm_cmplt_epi8(block, space),
+                    low,
                 );
                 let mask = _mm_movemask_epi8(stop);
                 if mask != 0 {
@@ -411,7 +453,7 @@ mod vector {
     target_arch = "x86_64"
 )))]
 mod vector {
-    pub(super) fn plain(_: &[u8], at: usize) -> usize {
+    pub(super) fn stop<const ASCII: bool>(_: &[u8], at: usize) -> usize {
         at
     }
 }
@@ -552,6 +594,25 @@ mod tests {
         assert_eq!(object(b"{} {}"), None);
         assert_eq!(object(b"[{}]"), None);
         assert_eq!(object(b"{\"a\":\"\xff\"}"), None, "not UTF-8");
+    }
+
+    /// Every byte value at every place of strings longer and shorter than a vector block.
+    #[test]
+    fn unescaped_stops_at_the_first_byte_a_json_string_must_escape() {
+        for len in [0, 1, 15, 16, 17, 40] {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut text = vec![b'a'; len];
+                    text[at] = b;
+                    let escape = b == b'"' || b == b'\\' || b < 0x20;
+                    assert_eq!(
+                        unescaped(&text),
+                        if escape { at } else { len },
+                        "{b:#x} at {at} of {len}"
+                    );
+                }
+            }
+        }
     }
 
     /// A hostile payload nesting far past any stack: refused or accepted without recursion.
