@@ -84,18 +84,10 @@ impl Args {
     /// twice the warm-up's requests.
     fn point(&self, requests: usize, events: usize) -> super::Args {
         super::Args {
-            bootstrap: self.bootstrap.clone(),
             requests: requests.max(2 * super::WARM_UP),
             events,
             event_bytes: 100,
-            clients: self.clients,
-            partitions: 2,
-            workers: None,
-            pipelines: 1,
-            kafka_yaml: String::new(),
-            plugins: self.plugins.clone(),
-            rounds: self.rounds,
-            stall: Duration::ZERO,
+            ..super::Args::base(&self.bootstrap, &self.plugins, self.clients, self.rounds)
         }
     }
 }

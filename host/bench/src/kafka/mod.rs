@@ -96,9 +96,32 @@ pub(crate) struct Runs {
     /// Times each run is repeated (in turn); the best of each is reported.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Extra lines for sluice's `kafka:` block, as `sluice-bench kafka --kafka-yaml`.
+    #[arg(long, default_value = "")]
+    kafka_yaml: String,
 }
 
 impl Args {
+    /// The settings other benches (`otlp`, `processors`, `curves`) run end to end with: their
+    /// broker, plugins, clients and rounds; one pipeline on 2 partitions, a consumer for each;
+    /// no stalled-sink run. The caller sets the payload.
+    fn base(bootstrap: &str, plugins: &std::path::Path, clients: usize, rounds: usize) -> Self {
+        Args {
+            bootstrap: bootstrap.to_owned(),
+            requests: 0,
+            events: 0,
+            event_bytes: 0,
+            clients,
+            partitions: 2,
+            workers: None,
+            pipelines: 1,
+            kafka_yaml: String::new(),
+            plugins: plugins.to_owned(),
+            rounds,
+            stall: Duration::ZERO,
+        }
+    }
+
     /// Consumer threads of each topic.
     fn consumers(&self) -> usize {
         self.workers
@@ -115,18 +138,11 @@ impl Runs {
     /// The end-to-end runs' settings for bodies of `events` events each.
     fn kafka(&self, events: usize) -> Args {
         Args {
-            bootstrap: self.bootstrap.clone(),
             requests: self.requests,
             events,
-            event_bytes: 0,
-            clients: self.clients,
             partitions: self.partitions,
-            workers: None,
-            pipelines: 1,
-            kafka_yaml: String::new(),
-            plugins: self.plugins.clone(),
-            rounds: self.rounds,
-            stall: Duration::ZERO,
+            kafka_yaml: self.kafka_yaml.clone(),
+            ..Args::base(&self.bootstrap, &self.plugins, self.clients, self.rounds)
         }
     }
 }

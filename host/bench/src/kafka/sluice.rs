@@ -142,6 +142,10 @@ fn start_sluice(
         std::fs::copy(args.plugins.join(plugin), plugins.path().join(plugin))?;
     }
     let plugin_dir = plugins.path().display().to_string();
+    // Compiled plugins kept between runs (`run` would use a cache in its fresh data dir): a
+    // run measures the optimized code a pipeline runs after its first seconds, not a cold
+    // start with Cranelift compiling beside it (`sluice-bench startup` measures that).
+    let cache = sluice_tests::plugin_cache().display().to_string();
     let admin = [
         "--admin",
         "--metrics-username",
@@ -149,7 +153,7 @@ fn start_sluice(
         "--metrics-password",
         "bench",
     ];
-    let mut run_args = vec!["--plugins", plugin_dir.as_str()];
+    let mut run_args = vec!["--plugins", plugin_dir.as_str(), "--plugin-cache", &cache];
     if shape.tap.is_some() {
         run_args.extend(admin);
     }
