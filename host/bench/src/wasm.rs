@@ -123,6 +123,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
 
+    host_check(&records)?;
     if args.json_only {
         return Ok(());
     }
@@ -292,6 +293,43 @@ fn limits() -> Limits {
         recycle_after: 0,
         ..Limits::default()
     }
+}
+
+/// The pipeline's check of each event a plugin returns (one JSON object), on the json records
+/// as events: serde_json borrowing each (what the pipeline did before) against the scan it
+/// does now, agreeing on each.
+fn host_check(records: &[RawRecord]) -> anyhow::Result<()> {
+    let serde_check = |text: &[u8]| {
+        serde_json::from_slice::<&serde_json::value::RawValue>(text)
+            .is_ok_and(|raw| raw.get().starts_with('{'))
+    };
+    for r in records {
+        anyhow::ensure!(
+            serde_check(&r.payload) == sluice_scan::object(&r.payload).is_some(),
+            "the scan and serde_json disagree on a record"
+        );
+    }
+    let (mut serde, mut scan) = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        serde = serde.min(time(|| {
+            for r in records {
+                std::hint::black_box(serde_check(&r.payload));
+            }
+        }));
+        scan = scan.min(time(|| {
+            for r in records {
+                std::hint::black_box(sluice_scan::object(&r.payload));
+            }
+        }));
+    }
+    let rate = |d: Duration| records.len() as f64 / d.as_secs_f64();
+    println!(
+        "host check of each event: serde_json {:.0}/s, scan {:.0}/s ({:.1} times as fast)",
+        rate(serde),
+        rate(scan),
+        serde.as_secs_f64() / scan.as_secs_f64()
+    );
+    Ok(())
 }
 
 fn native_outcome(payload: &[u8]) -> Decoded {

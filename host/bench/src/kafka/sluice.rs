@@ -119,17 +119,23 @@ fn start_sluice(
         "one pipeline or more, and a chain (`then`) only after one"
     );
     // `{port}` and `{dir}` are filled in by the harness: the first pipeline listens on
-    // `{port}`, the others on ports picked here.
-    let ports: Vec<String> = std::iter::once("{port}".to_owned())
-        .chain((1..args.pipelines).map(|_| sluice_tests::free_port().to_string()))
+    // `{port}`, the others on ports picked here; each writes its file in `{dir}` unless the
+    // first one's is given.
+    let other_ports: Vec<u16> = (1..args.pipelines)
+        .map(|_| sluice_tests::free_port())
         .collect();
+    let events_file = |i: usize| format!("events-{i}.jsonl");
     let mut yaml = String::new();
-    for (i, port) in ports.iter().enumerate() {
+    for i in 0..args.pipelines {
+        let port = match i {
+            0 => "{port}".to_owned(),
+            _ => other_ports[i - 1].to_string(),
+        };
         let sink_yaml = match sink {
             Some(p) if i == 0 => p.display().to_string(),
-            _ => format!("{{dir}}/events-{i}.jsonl"),
+            _ => format!("{{dir}}/{}", events_file(i)),
         };
-        yaml += &pipeline_yaml(args, shape, i, port, &sink_yaml);
+        yaml += &pipeline_yaml(args, shape, i, &port, &sink_yaml);
     }
     // Only the plugin the pipeline uses: compiling the 12-18 MB Python and JavaScript
     // components of the folder would dominate the start and the peak RSS.
@@ -160,7 +166,7 @@ fn start_sluice(
     let spawned = Instant::now();
     let process = Sluice::start_with(&yaml, &run_args);
     let ports: Vec<u16> = std::iter::once(process.port)
-        .chain(ports[1..].iter().map(|p| p.parse().expect("a port")))
+        .chain(other_ports.iter().copied())
         .collect();
     for port in &ports[1..] {
         while std::net::TcpStream::connect(("127.0.0.1", *port)).is_err() {
@@ -188,7 +194,7 @@ fn start_sluice(
     let sinks: Vec<PathBuf> = (0..args.pipelines)
         .map(|i| match sink {
             Some(p) if i == 0 => p.to_owned(),
-            _ => process.path(&format!("events-{i}.jsonl")),
+            _ => process.path(&events_file(i)),
         })
         .collect();
     let (pid, urls) = (
