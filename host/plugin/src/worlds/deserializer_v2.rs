@@ -90,7 +90,7 @@ pub(crate) fn stage(batch: &[RawRecord], content_types: &[Option<String>]) -> St
             }),
         })
         .collect();
-    let origins = batch.iter().map(|r| r.origin.clone()).collect();
+    let origins = batch.iter().map(|r| r.origin.as_str()).collect();
     Staged::new(writer, records, types, origins)
 }
 

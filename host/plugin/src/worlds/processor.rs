@@ -190,7 +190,7 @@ fn stage(events: &[Event<'_>]) -> spans::Staged<Meta> {
             }
         })
         .collect();
-    let origins = events.iter().map(|e| e.origin.to_owned()).collect();
+    let origins = events.iter().map(|e| e.origin).collect();
     spans::Staged::new(writer, metas, (), origins)
 }
 
