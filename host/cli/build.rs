@@ -36,6 +36,11 @@ fn main() {
         println!("cargo:rerun-if-changed={}", plugins.join(name).display());
     }
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    // The JSON scan the json and otlp built-ins share with the host.
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("host/scan").display()
+    );
 
     let target_dir = plugins.join("target");
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));

@@ -8,9 +8,9 @@
 //! Winch, its baseline compiler, takes a fifth of that for code that runs slower. So a first
 //! start ([`PluginHost::load_file_quickly`]) loads what the cache or a precompiled artefact
 //! holds, and compiles the rest with Winch (what Winch cannot compile, with Cranelift at
-//! once); the catalog then compiles Winch's with Cranelift in
-//! the background ([`crate::Catalog::optimize`]) and publishes the optimized code, which every
-//! worker switches to between two calls, as to a new version. Each compiler has its own engine
+//! once); the catalog then compiles Winch's with Cranelift in the background
+//! ([`crate::Catalog::optimize`]) and publishes the optimized code, which every worker switches
+//! to between two calls, as to a new version. Each compiler has its own engine
 //! and linker; a [`Plugin`] carries the engine its code was compiled by. Only Cranelift's code
 //! is cached: Winch's is made again at the next cold start, and replaced again.
 

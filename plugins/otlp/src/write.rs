@@ -281,7 +281,7 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
 fn contents(out: &mut Vec<u8>, s: &str) {
     let mut bytes = s.as_bytes();
     loop {
-        // The text up to the next byte to escape, found 16 bytes at a time.
+        // The text up to the next byte to escape, found a block of bytes at a time.
         let plain = sluice_scan::unescaped(bytes);
         out.extend_from_slice(&bytes[..plain]);
         let Some(&b) = bytes.get(plain) else {
