@@ -337,21 +337,20 @@ pub fn unescaped(text: &[u8]) -> usize {
         }
         at += 8;
     }
-    while let Some(&b) = text.get(at) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        at += 1;
-    }
-    at
+    scalar_stop::<false>(text, at)
 }
 
 /// Where the plain text of a string starting at `at` ends: the first quote, backslash, control
 /// character or non-ASCII byte at or after `at` (or the end of `text`).
-fn plain(text: &[u8], mut at: usize) -> usize {
-    at = vector::stop::<true>(text, at);
+fn plain(text: &[u8], at: usize) -> usize {
+    scalar_stop::<true>(text, vector::stop::<true>(text, at))
+}
+
+/// The first quote, backslash, control character or (when `ASCII`) non-ASCII byte at or after
+/// `at`, a byte at a time: what is left after the vector and word loops.
+fn scalar_stop<const ASCII: bool>(text: &[u8], mut at: usize) -> usize {
     while let Some(&b) = text.get(at) {
-        if b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b) {
+        if b == b'"' || b == b'\\' || b < 0x20 || (ASCII && b >= 0x80) {
             break;
         }
         at += 1;

@@ -23,6 +23,11 @@ pub(crate) enum Key<'a> {
     Flat { prefix: &'a str, key: &'a str },
 }
 
+/// An attribute key's byte as it is written: a dot as `@`.
+fn flat(b: u8) -> u8 {
+    if b == b'.' { b'@' } else { b }
+}
+
 impl Key<'_> {
     /// The key's bytes as they are written (before escaping).
     fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
@@ -30,10 +35,9 @@ impl Key<'_> {
             Key::Fixed(name) => (name, "", false),
             Key::Flat { prefix, key } => (prefix, key, true),
         };
-        prefix.bytes().chain(
-            key.bytes()
-                .map(move |b| if at && b == b'.' { b'@' } else { b }),
-        )
+        prefix
+            .bytes()
+            .chain(key.bytes().map(move |b| if at { flat(b) } else { b }))
     }
 
     /// The first 8 bytes as written, zero-padded, as a number: keys whose heads differ are in
@@ -47,7 +51,7 @@ impl Key<'_> {
         let n = first.len().min(8);
         head[..n].copy_from_slice(&first[..n]);
         for (slot, b) in head[n..].iter_mut().zip(rest.bytes()) {
-            *slot = if b == b'.' { b'@' } else { b };
+            *slot = flat(b);
         }
         u64::from_be_bytes(head)
     }
@@ -56,14 +60,12 @@ impl Key<'_> {
         match (*self, *other) {
             (Key::Fixed(a), Key::Fixed(b)) => a.cmp(b),
             // Attributes under one prefix (the common case): compare the keys alone.
-            (Key::Flat { prefix: p, key: a }, Key::Flat { prefix: q, key: b }) if p == q => {
-                let at = |b: u8| if b == b'.' { b'@' } else { b };
-                a.bytes()
-                    .zip(b.bytes())
-                    .map(|(x, y)| at(x).cmp(&at(y)))
-                    .find(|o| o.is_ne())
-                    .unwrap_or_else(|| a.len().cmp(&b.len()))
-            }
+            (Key::Flat { prefix: p, key: a }, Key::Flat { prefix: q, key: b }) if p == q => a
+                .bytes()
+                .zip(b.bytes())
+                .map(|(x, y)| flat(x).cmp(&flat(y)))
+                .find(|o| o.is_ne())
+                .unwrap_or_else(|| a.len().cmp(&b.len())),
             _ => self.bytes().cmp(other.bytes()),
         }
     }

@@ -375,20 +375,30 @@ impl Sink {
 /// The events of a batch's JSON lines, one [`Bytes`] each (slices of one buffer).
 pub fn events(lines: Vec<u8>) -> Vec<Bytes> {
     let all = Bytes::from(lines);
-    let mut out = Vec::new();
-    let mut start = 0;
-    for (i, b) in all.iter().enumerate() {
-        if *b == b'\n' {
-            if i > start {
-                out.push(all.slice(start..i));
+    split_lines(&all)
+        .filter(|line| !line.is_empty())
+        .map(|line| all.slice_ref(line))
+        .collect()
+}
+
+/// The lines of `text`, as `text.split(|&b| b == b'\n')` gives them (an empty last one when
+/// `text` ends with a newline), each newline found with `memchr`: a batch's lines are
+/// kilobytes each, and a byte-at-a-time loop over them showed in the OTLP profile.
+pub fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match memchr::memchr(b'\n', text) {
+            Some(i) => {
+                rest = Some(&text[i + 1..]);
+                Some(&text[..i])
             }
-            start = i + 1;
+            None => {
+                rest = None;
+                Some(text)
+            }
         }
-    }
-    if start < all.len() {
-        out.push(all.slice(start..));
-    }
-    out
+    })
 }
 
 /// What a sink is built with besides its config.

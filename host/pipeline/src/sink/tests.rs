@@ -230,3 +230,24 @@ async fn close_sends_what_is_staged() {
     assert_eq!(acked.load(Ordering::SeqCst), 1);
     assert_eq!(output.sent.lock().unwrap().len(), 1);
 }
+
+#[test]
+fn a_batch_splits_into_its_lines_as_slice_split_does() {
+    let texts: [&[u8]; 7] = [
+        b"",
+        b"\n",
+        b"{\"a\":1}",
+        b"{\"a\":1}\n",
+        b"{\"a\":1}\n\n{\"b\":2}",
+        b"\n\n{\"a\":1}\n{\"b\":\"a long line past one vector block\"}\n\n",
+        &[b'x'; 100],
+    ];
+    for text in texts {
+        let want: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+        assert_eq!(super::split_lines(text).collect::<Vec<_>>(), want);
+        // A sink gets each non-empty line as one event, in order.
+        let events: Vec<Bytes> = super::events(text.to_vec());
+        let want: Vec<&[u8]> = want.into_iter().filter(|l| !l.is_empty()).collect();
+        assert_eq!(events.iter().map(|e| &e[..]).collect::<Vec<_>>(), want);
+    }
+}

@@ -46,7 +46,8 @@ impl Split {
             let metadata = std::mem::take(&mut self.metadata);
             let owners = std::mem::take(&mut self.owners);
             let mut events = Vec::with_capacity(owners.len());
-            for ((line, metadata), owner) in lines.split(|&b| b == b'\n').zip(metadata).zip(owners)
+            for ((line, metadata), owner) in
+                crate::sink::split_lines(&lines).zip(metadata).zip(owners)
             {
                 // Every line is a JSON object (checked when it was appended), but a value
                 // holds less than JSON text can say.
@@ -108,9 +109,7 @@ impl Split {
                 .take(n)
                 .map(|e| bytes::Bytes::from(e.data.to_string()))
                 .collect(),
-            None => self
-                .events
-                .split(|&b| b == b'\n')
+            None => crate::sink::split_lines(&self.events)
                 .take(n.min(self.owners.len()))
                 .map(bytes::Bytes::copy_from_slice)
                 .collect(),

@@ -182,7 +182,7 @@ fn run_plugin(
     let count = split.event_count();
     split.lines();
     let (text, metadata) = (&split.events, &split.metadata);
-    let bodies: Vec<&[u8]> = text.split(|&b| b == b'\n').take(count).collect();
+    let bodies: Vec<&[u8]> = crate::sink::split_lines(text).take(count).collect();
     let seen: Vec<EventMetadata> = if stage.sees_metadata() {
         metadata.iter().map(to_plugin).collect()
     } else {
