@@ -2,7 +2,7 @@
 //! metadata; acknowledged offsets are committed and a restart resumes after them;
 //! unacknowledged batches are read again; a consumer whose workers are stalled stays in the
 //! group; an unreachable broker fails fast; a keyed record lands in the partition the buffer
-//! says it will.
+//! says it will; buffers with the same client settings share a producer.
 
 mod envelope;
 
@@ -150,6 +150,52 @@ async fn records_round_trip_once_and_a_restart_resumes_after_the_commit() {
     assert_eq!(payloads(&got), expected(40..50));
     assert_eq!(got.len(), 10);
     close(buffer, reader).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffers_with_the_same_client_settings_share_a_producer_and_keep_their_records_apart() {
+    let connect = |linger: Option<&str>| {
+        let mut c = config(
+            kafka_bootstrap(),
+            &unique("sluice-shared"),
+            &unique("group"),
+        );
+        if let Some(ms) = linger {
+            c.producer_properties
+                .insert("linger.ms".to_owned(), ms.to_owned());
+        }
+        async move { KafkaBuffer::connect(c).await.unwrap() }
+    };
+    let a = connect(None).await;
+    let b = connect(None).await;
+    let other = connect(Some("7")).await;
+    assert!(
+        a.shares_producer_with(&b),
+        "same settings, other topic: one producer"
+    );
+    assert!(
+        !a.shares_producer_with(&other),
+        "other producer_properties: a producer of its own"
+    );
+    // Each buffer's records go to its own topic and come back from it alone.
+    write(&a, 0..20).await;
+    write(&b, 100..130).await;
+    write(&other, 200..210).await;
+    for (buffer, range) in [(a, 0..20), (b, 100..130), (other, 200..210)] {
+        let mut reader = buffer.reader();
+        let got = read(&mut reader, range.len(), true).await;
+        assert_eq!(payloads(&got), expected(range.clone()), "{range:?}");
+        close(buffer, reader).await;
+    }
+    // The producer went with the last buffer using it; the next buffer makes a new one.
+    let again = connect(None).await;
+    write(&again, 300..305).await;
+    let mut reader = again.reader();
+    assert_eq!(
+        payloads(&read(&mut reader, 5, true).await),
+        expected(300..305)
+    );
+    close(again, reader).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

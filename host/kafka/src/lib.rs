@@ -21,8 +21,8 @@
 //! - `envelope`: the record headers that carry metadata (format version, receive time, origin).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -81,8 +81,9 @@ pub enum KafkaBufferError {
     },
 }
 
-/// The Kafka buffer: a shared idempotent producer, and `consumers` consumer threads feeding
-/// one bounded channel of batches that every reader takes from.
+/// The Kafka buffer: an idempotent producer (shared with the other buffers of the process that
+/// have the same client settings, see [`shared_producer`]), and `consumers` consumer threads
+/// feeding one bounded channel of batches that every reader takes from.
 #[derive(Clone)]
 pub struct KafkaBuffer {
     inner: Arc<Inner>,
@@ -90,7 +91,7 @@ pub struct KafkaBuffer {
 
 struct Inner {
     config: KafkaBufferConfig,
-    producer: FutureProducer,
+    producer: Arc<FutureProducer>,
     sealer: Option<sluice_crypt::Sealer>,
     /// The topic's partitions as the default partitioner counts them for a keyed record (read
     /// at connect); `None` if the topic was not found or the producer has another
@@ -107,7 +108,7 @@ impl KafkaBuffer {
     /// Connects (fails within `produce_timeout` if no broker answers), creates the topic when
     /// asked, and starts the consumers.
     pub async fn connect(config: KafkaBufferConfig) -> Result<Self, KafkaBufferError> {
-        let producer = producer(&config)?;
+        let producer = shared_producer(&config)?;
         check_reachable(&producer, &config).await?;
         if let Some(create) = config.create_topic {
             create_topic(&config, create.partitions, create.replication_factor).await?;
@@ -165,22 +166,77 @@ impl KafkaBuffer {
     pub fn stats(&self) -> Arc<KafkaStats> {
         self.inner.stats.clone()
     }
+
+    /// Whether this buffer and `other` write with one producer (see [`shared_producer`]).
+    pub fn shares_producer_with(&self, other: &KafkaBuffer) -> bool {
+        Arc::ptr_eq(&self.inner.producer, &other.inner.producer)
+    }
 }
 
-/// The idempotent producer of `config`.
+/// A producer's librdkafka settings, sorted.
+type Settings = Vec<(String, String)>;
+
+/// The buffers' producers, by their settings, held weakly: a producer goes when the last
+/// buffer writing with it does.
+static PRODUCERS: std::sync::Mutex<Vec<(Settings, Weak<FutureProducer>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The idempotent producer of `config`, shared by every buffer of the process whose producer
+/// settings are the same (same cluster, security and `producer_properties`; the topic is not
+/// a producer setting). librdkafka's producer is thread-safe and sends what is ready for a
+/// broker, whatever the topic, in one request, so N pipelines make one produce request per
+/// broker and linger, not N; and each producer costs threads, among them a polling thread that
+/// spins for the last millisecond of every 100 ms wait (rust-rdkafka's `poll` rounds the time
+/// left down to whole milliseconds), ≈0.8 % of a core per idle pipeline when each had its own.
+/// The flip side: pipelines sharing a producer share its local queue and its failures.
+#[expect(
+    clippy::result_large_err,
+    reason = "the crate's setup error, made once at startup"
+)]
+fn shared_producer(config: &KafkaBufferConfig) -> Result<Arc<FutureProducer>, KafkaBufferError> {
+    let client = config.producer_client_config();
+    let mut settings: Settings = client
+        .config_map()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    settings.sort();
+    let mut producers = PRODUCERS.lock().expect("not poisoned");
+    producers.retain(|(_, producer)| producer.strong_count() > 0);
+    if let Some(producer) = producers
+        .iter()
+        .find(|(known, _)| *known == settings)
+        .and_then(|(_, producer)| producer.upgrade())
+    {
+        return Ok(producer);
+    }
+    let producer = Arc::new(create_producer(&client, config)?);
+    producers.push((settings, Arc::downgrade(&producer)));
+    Ok(producer)
+}
+
+/// An idempotent producer of `config` of its own (the `kafka` sink's).
 #[expect(
     clippy::result_large_err,
     reason = "the crate's setup error, made once at startup"
 )]
 pub(crate) fn producer(config: &KafkaBufferConfig) -> Result<FutureProducer, KafkaBufferError> {
-    config
-        .producer_client_config()
-        .create()
-        .map_err(|error| KafkaBufferError::Client {
-            role: "producer",
-            servers: config.servers(),
-            error,
-        })
+    create_producer(&config.producer_client_config(), config)
+}
+
+#[expect(
+    clippy::result_large_err,
+    reason = "the crate's setup error, made once at startup"
+)]
+fn create_producer(
+    client: &rdkafka::ClientConfig,
+    config: &KafkaBufferConfig,
+) -> Result<FutureProducer, KafkaBufferError> {
+    client.create().map_err(|error| KafkaBufferError::Client {
+        role: "producer",
+        servers: config.servers(),
+        error,
+    })
 }
 
 pub(crate) async fn check_reachable(
@@ -305,6 +361,7 @@ impl Buffer for KafkaBuffer {
         })
         .await;
         let producer = self.inner.producer.clone();
+        // Shared: this waits for the other pipelines' records in flight too, which is harmless.
         let _ = tokio::task::spawn_blocking(move || producer.flush(Duration::from_secs(5))).await;
     }
 
