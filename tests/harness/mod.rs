@@ -32,12 +32,15 @@ pub use metrics::prometheus_value;
 pub use process::{Signal, Sluice, close};
 pub use s3::S3Store;
 
-/// The repository root.
+/// The repository root: from `CARGO_MANIFEST_DIR` at run time when cargo runs these tests (a
+/// test binary that a shared target folder kept from another checkout would otherwise use that
+/// checkout's path, built in), else as built (the bench binary, or another crate's run).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_owned()
+    let tests = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("harness").is_dir())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    tests.parent().expect("tests/ has a parent").to_owned()
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.

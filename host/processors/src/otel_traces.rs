@@ -333,12 +333,8 @@ mod tests {
 
     #[test]
     fn the_documented_cases_of_data_preppers_tests() {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/dataprepper/conformance"
-        );
         let cases: Vec<Value> = serde_json::from_str(
-            &std::fs::read_to_string(format!("{dir}/otel_traces.json")).unwrap(),
+            &std::fs::read_to_string(crate::conformance("otel_traces")).unwrap(),
         )
         .unwrap();
         assert_eq!(cases.len(), 3);

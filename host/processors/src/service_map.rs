@@ -927,10 +927,7 @@ mod tests {
     /// case's inputs in one batch, then the shutdown flush; every share released.
     #[test]
     fn the_conformance_cases() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/dataprepper/conformance/service_map.json"
-        );
+        let path = crate::conformance("service_map");
         let cases: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert!(cases.len() >= 2);

@@ -76,10 +76,7 @@ fn without(mut value: Value, ignore: &[Value]) -> Value {
 
 #[test]
 fn the_documented_examples() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/data/dataprepper/conformance/aggregate.json"
-    );
+    let path = crate::conformance("aggregate");
     let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(cases.len() >= 9);
     for case in &cases {
