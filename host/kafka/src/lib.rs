@@ -82,8 +82,9 @@ pub enum KafkaBufferError {
 }
 
 /// The Kafka buffer: an idempotent producer (shared with the other buffers of the process that
-/// have the same client settings, see [`shared_producer`]), and `consumers` consumer threads
-/// feeding one bounded channel of batches that every reader takes from.
+/// have the same producer settings: one produce request per broker for all their topics), and
+/// `consumers` consumer threads feeding one bounded channel of batches that every reader takes
+/// from.
 #[derive(Clone)]
 pub struct KafkaBuffer {
     inner: Arc<Inner>,
@@ -167,7 +168,8 @@ impl KafkaBuffer {
         self.inner.stats.clone()
     }
 
-    /// Whether this buffer and `other` write with one producer (see [`shared_producer`]).
+    /// Whether this buffer and `other` write with one producer: they do when their producer
+    /// settings (cluster, security, `producer_properties`, timeouts, sizes) are the same.
     pub fn shares_producer_with(&self, other: &KafkaBuffer) -> bool {
         Arc::ptr_eq(&self.inner.producer, &other.inner.producer)
     }
