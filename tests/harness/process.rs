@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::metrics::prometheus_value;
-use super::{free_port, run_plugin_dir, sluice_bin};
+use super::{free_ports, run_plugin_dir, sluice_bin};
 
 /// `sluice run DIR/pipelines.yaml` with its data in `DIR/data` and `/metrics` on
 /// `metrics_port`; the caller sets stderr and spawns it.
@@ -92,12 +92,12 @@ impl Sluice {
     /// on it with `extra` arguments and `env` variables; does not wait.
     fn spawn(pipeline_yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
+        let ports = free_ports(2);
+        let (port, metrics_port) = (ports[0], ports[1]);
         let yaml = pipeline_yaml
             .replace("{port}", &port.to_string())
             .replace("{dir}", &dir.path().display().to_string());
         std::fs::write(dir.path().join("pipelines.yaml"), yaml).unwrap();
-        let metrics_port = free_port();
         let mut command = run_command(dir.path(), metrics_port, extra);
         command.stderr(std::fs::File::create(dir.path().join("sluice.log")).unwrap());
         for (k, v) in env {

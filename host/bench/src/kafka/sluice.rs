@@ -121,16 +121,7 @@ fn start_sluice(
     // `{port}` and `{dir}` are filled in by the harness: the first pipeline listens on
     // `{port}`, the others on ports picked here; each writes its file in `{dir}` unless the
     // first one's is given.
-    // Held open until all are picked, so no two pipelines get one port (picked and released
-    // one at a time, 50 ports collided now and then).
-    let listeners = (1..args.pipelines)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()?;
-    let other_ports = listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<Vec<u16>, _>>()?;
-    drop(listeners);
+    let other_ports = sluice_tests::free_ports(args.pipelines - 1);
     let events_file = |i: usize| format!("events-{i}.jsonl");
     let mut yaml = String::new();
     for i in 0..args.pipelines {

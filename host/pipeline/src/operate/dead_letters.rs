@@ -146,7 +146,7 @@ pub fn read(path: &Path) -> Result<Vec<Entry>, ReadError> {
     };
     let mut entries = Vec::new();
     let mut marked = Vec::new();
-    for line in text.split(|&b| b == b'\n') {
+    for line in crate::sink::split_lines(&text) {
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
             continue;
         };

@@ -219,9 +219,7 @@ pub(crate) fn split_connected(
         }
         let mark = parsed.len();
         let mut failed = None;
-        for (n, line) in record
-            .payload
-            .split(|&b| b == b'\n')
+        for (n, line) in crate::sink::split_lines(&record.payload)
             .filter(|l| !l.is_empty())
             .enumerate()
         {
