@@ -401,6 +401,72 @@ fn a_prompt_client_is_served_while_more_slow_connections_than_max_connection_cou
     );
 }
 
+/// Posts `n` events one at a time, each on a new connection; how long each took to be answered
+/// (200).
+fn prompt_clients(s: &Sluice, n: std::ops::Range<usize>) -> Vec<Duration> {
+    n.map(|n| {
+        let body = format!(r#"{{"n":{n}}}"#);
+        let sent = Instant::now();
+        assert_eq!(
+            s.try_post("/log/ingest", body.as_bytes(), Duration::from_secs(30)),
+            Ok(200),
+            "{}",
+            s.log()
+        );
+        sent.elapsed()
+    })
+    .collect()
+}
+
+#[test]
+fn prompt_clients_are_answered_at_once_beside_800_slow_connections_at_the_default_cap() {
+    // The default `max_connection_count` (500), and a `header_read_timeout` long enough that
+    // only shedding frees a slow connection's place.
+    let s = Sluice::start(
+        &limits_pipeline("").replace("header_read_timeout: 1s", "header_read_timeout: 60s"),
+    );
+    wait_for_connections(&s, 0.0);
+    // What a prompt client takes on this machine now, with nothing slow open: the bound below
+    // grows with it on a loaded machine.
+    let reference = prompt_clients(&s, 0..20).into_iter().max().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let attack = std::thread::spawn({
+        let (port, stop) = (s.port, stop.clone());
+        move || slowloris(port, 800, &stop)
+    });
+    s.wait_for(
+        "800 slow connections to fill the cap of 500",
+        Duration::from_secs(120),
+        || {
+            let open = s.metric("sluice_httpConnections", "limits-pipeline");
+            let shed = s.metric("sluice_connectionsShed", "limits-pipeline");
+            open == Some(500.0) && shed.is_some_and(|shed| shed >= 300.0)
+        },
+    );
+    let waits = prompt_clients(&s, 20..40);
+    stop.store(true, Ordering::Relaxed);
+    attack.join().unwrap();
+    let bound = Duration::from_secs(1).max(reference * 10);
+    eprintln!(
+        "20 prompt clients beside 800 slow connections: {waits:?} (alone: at most {reference:?})"
+    );
+    assert!(
+        waits.iter().all(|w| *w < bound),
+        "a prompt client waited over {bound:?} behind slow connections: {waits:?} (alone: at \
+         most {reference:?})"
+    );
+    let open = s
+        .metric("sluice_httpConnections", "limits-pipeline")
+        .unwrap();
+    assert!(
+        open <= 500.0,
+        "{open} connections hold a place, over the cap"
+    );
+    s.wait_for("the 40 events in the sink", Duration::from_secs(60), || {
+        json_lines(&s.path("out.jsonl")).len() == 40
+    });
+}
+
 #[test]
 fn a_content_length_over_max_request_length_gets_413_before_the_body() {
     let s = Sluice::start(&limits_pipeline(""));

@@ -144,6 +144,43 @@ fn tap_prints_events_as_a_processor_left_them_and_only_with_the_right_credential
         said.contains("give `deserializer`, `processor NAME` or `sink NAME`"),
         "{said}"
     );
+    // A processor or sink the pipeline does not have: answered at once (not a tap that waits
+    // for ever), with the points there are.
+    for (stage, name, what) in [
+        (
+            "processor",
+            "no_such_processor",
+            "processor `no_such_processor`",
+        ),
+        ("sink", "s3", "sink `s3`"),
+    ] {
+        let mut tap = Command::new(sluice_bin())
+            .args(["tap", "ops", "--stage", stage, name, "--username", "op"])
+            .args(["--password", "s3cret", "--data-dir"])
+            .arg(s.path("data"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let exited = loop {
+            if let Some(status) = tap.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = tap.kill();
+                panic!("`tap --stage {stage} {name}` still waits after 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let out = tap.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!exited.success(), "{said}");
+        let sink = format!("sink file:{}", s.path("out/events.jsonl").display());
+        for expected in [what, "deserializer", "processor add_entries", sink.as_str()] {
+            assert!(said.contains(expected), "{expected:?} not in: {said}");
+        }
+    }
 }
 
 #[test]

@@ -78,7 +78,9 @@ fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<S
         Sluice::start_with_env(yaml, env),
     );
     let mut ids = Vec::new();
-    for round in 0..30 {
+    // The group settles within a few rebalances; on a loaded broker they take longer.
+    let started = Instant::now();
+    for round in 0.. {
         ids.extend(post_events(&a, &format!("join{round}"), 20, 5));
         std::thread::sleep(Duration::from_millis(500));
         if sink_metric(&a, "sluice_sink_eventsWritten") > 0.0
@@ -86,12 +88,12 @@ fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<S
         {
             break;
         }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the second host got no partition within 120 s:\n{}",
+            b.log()
+        );
     }
-    assert!(
-        sink_metric(&b, "sluice_sink_eventsWritten") > 0.0,
-        "the second host never got a partition:\n{}",
-        b.log()
-    );
     std::thread::sleep(Duration::from_millis(4300));
     (a, b, ids)
 }

@@ -111,6 +111,20 @@ async fn tap(
             );
         }
     };
+    if let Err(there) = handle.tap.check(&point) {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!(
+                "pipeline `{pipeline}` has no {}; tap one of: {}",
+                match &point {
+                    Point::Deserializer => "deserializer".to_owned(),
+                    Point::Processor(name) => format!("processor `{name}`"),
+                    Point::Sink(name) => format!("sink `{name}`"),
+                },
+                there.join(", ")
+            ),
+        );
+    }
     let listener = handle.tap.listen(point);
     let limit = query.limit.unwrap_or(u64::MAX);
     // Lines of one tapped batch at a time, until `limit` events went out.

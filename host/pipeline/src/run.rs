@@ -344,6 +344,13 @@ async fn build(
         .any(|(_, stages)| stages.iter().any(|s| matches!(s, Stage::Stateful(_))));
     let per_record = !stateful && sinks.iter().any(|s| s.cuts_by_offsets());
     let counters = Arc::new(Counters::new(&name, &p.buffer.metric_prefix()));
+    let tap = crate::operate::tap::Tap::new(
+        plugin_stages
+            .first()
+            .into_iter()
+            .flat_map(|(_, stages)| stages.iter().map(Stage::name)),
+        sinks.iter().map(|s| s.name()),
+    );
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
         event_type: p.source.event_type(),
@@ -353,7 +360,7 @@ async fn build(
         dead_letters,
         counters: counters.clone(),
         per_record,
-        tap: Arc::default(),
+        tap: Arc::new(tap),
     });
 
     let workers = plugin_stages

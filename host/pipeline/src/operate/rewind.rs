@@ -91,45 +91,67 @@ pub async fn rewind(
         connections: &connections,
         read_delay: p.delay,
     };
-    // Every sink opened, to know its name; the chosen ones kept.
-    let mut all = Vec::new();
+    // Only the sinks written to are opened: another sink's file is not touched, its client
+    // not connected. A sink is chosen by its type, or by its name (`<type>:...`): a file sink's
+    // name is known from its config; a sink of another type named so is opened to learn its
+    // name, and closed unwritten if it is not the one.
+    let kind_of = |wanted: &str, kind: &str| {
+        wanted == kind
+            || wanted
+                .strip_prefix(kind)
+                .is_some_and(|rest| rest.starts_with(':'))
+    };
+    let mut opened = Vec::new();
+    let mut chosen = Vec::new();
+    let mut found = vec![false; sinks.len()];
     for routed in &p.sink {
+        let kind = routed.sink.plugin_name();
+        let candidate = sinks.is_empty()
+            || sinks.iter().any(|wanted| match &routed.sink {
+                sluice_config::Sink::File(file) => {
+                    wanted == kind || *wanted == crate::sink::file::name(&file.path)
+                }
+                _ => kind_of(wanted, kind),
+            });
+        if !candidate {
+            chosen.push(false);
+            continue;
+        }
         let sink = crate::sink::Sink::open(&cx, &routed.sink, dead_letters.clone())
             .await
             .map_err(|error| PipelineError::Sink {
                 pipeline: name.clone(),
                 error,
             })?;
-        all.push((routed.sink.plugin_name(), sink));
+        let mut keep = sinks.is_empty();
+        for (wanted, found) in sinks.iter().zip(&mut found) {
+            if wanted == kind || sink.name() == wanted {
+                (keep, *found) = (true, true);
+            }
+        }
+        chosen.push(keep);
+        if keep {
+            opened.push(Arc::new(sink));
+        } else {
+            sink.close().await;
+        }
     }
-    let named = |(kind, sink): &(&str, crate::sink::Sink), wanted: &str| {
-        *kind == wanted || sink.name() == wanted
-    };
-    if let Some(missing) = sinks
-        .iter()
-        .find(|wanted| !all.iter().any(|s| named(s, wanted)))
-    {
+    if let Some((missing, _)) = sinks.iter().zip(&found).find(|(_, found)| !**found) {
         return Err(RewindError::NoSink {
             pipeline: name,
             sink: missing.clone(),
-            sinks: all
+            sinks: p
+                .sink
                 .iter()
-                .map(|(_, s)| s.name().to_owned())
+                .map(|routed| match &routed.sink {
+                    sluice_config::Sink::File(file) => crate::sink::file::name(&file.path),
+                    other => other.plugin_name().to_owned(),
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
         });
     }
-    let kept: Vec<bool> = all
-        .iter()
-        .map(|s| sinks.is_empty() || sinks.iter().any(|wanted| named(s, wanted)))
-        .collect();
-    let opened: Vec<Arc<crate::sink::Sink>> = all
-        .into_iter()
-        .zip(&kept)
-        .filter(|(_, keep)| **keep)
-        .map(|((_, sink), _)| Arc::new(sink))
-        .collect();
-    let mut keep = kept.iter();
+    let mut keep = chosen.iter();
     p.sink.retain(|_| *keep.next().expect("one per sink"));
 
     let deserializer = p.source.deserializer().settings();

@@ -57,6 +57,9 @@ pub struct Tapped {
 
 /// One pipeline's taps.
 pub struct Tap {
+    /// The points its pipeline offers (its processors and sinks, by name): a listener at any
+    /// other would wait for ever.
+    offered: Vec<Point>,
     /// Whether anyone listens anywhere: the one check an untapped batch pays.
     on: AtomicBool,
     /// The points listened at, one entry per listener.
@@ -67,6 +70,7 @@ pub struct Tap {
 impl Default for Tap {
     fn default() -> Self {
         Self {
+            offered: vec![Point::Deserializer],
             on: AtomicBool::new(false),
             points: Mutex::default(),
             sender: broadcast::channel(ROOM).0,
@@ -83,6 +87,42 @@ impl std::fmt::Debug for Tap {
 }
 
 impl Tap {
+    /// A tap for a pipeline whose processors and sinks are named `processors` and `sinks` (a
+    /// sink's name, `file:/var/out.jsonl`; a listener may also give its type, `file`).
+    pub fn new<'a>(
+        processors: impl IntoIterator<Item = &'a str>,
+        sinks: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let mut offered = vec![Point::Deserializer];
+        offered.extend(
+            processors
+                .into_iter()
+                .map(|n| Point::Processor(n.to_owned())),
+        );
+        offered.extend(sinks.into_iter().map(|n| Point::Sink(n.to_owned())));
+        Self {
+            offered,
+            ..Self::default()
+        }
+    }
+
+    /// Whether a listener at `point` would hear anything; else, the points there are, as a
+    /// user would name them (`processor grok`, `sink file:/var/out.jsonl`).
+    pub fn check(&self, point: &Point) -> Result<(), Vec<String>> {
+        if self.offered.iter().any(|offered| point.hears(offered)) {
+            return Ok(());
+        }
+        Err(self
+            .offered
+            .iter()
+            .map(|p| match p {
+                Point::Deserializer => "deserializer".to_owned(),
+                Point::Processor(name) => format!("processor {name}"),
+                Point::Sink(name) => format!("sink {name}"),
+            })
+            .collect())
+    }
+
     /// Whether anyone listens; check before making what [`offer`](Self::offer) takes.
     #[inline]
     pub fn listening(&self) -> bool {
@@ -183,6 +223,35 @@ mod tests {
         assert_eq!(heard.events, [Bytes::from("{\"a\":1}")]);
         drop(sink);
         assert!(!tap.listening(), "the last listener gone, the tap is off");
+    }
+
+    #[test]
+    fn a_point_the_pipeline_does_not_offer_is_refused_with_those_it_does() {
+        let tap = Tap::new(["grok", "date"], ["file:/var/out.jsonl", "stdout"]);
+        for point in [
+            Point::Deserializer,
+            Point::Processor("date".into()),
+            Point::Sink("file".into()),
+            Point::Sink("file:/var/out.jsonl".into()),
+            Point::Sink("stdout".into()),
+        ] {
+            assert_eq!(tap.check(&point), Ok(()), "{point:?}");
+        }
+        let there = [
+            "deserializer",
+            "processor grok",
+            "processor date",
+            "sink file:/var/out.jsonl",
+            "sink stdout",
+        ];
+        for point in [
+            Point::Processor("no_such_processor".into()),
+            Point::Processor("file".into()),
+            Point::Sink("grok".into()),
+            Point::Sink("file:/var/other.jsonl".into()),
+        ] {
+            assert_eq!(tap.check(&point), Err(there.map(String::from).to_vec()));
+        }
     }
 
     #[test]

@@ -4,15 +4,22 @@
 //!
 //! From a Kafka buffer it writes no line twice (`docs/design/exactly-once.md`): beside the file,
 //! `<file>.offsets` records the file's length and, per partition, the offset ranges whose
-//! events the file holds, rewritten after each batch under the same lock. On open the file is
-//! cut to that length (what a crash left after it was never recorded, so its batch is read
-//! again), and a batch's events whose record is in a held range are skipped.
+//! events the file holds, rewritten after each batch. A batch's events whose record is in a
+//! held range are skipped.
+//!
+//! Every writer of the file appends under an exclusive lock on it (`flock`), held from reading
+//! the record to writing it again, whichever process it is in: the running pipeline, a
+//! `sluice buffer replay` or a dead-letter replay in another process. Under the lock the
+//! record is read afresh and the file's length is read from the file, so no writer records a
+//! length another one has made stale. A file longer than its record under the lock is what a
+//! writer killed mid-batch left (it never recorded it): that tail is cut, and its batch is
+//! read again by whoever wrote it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
 
 use bytes::Bytes;
@@ -35,24 +42,17 @@ pub struct FileSink {
 }
 
 /// One file as every writer of this process shares it. The tokio Mutex keeps one batch's
-/// lines together when several workers (or sinks) write at once, and the record of offsets in
-/// step with the file: it is held across the write and the record.
+/// lines together when several workers (or sinks) of this process write at once (the file
+/// lock then keeps them apart from other processes').
 struct Shared {
     path: PathBuf,
     /// `None` after a failed write: the next write reopens the path.
-    opened: Mutex<Option<Opened>>,
+    opened: Mutex<Option<Arc<std::fs::File>>>,
 }
 
 /// The files open in this process, by absolute path: two sinks (or a sink and a dead-letter
-/// file) on one path share one [`Shared`], so neither rewrites the record of offsets from a
-/// stale view of the file.
+/// file) on one path share one [`Shared`].
 static OPEN: std::sync::Mutex<Option<HashMap<PathBuf, Weak<Shared>>>> = std::sync::Mutex::new(None);
-
-/// The open file and what it holds.
-struct Opened {
-    file: tokio::fs::File,
-    held: Held,
-}
 
 /// What `<file>.offsets` records: the file's length, and per `topic/partition` the merged,
 /// sorted offset ranges `[first, last]` whose events the file holds.
@@ -102,9 +102,9 @@ impl Held {
     }
 
     /// The record beside `file`, if there is one that can be read.
-    async fn read(file: &Path) -> Option<Held> {
+    fn read(file: &Path) -> Option<Held> {
         let path = Self::path(file);
-        let text = tokio::fs::read(&path).await.ok()?;
+        let text = std::fs::read(&path).ok()?;
         match serde_json::from_slice(&text) {
             Ok(held) => Some(held),
             Err(error) => {
@@ -115,13 +115,13 @@ impl Held {
     }
 
     /// Replaces the record beside `file` (written aside, then renamed over it).
-    async fn write(&self, file: &Path) -> std::io::Result<()> {
+    fn write(&self, file: &Path) -> std::io::Result<()> {
         let path = Self::path(file);
         let mut aside = path.as_os_str().to_owned();
         aside.push(".tmp");
         let text = serde_json::to_vec(self).expect("serializable");
-        tokio::fs::write(&aside, text).await?;
-        tokio::fs::rename(&aside, &path).await
+        std::fs::write(&aside, text)?;
+        std::fs::rename(&aside, &path)
     }
 }
 
@@ -134,7 +134,7 @@ impl FileSink {
     /// [`open`](Self::open); `once`: write each event from a Kafka buffer once, keeping its
     /// offsets under `scope`. A path this process already has open is shared.
     pub async fn open_with(path: &Path, once: bool, scope: &str) -> Result<Self, SinkError> {
-        let name = format!("file:{}", path.display());
+        let name = name(path);
         let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let open = || {
             OPEN.lock()
@@ -146,7 +146,15 @@ impl FileSink {
         let file = match open() {
             Some(shared) => shared,
             None => {
-                let opened = Opened::open(path)
+                let opened = Arc::new(
+                    open_append(path)
+                        .await
+                        .map_err(|source| SinkError::new(&name, source))?,
+                );
+                // What a writer killed mid-batch left is cut now (and again under the lock
+                // before each batch, for a writer killed while this one runs).
+                let (file, at) = (opened.clone(), path.to_owned());
+                blocking(move || Locked::take(file, &at).map(drop))
                     .await
                     .map_err(|source| SinkError::new(&name, source))?;
                 let mut files = OPEN.lock().unwrap_or_else(|e| e.into_inner());
@@ -175,16 +183,9 @@ impl FileSink {
     }
 }
 
-impl Opened {
-    /// Opens `path` for appending; with a record of offsets beside it, cuts it to the recorded
-    /// length first.
-    async fn open(path: &Path) -> std::io::Result<Self> {
-        let held = Held::read(path).await;
-        let file = open_append(path, held.as_ref().map(|h| h.length)).await?;
-        let mut held = held.unwrap_or_default();
-        held.length = file.metadata().await?.len();
-        Ok(Self { file, held })
-    }
+/// The name of the file sink writing `path`: `file:<path>`.
+pub fn name(path: &Path) -> String {
+    format!("file:{}", path.display())
 }
 
 impl super::BuildOutput for sluice_config::FileSink {
@@ -264,9 +265,9 @@ impl FileSink {
         self.append(fresh, &from.covers).await
     }
 
-    /// Appends the lines `lines` makes from what the file holds, flushes, and records `covers`
-    /// (and the new length) beside the file when it keeps a record of offsets; all under the
-    /// lock, so what the record says and what the file holds move together.
+    /// Appends the lines `lines` makes from what the file holds, and records `covers` (and the
+    /// new length) beside the file when it keeps a record of offsets; all under the file's
+    /// lock, so what the record says and what the file holds move together whoever writes.
     async fn append(
         &self,
         lines: impl FnOnce(&Held) -> Vec<u8>,
@@ -274,76 +275,140 @@ impl FileSink {
     ) -> Result<(), SinkError> {
         let mut slot = self.file.opened.lock().await;
         let result = async {
-            let opened = match &mut *slot {
-                Some(opened) => opened,
-                None => slot.insert(Opened::open(&self.file.path).await?),
+            let file = match &*slot {
+                Some(file) => file.clone(),
+                None => slot
+                    .insert(Arc::new(open_append(&self.file.path).await?))
+                    .clone(),
             };
-            let lines = lines(&opened.held);
-            if !lines.is_empty() {
-                opened.file.write_all(&lines).await?;
-                opened.file.flush().await?;
-                opened.held.length += lines.len() as u64;
-            }
-            if !covers.is_empty() || !opened.held.ranges.is_empty() {
-                for span in covers {
-                    opened.held.add(&self.scope, span);
+            let path = self.file.path.clone();
+            let (locked, held) = blocking(move || Locked::take(file, &path)).await?;
+            let lines = lines(held.as_ref().unwrap_or(&Held::default()));
+            // A record is kept once there is one (every writer moves its length) or once a
+            // batch has offsets to record.
+            let record = match held {
+                Some(held) => Some(held),
+                None if !covers.is_empty() => Some(Held {
+                    length: locked.length,
+                    ..Held::default()
+                }),
+                None => None,
+            };
+            let (path, scope, covers) =
+                (self.file.path.clone(), self.scope.clone(), covers.to_vec());
+            blocking(move || {
+                if !lines.is_empty() {
+                    (&*locked.file).write_all(&lines)?;
                 }
-                opened.held.write(&self.file.path).await?;
-            }
-            Ok::<_, std::io::Error>(())
+                if let Some(mut record) = record {
+                    record.length = locked.length + lines.len() as u64;
+                    for span in &covers {
+                        record.add(&scope, span);
+                    }
+                    record.write(&path)?;
+                }
+                // The lock goes with `locked`, after the record.
+                Ok(())
+            })
+            .await
         }
         .await;
         if result.is_err() {
-            // Part of the batch may be in the file: reopening cuts it (to the recorded length,
-            // or the torn line), and the retry writes the whole batch.
+            // Part of the batch may be in the file: the next writer cuts it (to the recorded
+            // length, or the torn line), and the retry writes the whole batch.
             *slot = None;
         }
         result.map_err(|source| SinkError::new(&self.name, source))
     }
 }
 
-/// Opens `path` for appending, creating it and its folder. What follows `recorded` bytes (the
-/// length in the record of offsets), or else a last line without its newline (the process
-/// died mid-write), is cut off: its batch was not acknowledged, so its events are written
-/// again, whole. A file shorter than `recorded` was rotated or truncated by someone else: only
-/// a torn line is cut.
-async fn open_append(path: &Path, recorded: Option<u64>) -> std::io::Result<tokio::fs::File> {
+/// The file locked for one batch, and its length under the lock (after cutting what a writer
+/// killed mid-batch left). Unlocked when dropped: also when the batch's task is cancelled
+/// between reading the record and writing.
+struct Locked {
+    file: Arc<std::fs::File>,
+    length: u64,
+}
+
+impl Locked {
+    /// Waits for the lock on `file` (at `path`), then reads the record of offsets afresh and
+    /// cuts the file to it: a file longer than its record was left so by a writer killed
+    /// between its lines and its record, in this process or another. Without a record, only a
+    /// torn last line is cut. A file shorter than its record was rotated or truncated by
+    /// someone else: only a torn line is cut, and the record takes the file's length.
+    fn take(file: Arc<std::fs::File>, path: &Path) -> std::io::Result<(Self, Option<Held>)> {
+        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+            tracing::debug!(path = %path.display(), "another process writes this file; waiting for its batch");
+            file.lock()?;
+        }
+        let mut locked = Self { file, length: 0 };
+        let held = Held::read(path);
+        let length = locked.file.metadata()?.len();
+        match &held {
+            Some(held) if held.length < length => {
+                tracing::warn!(
+                    path = %path.display(),
+                    cut = length - held.length,
+                    "the sink file holds lines written after its last record of offsets (a writer killed mid-batch); cutting them, their batch is read again"
+                );
+                locked.file.set_len(held.length)?;
+            }
+            Some(held) if held.length == length => {}
+            _ => trim_torn_line(&locked.file)?,
+        }
+        locked.length = locked.file.metadata()?.len();
+        Ok((locked, held))
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Runs file I/O on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// Opens `path` for appending, creating it and its folder. Nothing is cut here: that is done
+/// under the lock, before each batch ([`Locked::take`]).
+async fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         tokio::fs::create_dir_all(dir).await?;
     }
-    let file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)
-        .await?;
-    let file = file.into_std().await;
-    let file = tokio::task::spawn_blocking(move || {
-        let len = file.metadata()?.len();
-        match recorded {
-            Some(recorded) if recorded < len => {
-                tracing::warn!(
-                    cut = len - recorded,
-                    "the sink file holds lines written after its last record of offsets (a crash mid-batch); cutting them, their batch is read again"
-                );
-                file.set_len(recorded)?;
-            }
-            _ => trim_torn_line(&file)?,
-        }
-        Ok::<_, std::io::Error>(file)
+    let path = path.to_owned();
+    blocking(move || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
     })
-        .await
-        .map_err(std::io::Error::other)??;
-    Ok(tokio::fs::File::from_std(file))
+    .await
 }
 
+/// Cuts a last line without its newline (a writer died mid-write): its events are written
+/// again, whole.
 fn trim_torn_line(file: &std::fs::File) -> std::io::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
-    let len = file.metadata()?.len();
-    if len == 0 || !file.metadata()?.is_file() {
+    let metadata = file.metadata()?;
+    let len = metadata.len();
+    if len == 0 || !metadata.is_file() {
         return Ok(());
     }
     let mut reader = file;
+    let mut last = [0u8];
+    reader.seek(SeekFrom::Start(len - 1))?;
+    reader.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
     // Look back in blocks for the last newline.
     let mut end = len;
     let mut buf = vec![0u8; 64 * 1024];
@@ -352,9 +417,6 @@ fn trim_torn_line(file: &std::fs::File) -> std::io::Result<()> {
         let n = (end - start) as usize;
         reader.seek(SeekFrom::Start(start))?;
         reader.read_exact(&mut buf[..n])?;
-        if end == len && buf[n - 1] == b'\n' {
-            return Ok(());
-        }
         if let Some(i) = buf[..n].iter().rposition(|b| *b == b'\n') {
             let keep = start + i as u64 + 1;
             tracing::warn!(
@@ -468,6 +530,44 @@ mod tests {
         let (e, from) = batch(0..5);
         sink.send_from(&e, &from).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2, 3, 4]);
+    }
+
+    /// What another process's writer does (a `sluice buffer replay`): under the lock, lines
+    /// appended and, unless it is killed first, the record's length moved.
+    fn another_process_appends(path: &Path, lines: &[u8], records: bool) {
+        let file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        file.lock().unwrap();
+        (&file).write_all(lines).unwrap();
+        if records {
+            let mut held = Held::read(path).unwrap();
+            held.length = file.metadata().unwrap().len();
+            held.write(path).unwrap();
+        }
+        file.unlock().unwrap();
+    }
+
+    #[tokio::test]
+    async fn another_process_writing_the_file_keeps_the_record_true() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..3);
+        sink.send_from(&e, &from).await.unwrap();
+        another_process_appends(&path, b"{\"n\":100}\n{\"n\":101}\n", true);
+        let (e, from) = batch(3..5);
+        sink.send_from(&e, &from).await.unwrap();
+        // Killed mid-batch: lines without a record, the last one torn.
+        another_process_appends(&path, b"{\"n\":200}\n{\"n\":2", false);
+        let (e, from) = batch(5..6);
+        sink.send_from(&e, &from).await.unwrap();
+        drop(sink);
+        // A restart cuts nothing that was recorded.
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..7);
+        sink.send_from(&e, &from).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 2, 100, 101, 3, 4, 5, 6]);
+        let held = Held::read(&path).unwrap();
+        assert_eq!(held.length, std::fs::metadata(&path).unwrap().len());
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! The accept loop of a listener: each connection takes a permit under
 //! `max_connection_count` and a place in `slots`, and is served on its own task
-//! (`connection`); at the cap, a connection without a request in flight is shed to make room
-//! for a new one (`slots`), and only when there is none is the new one refused (`refuse`); on
+//! (`connection`); at the cap, a connection without a request in flight is shed and its permit
+//! handed to the new one at once (`slots`), and only when there is none is the new one refused
+//! (`refuse`); on
 //! shutdown the loop stops accepting and waits for every connection to close.
 
 use std::future::Future;
@@ -47,12 +48,19 @@ pub async fn serve(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             () = stopped(&mut stop) => break,
         };
-        if let Ok(permit) = shared.permits.clone().try_acquire_owned() {
+        let place = match shared.permits.clone().try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            // At the cap: the shed connection's place, at once.
+            Err(_) => shared.slots.shed().map(|(class, permit)| {
+                shared.shed(class);
+                permit
+            }),
+        };
+        if let Some(permit) = place {
             let (activity, open) = shared.open(permit);
-            tasks.spawn(shared.clone().serve(stream, activity, open));
-        } else if let Some(class) = shared.slots.shed() {
-            shared.shed(class);
-            tasks.spawn(shared.clone().admit(stream));
+            let id = open.id();
+            let task = tasks.spawn(shared.clone().serve(stream, activity, open));
+            shared.slots.serving(id, task);
         } else if let Some(refusing) = shared.refuse(stream) {
             tasks.spawn(refusing);
         }
@@ -162,35 +170,6 @@ impl Shared {
                  closes the oldest without a request in flight, still sending its request head \
                  or else idle (logged at most every 10 s; sluice_connectionsShed counts them all)"
             );
-        }
-    }
-
-    /// Serves a connection that arrived at the cap once a shed connection gave its permit
-    /// back. The wait is bounded by `header_read_timeout`, the time its request head would
-    /// have had (a connection shed without a request in flight closes at once; one that began a
-    /// request meanwhile answers it first); past it, or if one closed but another new
-    /// connection took its place first, it is refused.
-    async fn admit(self: Arc<Self>, stream: TcpStream) {
-        let mut stop = self.stop.clone();
-        let waited = tokio::select! {
-            waited = tokio::time::timeout(
-                self.limits.header_read_timeout,
-                self.permits.clone().acquire_owned(),
-            ) => waited,
-            // Shutting down: nothing was read from it.
-            () = stopped(&mut stop) => return,
-        };
-        match waited {
-            Ok(Ok(permit)) => {
-                let (activity, open) = self.open(permit);
-                self.serve(stream, activity, open).await;
-            }
-            // The semaphore is never closed.
-            Ok(Err(_)) | Err(_) => {
-                if let Some(refusing) = self.refuse(stream) {
-                    refusing.await;
-                }
-            }
         }
     }
 

@@ -1,23 +1,26 @@
-//! The open connections of a listener, at most `max_connection_count` of them, and making room
-//! among them for a new one when they are that many.
+//! The open connections of a listener, at most `max_connection_count` of them holding a place,
+//! and making room among them for a new one when they are that many.
 //!
-//! Each open connection holds a semaphore permit and has an entry in [`Slots`]: its [`Open`]
-//! guard holds both and gives them back when the connection's task ends. Below the cap this is
-//! all that happens. At the cap, the accept loop asks [`Slots::shed`] for the open connection
-//! that most readily gives its place up (see [`Shed`]): first the one that has been sending
-//! its request head the longest (a slowloris, or a TLS handshake that drags), else the one idle
-//! the longest between requests. That connection closes as on shutdown: at once, or once a
-//! request that began meanwhile is answered (`connection`). The new connection waits for the
-//! freed permit, and is served. A connection serving a request is never chosen; when every
-//! open connection serves one, the new one is refused (`refuse`), as before.
+//! Each open connection's place is a semaphore permit kept in its entry in [`Slots`]; its
+//! [`Open`] guard removes the entry (and gives the permit back) when the connection's task
+//! ends. Below the cap this is all that happens. At the cap, the accept loop asks
+//! [`Slots::shed`] for the open connection that most readily gives its place up (see [`Shed`]):
+//! first the one that has been sending its request head the longest (a slowloris, or a TLS
+//! handshake that drags), else the one idle the longest between requests. Its permit is taken
+//! from it there and then and handed to the new connection, which is served at once: the new
+//! one never waits for the shed one to notice, nor queues behind other new connections. A
+//! connection shed while sending its head is closed from the accept loop (its task aborted:
+//! nothing of it was accepted); one shed while idle closes as on shutdown, at once, or once a
+//! request that began meanwhile is answered (`connection`). A connection serving a request is
+//! never chosen; when every open connection serves one, the new one is refused (`refuse`).
 //!
 //! Shedding starts at the cap itself, not at a high-water mark below it (Envoy's overload
 //! manager starts scaling its timeouts down at a configured pressure): below the cap, every
-//! connection keeps the timeouts its keys say, and a connection shed without a request in
-//! flight closes at once, so the new one waits for its place only as long as that takes.
-//! The cap still bounds what is open: shed connections keep their permit until they close, and
-//! the new connections waiting for one are at most as many as the shed connections still
-//! closing.
+//! connection keeps the timeouts its keys say. The cap bounds the connections holding a place
+//! (and the open-connections gauge counts those); beyond it, only shed connections still
+//! closing are open: an aborted one for the moment its task takes to drop, an idle one that
+//! began a request in the microseconds between being chosen and shed for that request's
+//! `request_timeout` at most.
 //!
 //! Cost: choosing scans the open connections once (at most `max_connection_count`, each a lock
 //! held for a few instructions), and only for a connection that arrives at the cap.
@@ -26,6 +29,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::task::AbortHandle;
 
 use super::activity::{Activity, Shed};
 
@@ -46,8 +50,20 @@ pub(super) struct Slots {
 struct Entries {
     /// The next connection's id.
     next: u64,
-    /// What each open connection is doing.
-    open: HashMap<u64, Arc<Activity>>,
+    open: HashMap<u64, Entry>,
+}
+
+/// One open connection.
+struct Entry {
+    /// What it is doing.
+    activity: Arc<Activity>,
+    /// Its place under `max_connection_count`; `None` once shed (handed to the connection
+    /// that took its place).
+    permit: Option<OwnedSemaphorePermit>,
+    /// Its task, to close it from the accept loop when it is shed in its request head.
+    task: Option<AbortHandle>,
+    /// `sluice_httpConnections{pipeline}`: counts it while it holds a place.
+    gauge: metrics::Gauge,
 }
 
 impl Slots {
@@ -57,21 +73,38 @@ impl Slots {
     }
 
     /// Sheds the open connection that most readily gives its place up: the one in the lowest
-    /// [`Shed`] class, and the longest in it. `None` when every open connection serves a
-    /// request or is already closing.
-    pub(super) fn shed(&self) -> Option<Shed> {
-        let entries = self.entries();
+    /// [`Shed`] class, and the longest in it; its place (permit) goes to the caller's new
+    /// connection. One shed in its request head is closed at once. `None` when every open
+    /// connection serves a request or is already closing.
+    pub(super) fn shed(&self) -> Option<(Shed, OwnedSemaphorePermit)> {
+        let mut entries = self.entries();
         for _ in 0..SHED_ATTEMPTS {
-            let ((class, _), chosen) = entries
+            let ((class, _), id) = entries
                 .open
-                .values()
-                .filter_map(|activity| Some((activity.sheddable()?, activity)))
+                .iter()
+                .filter(|(_, entry)| entry.permit.is_some())
+                .filter_map(|(id, entry)| Some((entry.activity.sheddable()?, *id)))
                 .min_by_key(|(rank, _)| *rank)?;
-            if chosen.shed() {
-                return Some(class);
+            let entry = entries.open.get_mut(&id).expect("chosen from the map");
+            if entry.activity.shed() {
+                let permit = entry.permit.take().expect("chosen with its permit");
+                entry.gauge.decrement(1.0);
+                if class == Shed::Head
+                    && let Some(task) = &entry.task
+                {
+                    task.abort();
+                }
+                return Some((class, permit));
             }
         }
         None
+    }
+
+    /// `task` serves connection `id` (its [`Open::id`]), so shedding can close it.
+    pub(super) fn serving(&self, id: u64, task: AbortHandle) {
+        if let Some(entry) = self.entries().open.get_mut(&id) {
+            entry.task = Some(task);
+        }
     }
 
     /// How many connections are open (for tests).
@@ -81,17 +114,12 @@ impl Slots {
     }
 }
 
-/// An open connection's place under `max_connection_count`: its permit, its entry in
-/// [`Slots`], and its count in the open-connections gauge, all given back on drop.
+/// An open connection's entry in [`Slots`], with its place under `max_connection_count` and
+/// its count in the open-connections gauge, all given back on drop.
 pub(super) struct Open {
     /// Its entry in `slots`.
     id: u64,
     slots: Arc<Slots>,
-    /// `sluice_httpConnections{pipeline}`.
-    gauge: metrics::Gauge,
-    /// Dropped after [`Drop::drop`] removed the entry: a new connection never finds the permit
-    /// free while the old one could still be chosen.
-    _permit: OwnedSemaphorePermit,
 }
 
 impl Open {
@@ -102,27 +130,42 @@ impl Open {
         activity: Arc<Activity>,
         gauge: metrics::Gauge,
     ) -> Self {
+        gauge.increment(1.0);
         let id = {
             let mut entries = slots.entries();
             let id = entries.next;
             entries.next += 1;
-            entries.open.insert(id, activity);
+            let entry = Entry {
+                activity,
+                permit: Some(permit),
+                task: None,
+                gauge,
+            };
+            entries.open.insert(id, entry);
             id
         };
-        gauge.increment(1.0);
-        Self {
-            id,
-            slots,
-            gauge,
-            _permit: permit,
-        }
+        Self { id, slots }
+    }
+
+    /// Its entry's id, for [`Slots::serving`].
+    pub(super) fn id(&self) -> u64 {
+        self.id
     }
 }
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.slots.entries().open.remove(&self.id);
-        self.gauge.decrement(1.0);
+        // The permit goes after the entry: a new connection never finds it free while the old
+        // one could still be chosen.
+        let entry = self.slots.entries().open.remove(&self.id);
+        if let Some(Entry {
+            permit: Some(_),
+            gauge,
+            ..
+        }) = entry
+        {
+            gauge.decrement(1.0);
+        }
     }
 }
 
@@ -161,24 +204,68 @@ mod tests {
         idle_young.answered();
         let (head_young, _e) = open(&slots, &permits);
 
-        assert_eq!(slots.shed(), Some(Shed::Head));
+        let class = |shed: Option<(Shed, _)>| shed.map(|(class, _)| class);
+        // Each shed connection's place is handed over: none comes back to the semaphore.
+        let mut places = Vec::new();
+        let mut shed = |expected| {
+            let (class, place) = slots.shed().expect("one to shed");
+            assert_eq!(class, expected);
+            places.push(place);
+        };
+        shed(Shed::Head);
         assert!(head_old.is_shed() && !head_young.is_shed());
-        assert_eq!(slots.shed(), Some(Shed::Head));
+        shed(Shed::Head);
         assert!(head_young.is_shed());
-        assert_eq!(slots.shed(), Some(Shed::Idle));
+        shed(Shed::Idle);
         assert!(idle_old.is_shed() && !idle_young.is_shed());
-        assert_eq!(slots.shed(), Some(Shed::Idle));
+        shed(Shed::Idle);
         assert!(idle_young.is_shed());
         assert_eq!(
-            slots.shed(),
+            class(slots.shed()),
             None,
             "only a connection serving a request is left"
         );
         assert!(!serving.is_shed());
+        assert_eq!(permits.available_permits(), 0);
 
         // Once answered, it may go too.
         serving.answered();
-        assert_eq!(slots.shed(), Some(Shed::Idle));
+        assert_eq!(class(slots.shed()), Some(Shed::Idle));
+    }
+
+    #[tokio::test]
+    async fn a_connection_shed_in_its_request_head_is_closed_from_the_accept_loop() {
+        let slots = Arc::new(Slots::default());
+        let permits = Arc::new(Semaphore::new(2));
+        let (head, open_head) = open(&slots, &permits);
+        let (idle, open_idle) = open(&slots, &permits);
+        assert_eq!((open_head.id(), open_idle.id()), (0, 1));
+        idle.request(false);
+        idle.answered();
+        // Tasks that would serve the connections until told: only shedding ends one early.
+        let head_task = tokio::spawn(async move {
+            let _open = open_head;
+            std::future::pending::<()>().await
+        });
+        let idle_task = tokio::spawn(async move {
+            let _open = open_idle;
+            std::future::pending::<()>().await
+        });
+        slots.serving(0, head_task.abort_handle());
+        slots.serving(1, idle_task.abort_handle());
+        let (_, place) = slots.shed().expect("the head");
+        assert!(head.is_shed());
+        assert!(
+            head_task.await.unwrap_err().is_cancelled(),
+            "closed at once"
+        );
+        assert_eq!(slots.len(), 1, "its entry went with its task");
+        // An idle one is told, not aborted: it closes as on shutdown.
+        let (class, _) = slots.shed().expect("the idle one");
+        assert_eq!(class, Shed::Idle);
+        assert!(idle.is_shed() && !idle_task.is_finished());
+        idle_task.abort();
+        drop(place);
     }
 
     #[test]
@@ -189,6 +276,6 @@ mod tests {
         assert_eq!((slots.len(), permits.available_permits()), (1, 0));
         drop(open);
         assert_eq!((slots.len(), permits.available_permits()), (0, 1));
-        assert_eq!(slots.shed(), None);
+        assert!(slots.shed().is_none());
     }
 }
