@@ -546,16 +546,16 @@ p:
             })
         })
         .collect();
-    // Both connected (and then, a moment later, waiting for room): a third is refused at once.
-    s.wait_for("the two waiting requests", Duration::from_secs(10), || {
-        s.metric("sluice_httpConnections", "p") == Some(2.0)
+    // Both waiting for room, each holding a place: a third is refused at once (not after
+    // `request_timeout`, 20 s, as a request that waited would be).
+    s.wait_for("the two waiting requests", Duration::from_secs(60), || {
+        s.metric("sluice_requestsInProgress", "p") == Some(2.0)
     });
-    std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
     let (status, retry_after) = s.post_full("/log/ingest", &[], br#"[{"n":3}]"#);
     assert_eq!(status, 429, "{}", s.log());
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(10),
         "refused at once"
     );
     assert_eq!(retry_after.as_deref(), Some("1"));

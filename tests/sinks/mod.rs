@@ -44,23 +44,30 @@ sink-pipeline:
     )
 }
 
+/// The kill tests' `commit_interval`: long enough that a round of events is posted, delivered
+/// and killed before the next scheduled commit, even on a loaded 2-core machine.
+const SLOW_COMMIT: Duration = Duration::from_secs(10);
+
 /// The pipeline of the kill tests, its buffer topic with `topic_lines` more. It commits every
-/// 4 s once a start's (or an assignment's) eager first interval is over, and at once for the
-/// first acknowledgement after a quiet interval: the rest of a round waits up to 4 s, and a
-/// kill right after the sink produced it comes first. Batches of 5 records (requests) fill at
+/// [`SLOW_COMMIT`] once a start's (or an assignment's) eager first interval is over, and at
+/// once for the first acknowledgement after a quiet interval: the rest of a round waits up to
+/// that long, and a kill right after the sink produced it comes first. Batches of 5 records (requests) fill at
 /// once; a partial one waits 100 ms (`delay`), so that a quiet partition's last object (S3)
 /// or request (HTTP), which waits `delay` + 1 s more, still comes before the next commit.
 fn slow_commits(buffer: &str, group: &str, sinks: &str, topic_lines: &str) -> String {
     let yaml = pipeline(buffer, group, sinks)
         .replace("  workers: 2\n", "  workers: 2\n  delay: 100ms\n")
-        .replace("commit_interval: 300ms", "commit_interval: 4s")
+        .replace(
+            "commit_interval: 300ms",
+            &format!("commit_interval: {}s", SLOW_COMMIT.as_secs()),
+        )
         .replace("max_poll_records: 100", "max_poll_records: 5")
         .replace(
             "create_topic: true\n          commit_interval",
             &format!("create_topic: true\n{topic_lines}          commit_interval"),
         );
     assert!(
-        yaml.contains("commit_interval: 4s")
+        yaml.contains(&format!("commit_interval: {}s", SLOW_COMMIT.as_secs()))
             && yaml.contains("max_poll_records: 5")
             && yaml.contains("delay: 100ms")
     );
@@ -70,7 +77,7 @@ fn slow_commits(buffer: &str, group: &str, sinks: &str, topic_lines: &str) -> St
 /// Two hosts of `yaml` (with `env`) in one group, once both write to their sinks (the group
 /// settles after the second one joins), and past the eager commits of their new assignments,
 /// so that the next round is left uncommitted by a kill: the first acknowledgement after the
-/// quiet interval is committed at once, the rest wait 4 s (`slow_commits`). Returns the hosts
+/// quiet interval is committed at once, the rest wait [`SLOW_COMMIT`]. Returns the hosts
 /// and the ids posted meanwhile.
 fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<String>) {
     let (a, b) = (
@@ -94,7 +101,7 @@ fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<S
             b.log()
         );
     }
-    std::thread::sleep(Duration::from_millis(4300));
+    std::thread::sleep(SLOW_COMMIT + Duration::from_millis(300));
     (a, b, ids)
 }
 
@@ -112,7 +119,7 @@ fn kill_rounds(
     let mut uncommitted = 0;
     for round in 0..3 {
         ids.extend(post_events(sluice, &format!("early{round}"), 20, 20));
-        std::thread::sleep(Duration::from_millis(4300));
+        std::thread::sleep(SLOW_COMMIT + Duration::from_millis(300));
         ids.extend(post_events(sluice, &format!("kill{round}"), 300, 20));
         wait_until(
             "the sink to hold the round's events",

@@ -139,10 +139,12 @@ mod tests {
             watchdog.stalled().is_empty(),
             "idle workers are not stalled"
         );
-        slot.enter("sleepy", "processor", Duration::from_millis(20));
+        // Half a second: the check right after cannot be descheduled past it on a loaded
+        // machine.
+        slot.enter("sleepy", "processor", Duration::from_millis(500));
         other.enter("json", "deserializer", Duration::from_secs(60));
         assert!(watchdog.stalled().is_empty(), "within the deadline");
-        std::thread::sleep(Duration::from_millis(40));
+        std::thread::sleep(Duration::from_millis(600));
         let stalled = watchdog.stalled();
         assert_eq!(stalled.len(), 1, "{stalled:?}");
         assert_eq!(stalled[0].pipeline, "p");
@@ -150,7 +152,7 @@ mod tests {
             (stalled[0].plugin.as_str(), stalled[0].kind),
             ("sleepy", "processor")
         );
-        assert!(stalled[0].busy >= Duration::from_millis(40));
+        assert!(stalled[0].busy >= Duration::from_millis(600));
         assert_eq!(
             watchdog.stalled_per_pipeline(),
             vec![("p".to_owned(), 1), ("q".to_owned(), 0)]

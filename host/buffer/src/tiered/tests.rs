@@ -76,12 +76,28 @@ fn buffer(
     (buffer, log)
 }
 
-/// Reads one batch (or `None` after `WAIT` with nothing).
+/// How long a read waits for records the test put there: a loaded machine is slow, not empty.
+const READ_WAIT: Duration = Duration::from_secs(30);
+
+/// Reads one batch the test expects (or `None` after [`READ_WAIT`] with nothing).
 async fn read(reader: &mut Box<dyn BufferReader>) -> Option<Batch> {
-    tokio::time::timeout(WAIT * 2, reader.read())
+    tokio::time::timeout(READ_WAIT, reader.read())
         .await
         .ok()
         .flatten()
+}
+
+/// Reads and acknowledges batches until `n` records came; their ids, in read order.
+async fn read_ids(reader: &mut Box<dyn BufferReader>, n: usize) -> Vec<u64> {
+    let mut ids = Vec::new();
+    while ids.len() < n {
+        let Some(batch) = read(reader).await else {
+            panic!("read {ids:?}, not {n} records, within {READ_WAIT:?}");
+        };
+        ids.extend(batch.records.iter().map(id));
+        batch.ack.acknowledge();
+    }
+    ids
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -278,12 +294,7 @@ async fn a_failing_policy_refuses_that_write_only_and_reading_goes_on() {
     writer.write(vec![record(3, "ok")], WAIT).await.unwrap();
     // next-read traps every time: the reader takes the tiers in turn and gets both.
     let mut reader = buffer.reader();
-    let mut ids = Vec::new();
-    while let Some(batch) = read(&mut reader).await {
-        ids.extend(batch.records.iter().map(id));
-        batch.ack.acknowledge();
-    }
-    assert_eq!(ids, [1, 3]);
+    assert_eq!(read_ids(&mut reader, 2).await, [1, 3]);
 }
 
 /// A policy making random choices from the seed: place in either tier, drop, refuse, fail.
@@ -409,12 +420,7 @@ async fn a_move_its_target_refuses_goes_to_the_readers_and_a_later_tick_moves_th
     assert_eq!(buffer.stats().records_moved.get(), 2);
     // The refused move first, from where it was, then the moved records.
     let mut reader = buffer.reader();
-    let mut ids = Vec::new();
-    while let Some(batch) = read(&mut reader).await {
-        ids.extend(batch.records.iter().map(id));
-        batch.ack.acknowledge();
-    }
-    assert_eq!(ids, (0..7).collect::<Vec<_>>());
+    assert_eq!(read_ids(&mut reader, 7).await, (0..7).collect::<Vec<_>>());
     assert_eq!((tiers[0].memory.used(), tiers[1].memory.used()), (0, 0));
 }
 

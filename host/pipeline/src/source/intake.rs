@@ -94,6 +94,19 @@ impl Backoff {
     }
 }
 
+/// A request's place under `max_pending_requests`, given back (and uncounted in
+/// `sluice_requestsInProgress`) when dropped.
+pub struct InProgress {
+    _permit: OwnedSemaphorePermit,
+    gauge: metrics::Gauge,
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.gauge.decrement(1.0);
+    }
+}
+
 /// One push source's way into the buffer.
 pub struct Intake {
     pub pipeline: String,
@@ -104,6 +117,8 @@ pub struct Intake {
     /// `max_pending_requests`: a permit per request being handled.
     pending: Arc<Semaphore>,
     max_pending: usize,
+    /// `sluice_requestsInProgress{pipeline}`: the requests holding a place.
+    in_progress: metrics::Gauge,
     /// Request headers the buffer's policy reads (lowercase names).
     wanted_headers: Vec<String>,
     backoff: Backoff,
@@ -128,13 +143,21 @@ impl Intake {
                 max_pending_requests.min(Semaphore::MAX_PERMITS),
             )),
             max_pending: max_pending_requests,
+            in_progress: metrics::gauge!("sluice_requestsInProgress", "pipeline" => pipeline.to_owned()),
             backoff,
         }
     }
 
     /// A place among the requests in progress, held until the request is answered.
-    pub fn admit(&self, source: &str) -> Result<OwnedSemaphorePermit, Refusal> {
-        self.pending.clone().try_acquire_owned().map_err(|_| {
+    pub fn admit(&self, source: &str) -> Result<InProgress, Refusal> {
+        let admitted = self.pending.clone().try_acquire_owned().map(|permit| {
+            self.in_progress.increment(1.0);
+            InProgress {
+                _permit: permit,
+                gauge: self.in_progress.clone(),
+            }
+        });
+        admitted.map_err(|_| {
             self.counters.refused.add(1);
             Refusal::Busy {
                 retry_after: self.backoff.refused(),
