@@ -217,7 +217,9 @@ fn while_the_broker_is_down_otlp_clients_get_retryable_errors_never_success() {
     events(&s, 2);
 
     broker.stop();
-    let refused = export("send_traces.py", &grpc, 1, &[GRPC, ("OTLP_TIMEOUT", "6")]);
+    // The client waits long enough for the source's 3 s `request_timeout` answer on a loaded
+    // machine (sooner it would see its own DEADLINE_EXCEEDED, not the source's UNAVAILABLE).
+    let refused = export("send_traces.py", &grpc, 1, &[GRPC, ("OTLP_TIMEOUT", "15")]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
         !refused.status.success(),
