@@ -337,9 +337,13 @@ impl Locked {
     /// torn last line is cut. A file shorter than its record was rotated or truncated by
     /// someone else: only a torn line is cut, and the record takes the file's length.
     fn take(file: Arc<std::fs::File>, path: &Path) -> std::io::Result<(Self, Option<Held>)> {
-        if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
-            tracing::debug!(path = %path.display(), "another process writes this file; waiting for its batch");
-            file.lock()?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                tracing::debug!(path = %path.display(), "another process writes this file; waiting for its batch");
+                file.lock()?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
         let mut locked = Self { file, length: 0 };
         let held = Held::read(path);

@@ -136,16 +136,6 @@ impl Activity {
         self.state().shed
     }
 
-    /// Resolves once the connection is shed (for the TLS handshake, before the loop that drives
-    /// the connection takes over [`changed`](Self::changed)).
-    pub(super) async fn until_shed(&self) {
-        // `notify_one` keeps a wake-up for a waiter to come, so none is lost between the check
-        // and the wait.
-        while !self.is_shed() {
-            self.changed.notified().await;
-        }
-    }
-
     /// When the connection is closed if nothing changes, and the timeout that closes it.
     pub(super) fn deadline(&self, limits: Limits) -> Option<(Instant, Timeout)> {
         match self.state().phase {

@@ -2,7 +2,8 @@
 //! HTTP/1.1 and HTTP/2 (hyper), driven until the client closes it, the timeout of its current
 //! phase passes (`activity`), it is shed to make room at `max_connection_count` (`slots`), or
 //! shutdown; then, for HTTP/1.1, a lingering close so the last answer is read before the socket
-//! goes. A shed connection closes as on shutdown: at once while it sends a request head, else
+//! goes. A connection shed while it sends a request head (or its TLS handshake) is closed by
+//! the accept loop, which aborts its task; one shed between requests closes as on shutdown,
 //! once hyper has written its last answer (an HTTP/2 one after a `GOAWAY`).
 //!
 //! hyper's own `header_read_timeout` also runs while a keep-alive connection waits for its next
@@ -55,15 +56,9 @@ pub(super) async fn connection(
     let transport = match tls {
         None => Transport::Plain(watched),
         Some(acceptor) => {
+            // Shed meanwhile, the task is aborted (`slots`).
             let handshake =
-                tokio::time::timeout(limits.header_read_timeout, acceptor.accept(watched));
-            let handshake = tokio::select! {
-                handshake = handshake => handshake,
-                () = activity.until_shed() => {
-                    tracing::debug!("closing a connection in its TLS handshake: shed");
-                    return;
-                }
-            };
+                tokio::time::timeout(limits.header_read_timeout, acceptor.accept(watched)).await;
             match handshake {
                 Ok(Ok(tls)) => Transport::Tls(Box::new(tls)),
                 Ok(Err(e)) => {

@@ -10,7 +10,9 @@
 //! from it there and then and handed to the new connection, which is served at once: the new
 //! one never waits for the shed one to notice, nor queues behind other new connections. A
 //! connection shed while sending its head is closed from the accept loop (its task aborted:
-//! nothing of it was accepted); one shed while idle closes as on shutdown, at once, or once a
+//! nothing of it was accepted; a head completed in the instant between the choice and the abort
+//! is reset unanswered, and its client, never told it was accepted, sends it again); one shed
+//! while idle closes as on shutdown, at once, or once a
 //! request that began meanwhile is answered (`connection`). A connection serving a request is
 //! never chosen; when every open connection serves one, the new one is refused (`refuse`).
 //!
