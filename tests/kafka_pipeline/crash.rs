@@ -97,13 +97,7 @@ fn kill_9_at_random_moments_loses_no_accepted_event(via: Via) {
         acked.len(),
         missing.len()
     );
-    assert!(
-        missing.is_empty(),
-        "{} accepted events lost, e.g. {:?}:\n{}",
-        missing.len(),
-        &missing[..missing.len().min(5)],
-        s.log()
-    );
+    assert_none_lost(&missing, &s);
     // What each start read again is skipped: the file records the offsets it holds.
     assert_eq!(
         duplicates,
@@ -112,6 +106,17 @@ fn kill_9_at_random_moments_loses_no_accepted_event(via: Via) {
         s.log()
     );
     assert_eq!(s.terminate(), 0, "{}", s.log());
+}
+
+/// Fails, naming a few and showing `sluice`'s log, if accepted events are `missing`.
+fn assert_none_lost(missing: &[String], sluice: &Sluice) {
+    assert!(
+        missing.is_empty(),
+        "{} accepted events lost, e.g. {:?}:\n{}",
+        missing.len(),
+        &missing[..missing.len().min(5)],
+        sluice.log()
+    );
 }
 
 /// A crash loop (issue 24 point 6: an OOM loop, a bad deploy): under load, kill -9 one to
@@ -223,13 +228,7 @@ fn a_crash_loop_moves_forward_and_reads_again_only_what_was_in_flight(via: Via) 
         total as f64 / acked.len().max(1) as f64,
         missing.len(),
     );
-    assert!(
-        missing.is_empty(),
-        "{} accepted events lost, e.g. {:?}:\n{}",
-        missing.len(),
-        &missing[..missing.len().min(5)],
-        s.log()
-    );
+    assert_none_lost(&missing, &s);
     assert!(
         committed[0] > 0 && committed.windows(2).all(|w| w[1] > w[0]),
         "every run of the loop must commit something: {committed:?}\n{}",
@@ -385,13 +384,7 @@ fn after_a_failover_a_per_host_file_repeats_at_most_the_dead_hosts_commit_lag() 
         duplicates as f64 / accepted.len().max(1) as f64,
         missing.len(),
     );
-    assert!(
-        missing.is_empty(),
-        "{} accepted events lost, e.g. {:?}:\n{}",
-        missing.len(),
-        &missing[..missing.len().min(5)],
-        survivor.log()
-    );
+    assert_none_lost(&missing, &survivor);
     assert!(
         duplicates as u64 <= bound,
         "{duplicates} duplicates: more than the dead host's commit lag at the kill ({lag} \
