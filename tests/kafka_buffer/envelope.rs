@@ -19,7 +19,7 @@ async fn records_of_an_unknown_envelope_version_are_unreadable_and_raw_records_a
         .set("bootstrap.servers", kafka_bootstrap())
         .create()
         .unwrap();
-    let timeout = Duration::from_secs(10);
+    let timeout = Duration::from_secs(60);
     producer
         .send(
             FutureRecord::<(), _>::to(&topic).payload("{\"plain\":1}"),
@@ -45,7 +45,7 @@ async fn records_of_an_unknown_envelope_version_are_unreadable_and_raw_records_a
     let mut readable = Vec::new();
     let mut unreadable = Vec::new();
     let started = Instant::now();
-    while readable.len() + unreadable.len() < 2 && started.elapsed() < Duration::from_secs(60) {
+    while readable.len() + unreadable.len() < 2 && started.elapsed() < READ_WAIT {
         if let Ok(Some(batch)) = tokio::time::timeout(Duration::from_secs(5), reader.read()).await {
             readable.extend(batch.records);
             unreadable.extend(batch.unreadable);
@@ -233,7 +233,7 @@ mod encrypted {
                 FutureRecord::<(), _>::to(&topic)
                     .payload(&tampered)
                     .headers(copy),
-                Duration::from_secs(10),
+                Duration::from_secs(60),
             )
             .await
             .unwrap();
@@ -243,7 +243,7 @@ mod encrypted {
             let mut ok = Vec::new();
             let mut bad = Vec::new();
             let started = std::time::Instant::now();
-            while ok.len() + bad.len() < 4 && started.elapsed() < Duration::from_secs(60) {
+            while ok.len() + bad.len() < 4 && started.elapsed() < READ_WAIT {
                 if let Ok(Some(batch)) =
                     tokio::time::timeout(Duration::from_secs(5), reader.read()).await
                 {
