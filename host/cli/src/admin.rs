@@ -8,7 +8,8 @@
 //!   (`sluice_pipeline::operate::dead_letters::Select`); answers the replay's report.
 //! - `GET /admin/pipelines/{pipeline}/tap?stage=deserializer|processor|sink&name=N&limit=N`:
 //!   events at that point as they pass, one JSON line each
-//!   (`{"stage":...,"name":...,"event":{...}}`), until `limit` of them or the client leaves.
+//!   (`{"stage":...,"name":...,"event":{...}}`), until `limit` of them or the client leaves; a
+//!   processor or sink the pipeline lacks gets 404 at once, naming the points it has.
 //!
 //! The running process writes `<data-dir>/admin.json` (`{"url": ...}`), so the commands find
 //! it from the data dir.
