@@ -243,7 +243,7 @@ mod encrypted {
             let mut ok = Vec::new();
             let mut bad = Vec::new();
             let started = std::time::Instant::now();
-            while ok.len() + bad.len() < 4 && started.elapsed() < READ_WAIT {
+            while ok.len() + bad.len() < 4 && started.elapsed() < crate::kafka_buffer::READ_WAIT {
                 if let Ok(Some(batch)) =
                     tokio::time::timeout(Duration::from_secs(5), reader.read()).await
                 {
