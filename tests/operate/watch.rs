@@ -176,8 +176,13 @@ fn tap_prints_events_as_a_processor_left_them_and_only_with_the_right_credential
         let out = tap.wait_with_output().unwrap();
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(!exited.success(), "{said}");
-        let sink = format!("sink file:{}", s.path("out/events.jsonl").display());
-        for expected in [what, "deserializer", "processor add_entries", sink.as_str()] {
+        let sink = format!("sink `file:{}`", s.path("out/events.jsonl").display());
+        for expected in [
+            what,
+            "deserializer",
+            "processor `add_entries`",
+            sink.as_str(),
+        ] {
             assert!(said.contains(expected), "{expected:?} not in: {said}");
         }
     }

@@ -116,13 +116,12 @@ async fn tap(
         return error(
             StatusCode::NOT_FOUND,
             format!(
-                "pipeline `{pipeline}` has no {}; tap one of: {}",
-                match &point {
-                    Point::Deserializer => "deserializer".to_owned(),
-                    Point::Processor(name) => format!("processor `{name}`"),
-                    Point::Sink(name) => format!("sink `{name}`"),
-                },
-                there.join(", ")
+                "pipeline `{pipeline}` has no {point}; tap one of: {}",
+                there
+                    .iter()
+                    .map(Point::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         );
     }

@@ -47,6 +47,17 @@ impl Point {
     }
 }
 
+/// As messages name it: ``deserializer``, ``processor `grok` ``, ``sink `file:/var/out.jsonl` ``.
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Point::Deserializer => f.write_str("deserializer"),
+            Point::Processor(name) => write!(f, "processor `{name}`"),
+            Point::Sink(name) => write!(f, "sink `{name}`"),
+        }
+    }
+}
+
 /// Some events of one batch at one point.
 #[derive(Debug)]
 pub struct Tapped {
@@ -106,21 +117,12 @@ impl Tap {
         }
     }
 
-    /// Whether a listener at `point` would hear anything; else, the points there are, as a
-    /// user would name them (`processor grok`, `sink file:/var/out.jsonl`).
-    pub fn check(&self, point: &Point) -> Result<(), Vec<String>> {
+    /// Whether a listener at `point` would hear anything; else, the points there are.
+    pub fn check(&self, point: &Point) -> Result<(), &[Point]> {
         if self.offered.iter().any(|offered| point.hears(offered)) {
             return Ok(());
         }
-        Err(self
-            .offered
-            .iter()
-            .map(|p| match p {
-                Point::Deserializer => "deserializer".to_owned(),
-                Point::Processor(name) => format!("processor {name}"),
-                Point::Sink(name) => format!("sink {name}"),
-            })
-            .collect())
+        Err(&self.offered)
     }
 
     /// Whether anyone listens; check before making what [`offer`](Self::offer) takes.
@@ -239,10 +241,10 @@ mod tests {
         }
         let there = [
             "deserializer",
-            "processor grok",
-            "processor date",
-            "sink file:/var/out.jsonl",
-            "sink stdout",
+            "processor `grok`",
+            "processor `date`",
+            "sink `file:/var/out.jsonl`",
+            "sink `stdout`",
         ];
         for point in [
             Point::Processor("no_such_processor".into()),
@@ -250,7 +252,13 @@ mod tests {
             Point::Sink("grok".into()),
             Point::Sink("file:/var/other.jsonl".into()),
         ] {
-            assert_eq!(tap.check(&point), Err(there.map(String::from).to_vec()));
+            let named: Vec<String> = tap
+                .check(&point)
+                .unwrap_err()
+                .iter()
+                .map(Point::to_string)
+                .collect();
+            assert_eq!(named, there);
         }
     }
 
