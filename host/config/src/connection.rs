@@ -20,7 +20,6 @@ use crate::explain::list;
 use crate::location::join;
 use crate::parse::Context;
 use crate::secret::SecretError;
-use crate::sink::SinkConfig;
 use crate::source::{CheckSource, DeserializerConfig, SourceConfig, SourceKind};
 use crate::{Buffer, Pipeline, Sink, Source};
 
@@ -31,14 +30,6 @@ pub struct PipelineSource {
     /// The upstream pipeline: the one whose `pipeline` sink names this pipeline. Several are
     /// written as a list (`name: [a, b]`). Required.
     pub name: Names,
-}
-
-/// The `pipeline` sink: sends every event it takes to another pipeline of the file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PipelineSink {
-    /// The downstream pipeline, whose source is `pipeline: {name: <this pipeline>}`. Required.
-    pub name: String,
 }
 
 /// One pipeline name or a list of them.
@@ -78,7 +69,6 @@ impl SourceConfig for PipelineSource {
     const KEYS: &'static [&'static str] = &["pipeline"];
     // Written to by other pipelines, never re-read: it may use the kafka buffer.
     const KIND: SourceKind = SourceKind::Push;
-    type Settings = PipelineSourceSettings;
     fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
         Self::deserialize(d)
     }
@@ -98,7 +88,12 @@ impl SourceConfig for PipelineSource {
             ..DeserializerConfig::default()
         })
     }
-    fn settings(&self, _pipeline: &str) -> Result<PipelineSourceSettings, SecretError> {
+}
+
+impl crate::Resolve for PipelineSource {
+    type Settings = PipelineSourceSettings;
+    type Error = SecretError;
+    fn resolve(&self, _pipeline: &str) -> Result<PipelineSourceSettings, SecretError> {
         Ok(PipelineSourceSettings {
             upstream: self.name.0.clone(),
         })
@@ -113,17 +108,6 @@ impl CheckSource for PipelineSource {
                 format!(
                     "`{path}.name` must name the upstream pipeline, e.g. `name: entry-pipeline`"
                 ),
-            );
-        }
-    }
-}
-
-impl SinkConfig for PipelineSink {
-    fn check(&self, path: &str, errors: &mut Errors) {
-        if self.name.trim().is_empty() {
-            errors.at(
-                &join(path, "name"),
-                format!("`{path}.name` must name the downstream pipeline, e.g. `name: raw-trace-pipeline`"),
             );
         }
     }

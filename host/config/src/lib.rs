@@ -9,10 +9,15 @@
 //! - `explain`: serde's messages reworded to name the key path and suggest the fix.
 //! - `validate`: the rules that span fields and pipelines; it runs each component's own rules.
 //! - [`pipeline`]: [`Config`] and [`Pipeline`], the file's top-level shape.
+//! - `resolve`: [`Resolve`], how every component's config becomes the settings its runtime
+//!   reads.
 //! - [`source`] (the one list of source kinds, the `http` and `file` sources), [`otlp`] (the
 //!   OTLP sources), [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
 //!   documented), its rules, and ([`source`], [`otlp`], [`kafka`]) the resolved settings the
 //!   runtime reads (for [`kafka`] also the librdkafka properties sluice owns).
+//! - [`limits`]: a plugin block's sandbox limits (`max_memory`, `timeout`, `recycle_after`)
+//!   taken out of its options, and [`PluginSettings`], a plugin block resolved.
+//! - [`secret`]: passwords as text, `${env:NAME}` or `${file:PATH}`, read at startup.
 //! - [`listener`]: the keys the push sources' listener shares (limits, timeouts, TLS,
 //!   `authentication`), their one check, and [`ListenerSettings`]; [`http`]: the shapes that
 //!   protect a listener.
@@ -40,6 +45,7 @@ pub mod otlp;
 pub mod parse;
 pub mod pipeline;
 pub mod processor;
+mod resolve;
 mod route;
 pub mod secret;
 pub mod sink;
@@ -60,7 +66,8 @@ pub use pipeline::{
     Config, DEFAULT_ROUTE, PIPELINE_FIELDS, Pipeline, Route, RoutedSink, SinkContext,
 };
 pub use processor::{BuiltinProcessor, PluginProcessor, Processor};
-pub use sink::{Codec, CodecConfig, Compression as SinkCompression, FileSink, Sink, StdoutSink};
+pub use resolve::Resolve;
+pub use sink::{Codec, CodecConfig, Compression as SinkCompression, Sink};
 pub use source::{
     DeserializerConfig, FileSettings, FileSource, HttpSettings, HttpSource, Source, SourceConfig,
     SourceKind,

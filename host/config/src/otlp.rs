@@ -271,7 +271,6 @@ impl SourceConfig for Otlp {
         "otlp",
     ];
     const KIND: SourceKind = SourceKind::Push;
-    type Settings = OtlpSettings;
     fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error> {
         let kind = OtlpKind::from_key(key)
             .ok_or_else(|| serde::de::Error::unknown_variant(key, Self::KEYS))?;
@@ -293,7 +292,12 @@ impl SourceConfig for Otlp {
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         Cow::Owned(self.config.deserializer(self.kind))
     }
-    fn settings(&self, pipeline: &str) -> Result<OtlpSettings, SecretError> {
+}
+
+impl crate::Resolve for Otlp {
+    type Settings = OtlpSettings;
+    type Error = SecretError;
+    fn resolve(&self, pipeline: &str) -> Result<OtlpSettings, SecretError> {
         self.config.settings(self.kind, pipeline)
     }
 }

@@ -55,15 +55,13 @@ macro_rules! for_each_source {
 }
 
 /// What each kind of source in [`for_each_source!`](crate::for_each_source) is: the keys it is written under, its
-/// names, and its settings resolved for the runtime.
-pub trait SourceConfig: Sized {
+/// names, and (through [`Resolve`](crate::Resolve)) its settings resolved for the runtime.
+pub trait SourceConfig: Sized + crate::Resolve<Error = SecretError> {
     /// The keys the source is written under (`http`; `otel_logs_source` or `otlp_logs`, ...),
     /// in the order messages list them.
     const KEYS: &'static [&'static str];
     /// Push or pull.
     const KIND: SourceKind;
-    /// What the runtime reads: the keys with their defaults resolved.
-    type Settings;
     /// Reads the settings written under `key`, one of [`Self::KEYS`].
     fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error>;
     /// The key it is written under.
@@ -75,9 +73,6 @@ pub trait SourceConfig: Sized {
     fn port(&self) -> Option<u16>;
     /// The deserializer that turns the source's raw records into events.
     fn deserializer(&self) -> Cow<'_, DeserializerConfig>;
-    /// The settings the runtime reads; `pipeline` is the pipeline's name. Reads secrets (a
-    /// listener's password), so the runtime calls it once, at startup.
-    fn settings(&self, pipeline: &str) -> Result<Self::Settings, SecretError>;
 }
 
 /// A source's own rules; `path` is its key path (`<pipeline>.source.<key>`).
@@ -281,7 +276,6 @@ pub struct FileSettings {
 impl SourceConfig for FileSource {
     const KEYS: &'static [&'static str] = &["file"];
     const KIND: SourceKind = SourceKind::Pull;
-    type Settings = FileSettings;
     fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
         Self::deserialize(d)
     }
@@ -297,7 +291,12 @@ impl SourceConfig for FileSource {
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         Cow::Borrowed(&self.deserializer)
     }
-    fn settings(&self, _pipeline: &str) -> Result<FileSettings, SecretError> {
+}
+
+impl crate::Resolve for FileSource {
+    type Settings = FileSettings;
+    type Error = SecretError;
+    fn resolve(&self, _pipeline: &str) -> Result<FileSettings, SecretError> {
         Ok(FileSettings {
             path: self.path.clone(),
             tail: self.tail,
@@ -347,7 +346,6 @@ pub struct HttpSettings {
 impl SourceConfig for HttpSource {
     const KEYS: &'static [&'static str] = &["http"];
     const KIND: SourceKind = SourceKind::Push;
-    type Settings = HttpSettings;
     fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
         Self::deserialize(d)
     }
@@ -363,7 +361,12 @@ impl SourceConfig for HttpSource {
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
         Cow::Borrowed(&self.deserializer)
     }
-    fn settings(&self, _pipeline: &str) -> Result<HttpSettings, SecretError> {
+}
+
+impl crate::Resolve for HttpSource {
+    type Settings = HttpSettings;
+    type Error = SecretError;
+    fn resolve(&self, _pipeline: &str) -> Result<HttpSettings, SecretError> {
         Ok(HttpSettings {
             path: self.path.clone(),
             listener: self.listener().settings(self.port)?,
@@ -543,7 +546,8 @@ pub(crate) fn check_deserializer(
 mod tests {
     use std::time::Duration;
 
-    use super::{HttpSource, Source, SourceConfig as _, SourceKind};
+    use super::{HttpSource, Source, SourceKind};
+    use crate::Resolve as _;
     use crate::otlp::{Otlp, OtlpKind, OtlpSource};
     use crate::units::ByteSize;
 
@@ -605,7 +609,7 @@ mod tests {
     #[test]
     fn each_source_keeps_its_own_listener_defaults() {
         let http: HttpSource = serde_yaml::from_str("{}").unwrap();
-        let listener = http.settings("p").unwrap().listener;
+        let listener = http.resolve("p").unwrap().listener;
         assert_eq!(listener.port, 2021);
         assert!(
             listener.tls.is_none() && !http.ssl,

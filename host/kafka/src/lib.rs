@@ -19,6 +19,8 @@
 //!   own topic, each record acknowledged or reported failed (retryable or not).
 //! - `commit`: per-partition tracking of acknowledged ranges; only gap-free prefixes commit.
 //! - `envelope`: the record headers that carry metadata (format version, receive time, origin).
+//! - `rewind`: the buffer's history read again (`sluice buffer replay`) and described
+//!   (`sluice buffer status`) by a consumer outside the group that never commits.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

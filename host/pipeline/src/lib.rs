@@ -18,8 +18,8 @@
 //! - [`processor`]: the processor stages (built-in, or plugin components), each built from its
 //!   config; the workers run them between the deserializer and the sinks.
 //! - [`sink`]: one delivery machinery (staging, retries with backoff, dead letters, receipts)
-//!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`; and the
-//!   dead-letter file (`dlq`).
+//!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`, `pipeline`;
+//!   and the dead-letter file (`dlq`).
 //! - [`operate`]: the operator's loop (dead letters replayed, the running pipelines as the
 //!   admin endpoint reaches them).
 //! - [`counters`]: a pipeline's counts, shared by its source and workers.

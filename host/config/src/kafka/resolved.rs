@@ -1,4 +1,4 @@
-//! The kafka buffer as it runs: [`KafkaBuffer::resolve`] turns the validated file shape into
+//! The kafka buffer as it runs: its [`Resolve`](crate::Resolve) turns the validated file shape into
 //! [`KafkaSettings`], once, at startup: the one topic (not a list), SASL as an enum with the
 //! password's `${env:..}`/`${file:..}` reference resolved, TLS only when it is on, the
 //! encryption key decoded (or read from `key_file`) into 32 bytes, and the metric prefix
@@ -157,7 +157,7 @@ pub enum KeyError {
 }
 
 /// Decodes a static key written in base64 (surrounding whitespace ignored). The one place
-/// key text is decoded: validation words its errors, [`KafkaBuffer::resolve`] keeps the key.
+/// key text is decoded: validation words its errors, its `Resolve` keeps the key.
 pub fn decode_key(text: &str) -> Result<StaticKey, KeyError> {
     use base64::Engine as _;
     let bytes = Zeroizing::new(
@@ -204,11 +204,13 @@ fn key_error(e: KeyError) -> String {
     }
 }
 
-impl KafkaBuffer {
+impl crate::Resolve for KafkaBuffer {
+    type Settings = KafkaSettings;
+    type Error = KafkaResolveError;
     /// The settings the buffer runs with. Call on a validated buffer (exactly one topic, one
-    /// SASL mechanism, one key source); resolves secrets, so call it once, at startup. The
-    /// error is the reason that startup prints after `pipeline ... : kafka buffer:`.
-    pub fn resolve(&self) -> Result<KafkaSettings, KafkaResolveError> {
+    /// SASL mechanism, one key source). The error is the reason that startup prints after
+    /// `pipeline ... : kafka buffer:`.
+    fn resolve(&self, _pipeline: &str) -> Result<KafkaSettings, KafkaResolveError> {
         let t = self.topics.first().ok_or(KafkaResolveError::NoTopic)?;
         let topic = Topic {
             name: t.name.clone(),
@@ -322,7 +324,7 @@ pub fn resolve_tls(transit: Option<&super::InTransit>) -> Option<Tls> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Buffer, Context, parse};
+    use crate::{Buffer, Context, Resolve as _, parse};
 
     /// The kafka buffer of a one-pipeline file whose buffer settings are `kafka` (YAML,
     /// indented for the `kafka:` key).
@@ -341,7 +343,7 @@ mod tests {
 
     #[test]
     fn the_one_topic_and_the_defaults_are_resolved() {
-        let s = kafka(BASE).resolve().unwrap();
+        let s = kafka(BASE).resolve("p").unwrap();
         assert_eq!(
             (s.topic.name.as_str(), s.topic.group_id.as_str()),
             ("t", "g")
@@ -362,7 +364,7 @@ mod tests {
             "{BASE}      authentication:\n        sasl:\n          scram_sha_512:\n            username: u\n            password: ${{file:{}}}\n",
             secret.display()
         );
-        let sasl = kafka(&yaml).resolve().unwrap().sasl.unwrap();
+        let sasl = kafka(&yaml).resolve("p").unwrap().sasl.unwrap();
         assert_eq!(sasl.mechanism(), "SCRAM-SHA-512");
         assert_eq!(sasl.credentials(), ("u", "s3cret"));
         assert!(
@@ -374,7 +376,7 @@ mod tests {
             "{BASE}      authentication:\n        sasl:\n          plain:\n            username: u\n            password: ${{env:SLUICE_TEST_RESOLVE_UNSET}}\n"
         );
         assert_eq!(
-            kafka(&missing).resolve().unwrap_err().to_string(),
+            kafka(&missing).resolve("p").unwrap_err().to_string(),
             "authentication: the environment variable `SLUICE_TEST_RESOLVE_UNSET` is not set"
         );
     }
@@ -405,7 +407,7 @@ mod tests {
                 "{BASE}      encryption:\n        key_file: {}\n",
                 path.display()
             ))
-            .resolve()
+            .resolve("p")
         };
         let key = |s: KafkaSettings| match s.encryption {
             Some(Encryption::StaticKey(k)) => *k.bytes(),
@@ -431,7 +433,7 @@ mod tests {
         use base64::Engine as _;
         let text = base64::engine::general_purpose::STANDARD.encode([5u8; 32]);
         let s = kafka(&format!("{BASE}      encryption:\n        key: {text}\n"))
-            .resolve()
+            .resolve("p")
             .unwrap();
         let printed = format!("{s:?}");
         assert!(printed.contains("StaticKey(<redacted>)"), "{printed}");
@@ -442,7 +444,7 @@ mod tests {
     #[test]
     fn static_membership_off_is_dynamic_and_tls_only_when_ssl() {
         let yaml = "      bootstrap_servers: [127.0.0.1:9092]\n      topics:\n        - name: t\n          group_id: g\n          static_membership: false\n          create_topic: true\n          number_of_partitions: 3\n      encryption_in_transit:\n        type: none\n      custom_metric_prefix: orders\n";
-        let s = kafka(yaml).resolve().unwrap();
+        let s = kafka(yaml).resolve("p").unwrap();
         assert_eq!(s.topic.membership, Membership::Dynamic);
         assert_eq!(
             s.topic.create,

@@ -1,13 +1,9 @@
-//! Sinks as they run: what the pipeline crate reads, resolved from the validated file shape
-//! (defaults filled in, secrets read). The sinks that collect events into requests (s3, http)
-//! share one [`Batching`]: how a request is written, when it is sent, how it is retried.
+//! What the sinks that collect events into requests (s3, http) share as they run: one
+//! [`Batching`] (how a request is written, when it is sent, how it is retried).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{Codec, CodecConfig, Compression};
-pub use crate::secret::BasicAuth;
-use crate::secret::SecretError;
 
 /// When collected events are sent. Whichever is reached first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,53 +70,4 @@ impl Batching {
             },
         }
     }
-}
-
-/// The s3 sink as it runs.
-#[derive(Debug, Clone)]
-pub struct S3Settings {
-    pub bucket: String,
-    pub region: String,
-    /// An S3-compatible store instead of AWS, addressed path-style.
-    pub endpoint: Option<String>,
-    /// Objects of at least this many bytes go up in parts of this size.
-    pub part_size: usize,
-    /// How long one request may take.
-    pub request_timeout: Duration,
-    /// `object_key.path_prefix`, its date patterns not yet filled in.
-    pub path_prefix: String,
-    /// Objects cut and named by buffer offsets.
-    pub exactly_once: bool,
-    pub batching: Batching,
-}
-
-/// The http sink as it runs.
-#[derive(Debug, Clone)]
-pub struct HttpSettings {
-    pub url: String,
-    pub method: super::http::HttpMethod,
-    /// Headers sent with every request, a name once per value.
-    pub headers: Vec<(String, String)>,
-    /// Basic credentials, the password read.
-    pub basic: Option<BasicAuth>,
-    pub request_timeout: Duration,
-    pub connection_timeout: Duration,
-    /// A CA to trust besides the system's.
-    pub ca: Option<PathBuf>,
-    /// Skip verifying the endpoint's certificate.
-    pub insecure: bool,
-    /// Requests cut by buffer offsets, with an `Idempotency-Key`.
-    pub exactly_once: bool,
-    pub batching: Batching,
-}
-
-/// Why a sink's settings could not be resolved at startup.
-#[derive(Debug, thiserror::Error)]
-pub enum ResolveError {
-    /// A password given as `${env:...}` or `${file:...}` could not be read.
-    #[error("authentication: {0}")]
-    Secret(#[from] SecretError),
-    /// `partition_key` is not a valid template (validation says so first).
-    #[error("partition_key: {0}")]
-    PartitionKey(String),
 }

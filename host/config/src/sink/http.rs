@@ -29,11 +29,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::resolved::{Batching, HttpSettings, ResolveError, Threshold};
+use super::batching::{Batching, Threshold};
 use super::{CodecConfig, Compression};
 use crate::error::Errors;
 use crate::kafka::Credentials;
 use crate::location::join;
+use crate::secret::{BasicAuth, SecretError};
 use crate::units::{self, ByteSize};
 
 /// The `http` sink.
@@ -172,9 +173,31 @@ const fn default_request_timeout() -> Duration {
     Duration::from_secs(60)
 }
 
-impl HttpSink {
-    /// The sink as it runs; reads the password, so call once, at startup.
-    pub fn resolve(&self) -> Result<HttpSettings, ResolveError> {
+/// The http sink as it runs.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub url: String,
+    pub method: HttpMethod,
+    /// Headers sent with every request, a name once per value.
+    pub headers: Vec<(String, String)>,
+    /// Basic credentials, the password read.
+    pub basic: Option<BasicAuth>,
+    pub request_timeout: Duration,
+    pub connection_timeout: Duration,
+    /// A CA to trust besides the system's.
+    pub ca: Option<PathBuf>,
+    /// Skip verifying the endpoint's certificate.
+    pub insecure: bool,
+    /// Requests cut by buffer offsets, with an `Idempotency-Key`.
+    pub exactly_once: bool,
+    pub batching: Batching,
+}
+
+impl crate::Resolve for HttpSink {
+    type Settings = HttpSettings;
+    type Error = SecretError;
+    /// Reads the password.
+    fn resolve(&self, _pipeline: &str) -> Result<HttpSettings, SecretError> {
         let basic = match &self.authentication {
             Some(auth) => Some(auth.http_basic.resolve()?),
             None => None,
@@ -212,6 +235,10 @@ impl HttpSink {
 impl super::SinkConfig for HttpSink {
     fn check(&self, path: &str, errors: &mut Errors) {
         check(self, path, errors);
+    }
+
+    fn name(&self) -> String {
+        format!("http:{}", self.url)
     }
 }
 

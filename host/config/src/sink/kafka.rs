@@ -11,12 +11,10 @@
 //! Authentication, TLS and `producer_properties` take the kafka buffer's keys and rules.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::resolved::ResolveError;
 use super::template::Template;
 use crate::error::Errors;
 use crate::kafka::resolved::{NewTopic, Sasl, Tls};
@@ -132,9 +130,22 @@ pub struct KafkaSinkSettings {
     pub max_request_size: usize,
 }
 
-impl KafkaSink {
-    /// The sink as it runs; resolves secrets, so call once, at startup.
-    pub fn resolve(&self) -> Result<KafkaSinkSettings, ResolveError> {
+/// Why the kafka sink's settings could not be resolved at startup.
+#[derive(Debug, thiserror::Error)]
+pub enum KafkaSinkResolveError {
+    /// A password given as `${env:...}` or `${file:...}` could not be read.
+    #[error("authentication: {0}")]
+    Secret(#[from] crate::secret::SecretError),
+    /// `partition_key` is not a valid template (validation says so first).
+    #[error("partition_key: {0}")]
+    PartitionKey(String),
+}
+
+impl crate::Resolve for KafkaSink {
+    type Settings = KafkaSinkSettings;
+    type Error = KafkaSinkResolveError;
+    /// Reads the password.
+    fn resolve(&self, _pipeline: &str) -> Result<KafkaSinkSettings, KafkaSinkResolveError> {
         Ok(KafkaSinkSettings {
             bootstrap_servers: self.bootstrap_servers.clone(),
             topic: self.topic.name.clone(),
@@ -147,7 +158,7 @@ impl KafkaSink {
                 .as_deref()
                 .map(Template::parse)
                 .transpose()
-                .map_err(ResolveError::PartitionKey)?,
+                .map_err(KafkaSinkResolveError::PartitionKey)?,
             sasl: crate::kafka::resolved::resolve_sasl(self.authentication.as_ref())?,
             tls: crate::kafka::resolved::resolve_tls(self.encryption_in_transit.as_ref()),
             producer_properties: self.producer_properties.clone(),
@@ -155,18 +166,15 @@ impl KafkaSink {
             max_request_size: usize::try_from(self.max_request_size.bytes()).unwrap_or(usize::MAX),
         })
     }
-
-    /// The CA file, for messages.
-    pub fn ca(&self) -> Option<&PathBuf> {
-        self.encryption_in_transit
-            .as_ref()
-            .and_then(|t| t.certificate.as_ref())
-    }
 }
 
 impl super::SinkConfig for KafkaSink {
     fn check(&self, path: &str, errors: &mut Errors) {
         check(self, path, errors);
+    }
+
+    fn name(&self) -> String {
+        format!("kafka:{}", self.topic.name)
     }
 }
 

@@ -1,21 +1,17 @@
 //! The `sink`s of a pipeline: their shape, with Data Prepper's keys, and their rules.
 //!
 //! # Layout
-//! - this file: the list of sinks ([`for_each_sink!`](crate::for_each_sink)) and the
-//!   [`Sink`] it makes, the local sinks (`stdout`, `file`), and what the remote sinks share:
-//!   [`Codec`], [`Compression`].
-//! - [`kafka`], [`s3`], [`http`]: one module per remote sink, each with its `resolve`.
-//! - [`resolved`]: the sinks as they run, what the pipeline crate reads; the s3 and http
-//!   sinks share its [`resolved::Batching`].
+//! - this file: the list of sinks ([`for_each_sink!`](crate::for_each_sink)), the [`Sink`]
+//!   it makes with its [`name`](Sink::name), and what several sinks share: [`Codec`],
+//!   [`Compression`], `check_url`.
+//! - one file per sink ([`stdout`], [`mod@file`], [`kafka`], [`s3`], [`http`], [`pipeline`]): its
+//!   config, its rules, its name and its settings as it runs ([`Resolve`](crate::Resolve)).
+//! - [`batching`]: what the sinks that collect events into requests (s3, http) share as they
+//!   run.
 //! - [`template`]: the kafka sink's `partition_key`.
 
-pub mod http;
-pub mod kafka;
-pub mod resolved;
-pub mod s3;
+pub mod batching;
 pub mod template;
-
-use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -23,30 +19,39 @@ use crate::component::kind_enum;
 use crate::error::Errors;
 use crate::location::join;
 
-/// The sinks, one line each: `Variant(config type) = "name in the file"`, its doc the user
-/// doc. This one list makes [`Sink`] (its variants, names and rules, here) and the pipeline
-/// crate's builder; adding a sink is its config file, its runtime file and a line here.
+/// The sinks, one line each: `Variant(module::ConfigType) = "name in the file"`, its doc the
+/// user doc. This one list makes [`Sink`] (its variants, names and rules) and the module of
+/// each sink (`sink/<module>.rs`, here and in the pipeline crate), and the pipeline crate's
+/// builder; adding a sink is its config file, its runtime file and a line here.
 #[macro_export]
 macro_rules! for_each_sink {
     ($m:ident $($prefix:tt)*) => {
         $m! {
             $($prefix)*
             /// Writes each event as one JSON line to standard output.
-            Stdout($crate::sink::StdoutSink) = "stdout",
+            Stdout(stdout::StdoutSink) = "stdout",
             /// Appends each event as one JSON line to a file, flushed after every batch.
-            File($crate::sink::FileSink) = "file",
+            File(file::FileSink) = "file",
             /// Produces each event as one record to a Kafka topic.
-            Kafka($crate::sink::kafka::KafkaSink) = "kafka",
+            Kafka(kafka::KafkaSink) = "kafka",
             /// Uploads events as objects to S3 or an S3-compatible store.
-            S3($crate::sink::s3::S3Sink) = "s3",
+            S3(s3::S3Sink) = "s3",
             /// Sends events in requests to an HTTP endpoint.
-            Http($crate::sink::http::HttpSink) = "http",
+            Http(http::HttpSink) = "http",
             /// Sends each event to another pipeline of the file (Data Prepper's `pipeline`
             /// sink), acknowledged once that pipeline's buffer holds it.
-            Pipeline($crate::connection::PipelineSink) = "pipeline",
+            Pipeline(pipeline::PipelineSink) = "pipeline",
         }
     };
 }
+
+/// One module per sink of the list: its config, `sink/<module>.rs`.
+macro_rules! sink_modules {
+    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $name:literal, )*) => {
+        $( pub mod $module; )*
+    };
+}
+crate::for_each_sink!(sink_modules);
 
 crate::for_each_sink! {
     kind_enum
@@ -54,38 +59,28 @@ crate::for_each_sink! {
     pub enum Sink: dyn SinkConfig;
 }
 
-/// A sink's own rules; each config type of the list implements it.
+/// A sink's own rules and name; each config type of the list implements it (and
+/// [`Resolve`](crate::Resolve), for the settings it runs with).
 pub(crate) trait SinkConfig {
     /// Checks the sink's rules; `path` is its key path (`<pipeline>.sink[i].<name>`).
     fn check(&self, _path: &str, _errors: &mut Errors) {}
+
+    /// See [`Sink::name`].
+    fn name(&self) -> String;
+}
+
+impl Sink {
+    /// What names the sink in logs, metrics (the `sink` label), dead letters and commands:
+    /// its type and where it writes (`stdout`, `file:<path>`, `kafka:<topic>`,
+    /// `s3://<bucket>/<prefix>`, `http:<url>`, `pipeline:<name>`).
+    pub fn name(&self) -> String {
+        self.config().name()
+    }
 }
 
 /// Checks a sink's own rules; `path` is `<pipeline>.sink[i]`.
 pub(crate) fn check_sink(sink: &Sink, path: &str, errors: &mut Errors) {
     sink.config().check(&join(path, sink.plugin_name()), errors);
-}
-
-impl SinkConfig for StdoutSink {}
-
-impl SinkConfig for FileSink {}
-
-/// The `stdout` sink. It takes no options.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StdoutSink {}
-
-/// The `file` sink.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileSink {
-    /// The file to append to; created (with its folder) if missing. Required.
-    pub path: PathBuf,
-    /// sluice's, not Data Prepper's: from a kafka buffer, write each event once, even when a
-    /// crash makes the pipeline read a batch again. The sink keeps, beside the file,
-    /// `<path>.offsets`: the buffer offsets the file holds and its length. `false`: at least
-    /// once (a batch read again after a crash is written again). Default true.
-    #[serde(default = "crate::yes")]
-    pub exactly_once: bool,
 }
 
 /// `codec`: how events are written into one request or object. One key: `ndjson` (the

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::resolved::{Batching, S3Settings, Threshold};
+use super::batching::{Batching, Threshold};
 use super::{CodecConfig, Compression};
 use crate::error::Errors;
 use crate::location::join;
@@ -172,11 +172,30 @@ const fn default_request_timeout() -> Duration {
     Duration::from_secs(60)
 }
 
-impl S3Sink {
-    /// The sink as it runs.
-    pub fn resolve(&self) -> S3Settings {
+/// The s3 sink as it runs.
+#[derive(Debug, Clone)]
+pub struct S3Settings {
+    pub bucket: String,
+    pub region: String,
+    /// An S3-compatible store instead of AWS, addressed path-style.
+    pub endpoint: Option<String>,
+    /// Objects of at least this many bytes go up in parts of this size.
+    pub part_size: usize,
+    /// How long one request may take.
+    pub request_timeout: Duration,
+    /// `object_key.path_prefix`, its date patterns not yet filled in.
+    pub path_prefix: String,
+    /// Objects cut and named by buffer offsets.
+    pub exactly_once: bool,
+    pub batching: Batching,
+}
+
+impl crate::Resolve for S3Sink {
+    type Settings = S3Settings;
+    type Error = std::convert::Infallible;
+    fn resolve(&self, _pipeline: &str) -> Result<S3Settings, Self::Error> {
         let t = &self.threshold;
-        S3Settings {
+        Ok(S3Settings {
             bucket: self.bucket.clone(),
             region: self.aws.region.clone(),
             endpoint: self.aws.endpoint.clone(),
@@ -195,7 +214,7 @@ impl S3Sink {
                 self.max_retries,
                 None,
             ),
-        }
+        })
     }
 }
 
@@ -205,6 +224,10 @@ pub const DATE_PATTERNS: [&str; 6] = ["yyyy", "MM", "dd", "HH", "mm", "ss"];
 impl super::SinkConfig for S3Sink {
     fn check(&self, path: &str, errors: &mut Errors) {
         check(self, path, errors);
+    }
+
+    fn name(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.object_key.path_prefix)
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `kafka` buffer from its config: the resolved settings (`sluice_config`'s
-//! `KafkaBuffer::resolve`) as `sluice_kafka`'s, the envelope-encryption key source (a static
+//! `Resolve` for `KafkaBuffer`) as `sluice_kafka`'s, the envelope-encryption key source (a static
 //! key or AWS KMS), and the default static group instance id.
 
 use std::sync::Arc;
@@ -66,7 +66,7 @@ pub async fn settings(
     k: &sluice_config::KafkaBuffer,
     data_dir: &std::path::Path,
 ) -> Result<KafkaBufferConfig, BufferError> {
-    let settings = k.resolve()?;
+    let settings = sluice_config::Resolve::resolve(k, &p.name)?;
     let encryption = match &settings.encryption {
         Some(e) => Some(encryption(e).await?),
         None => None,

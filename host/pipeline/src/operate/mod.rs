@@ -101,12 +101,12 @@ impl std::fmt::Debug for Registry {
 }
 
 /// A pipeline's sinks as their config says, each output built the first time a replay needs
-/// it (a second client beside the running sink's: replays are rare).
+/// it (a second client beside the running sink's: replays are rare), the others never.
 pub struct ConfiguredSinks {
     pipeline: String,
     sinks: Vec<sluice_config::Sink>,
     read_delay: std::time::Duration,
-    built: tokio::sync::Mutex<Vec<Arc<dyn Output>>>,
+    built: tokio::sync::Mutex<HashMap<String, Arc<dyn Output>>>,
 }
 
 impl ConfiguredSinks {
@@ -124,36 +124,31 @@ impl ConfiguredSinks {
 impl replay::Sinks for ConfiguredSinks {
     async fn output(&self, name: &str) -> Result<Arc<dyn Output>, String> {
         let mut built = self.built.lock().await;
-        if built.is_empty() {
-            let connections = crate::sink::pipeline::Connections::default();
-            let cx = crate::sink::SinkBuild {
-                pipeline: &self.pipeline,
-                connections: &connections,
-                read_delay: self.read_delay,
-            };
-            for config in &self.sinks {
-                match crate::sink::build(&cx, config).await {
-                    Ok(output) => built.push(output),
-                    Err(e) => {
-                        tracing::warn!(pipeline = %self.pipeline, error = %e, "a sink cannot be opened for a replay")
-                    }
-                }
-            }
+        if let Some(output) = built.get(name) {
+            return Ok(output.clone());
         }
-        built
-            .iter()
-            .find(|o| o.name() == name)
-            .cloned()
-            .ok_or_else(|| {
-                format!(
-                    "the pipeline has no sink `{name}` now (its sinks: {})",
-                    built
-                        .iter()
-                        .map(|o| o.name().to_owned())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
+        let Some(config) = self.sinks.iter().find(|s| s.name() == name) else {
+            return Err(format!(
+                "the pipeline has no sink `{name}` now (its sinks: {})",
+                self.sinks
+                    .iter()
+                    .map(sluice_config::Sink::name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        let connections = crate::sink::pipeline::Connections::default();
+        let cx = crate::sink::SinkBuild {
+            pipeline: &self.pipeline,
+            connections: &connections,
+            read_delay: self.read_delay,
+        };
+        let output = crate::sink::build(&cx, config).await.map_err(|e| {
+            tracing::warn!(pipeline = %self.pipeline, error = %e, "a sink cannot be opened for a replay");
+            e.to_string()
+        })?;
+        built.insert(name.to_owned(), output.clone());
+        Ok(output)
     }
 }
 

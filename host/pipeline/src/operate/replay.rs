@@ -171,7 +171,10 @@ async fn to_sink(target: &Target<'_>, output: &dyn Output, entries: &[&Entry]) -
     let mut refused: Vec<(usize, String)> = Vec::new();
     for attempt in 1..=SINK_ATTEMPTS {
         let batch: Vec<Bytes> = todo.iter().map(|&i| events[i].clone()).collect();
-        match output.send(&batch).await {
+        match output
+            .send(&batch, &crate::sink::Provenance::default())
+            .await
+        {
             Ok(()) => {
                 todo.clear();
             }

@@ -92,67 +92,37 @@ pub async fn rewind(
         read_delay: p.delay,
     };
     // Only the sinks written to are opened: another sink's file is not touched, its client
-    // not connected. A sink is chosen by its type, or by its name (`<type>:...`): a file sink's
-    // name is known from its config; a sink of another type named so is opened to learn its
-    // name, and closed unwritten if it is not the one.
-    let kind_of = |wanted: &str, kind: &str| {
-        wanted == kind
-            || wanted
-                .strip_prefix(kind)
-                .is_some_and(|rest| rest.starts_with(':'))
+    // not connected. A sink is chosen by its type (`file`) or its name (`file:/var/out.jsonl`).
+    let chosen = |routed: &sluice_config::RoutedSink, wanted: &str| {
+        wanted == routed.sink.plugin_name() || wanted == routed.sink.name()
     };
-    let mut opened = Vec::new();
-    let mut chosen = Vec::new();
-    let mut found = vec![false; sinks.len()];
-    for routed in &p.sink {
-        let kind = routed.sink.plugin_name();
-        let candidate = sinks.is_empty()
-            || sinks.iter().any(|wanted| match &routed.sink {
-                sluice_config::Sink::File(file) => {
-                    wanted == kind || *wanted == crate::sink::file::name(&file.path)
-                }
-                _ => kind_of(wanted, kind),
-            });
-        if !candidate {
-            chosen.push(false);
-            continue;
-        }
-        let sink = crate::sink::Sink::open(&cx, &routed.sink, dead_letters.clone())
-            .await
-            .map_err(|error| PipelineError::Sink {
-                pipeline: name.clone(),
-                error,
-            })?;
-        let mut keep = sinks.is_empty();
-        for (wanted, found) in sinks.iter().zip(&mut found) {
-            if wanted == kind || sink.name() == wanted {
-                (keep, *found) = (true, true);
-            }
-        }
-        chosen.push(keep);
-        if keep {
-            opened.push(Arc::new(sink));
-        } else {
-            sink.close().await;
-        }
-    }
-    if let Some((missing, _)) = sinks.iter().zip(&found).find(|(_, found)| !**found) {
+    if let Some(missing) = sinks
+        .iter()
+        .find(|wanted| !p.sink.iter().any(|routed| chosen(routed, wanted)))
+    {
         return Err(RewindError::NoSink {
             pipeline: name,
             sink: missing.clone(),
             sinks: p
                 .sink
                 .iter()
-                .map(|routed| match &routed.sink {
-                    sluice_config::Sink::File(file) => crate::sink::file::name(&file.path),
-                    other => other.plugin_name().to_owned(),
-                })
+                .map(|routed| routed.sink.name())
                 .collect::<Vec<_>>()
                 .join(", "),
         });
     }
-    let mut keep = chosen.iter();
-    p.sink.retain(|_| *keep.next().expect("one per sink"));
+    p.sink
+        .retain(|routed| sinks.is_empty() || sinks.iter().any(|wanted| chosen(routed, wanted)));
+    let mut opened = Vec::new();
+    for routed in &p.sink {
+        let sink = crate::sink::Sink::open(&cx, &routed.sink, dead_letters.clone())
+            .await
+            .map_err(|error| PipelineError::Sink {
+                pipeline: name.clone(),
+                error,
+            })?;
+        opened.push(Arc::new(sink));
+    }
 
     let deserializer = p.source.deserializer().settings();
     let decoder = crate::run::start_decoder(&name, &deserializer, plugins).await?;

@@ -49,6 +49,8 @@ impl SinkMetrics {
 /// file, its counters.
 pub(crate) struct Delivery {
     pipeline: String,
+    /// The sink's name.
+    pub(crate) name: String,
     pub(crate) output: Arc<dyn Output>,
     retry: Retry,
     dead_letters: Arc<DeadLetters>,
@@ -58,26 +60,32 @@ pub(crate) struct Delivery {
 impl Delivery {
     pub(crate) fn new(
         pipeline: &str,
+        name: String,
         output: Arc<dyn Output>,
         dead_letters: Arc<DeadLetters>,
     ) -> Self {
         Self {
             pipeline: pipeline.to_owned(),
-            metrics: SinkMetrics::new(pipeline, output.name()),
+            metrics: SinkMetrics::new(pipeline, &name),
+            name,
             retry: output.retry(),
             output,
             dead_letters,
         }
     }
 
-    /// Sends `events` until every one is taken or dead-lettered.
+    /// Sends `events` until every one is taken or dead-lettered. No events is nothing to send,
+    /// unless the output [`records_reads`](Output::records_reads) and the batch read some.
     pub(crate) async fn send(&self, events: Vec<Bytes>, from: super::Provenance) {
-        let sink = self.output.name();
+        if events.is_empty() && (from.covers.is_empty() || !self.output.records_reads()) {
+            return;
+        }
+        let sink = self.name.as_str();
         let mut todo = events;
         let mut from = from;
         let mut attempt = 0u32;
         loop {
-            let reason = match self.output.send_from(&todo, &from).await {
+            let reason = match self.output.send(&todo, &from).await {
                 Ok(()) => {
                     if !todo.is_empty() {
                         self.metrics.requests.increment(1);
@@ -143,14 +151,12 @@ impl Delivery {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let origin = format!("sink:{}", self.output.name());
+        let origin = format!("sink:{}", self.name);
         let entries: Vec<_> = events
             .iter()
             .map(|(event, reason)| {
                 let rejected = Rejected {
-                    stage: dlq::Stage::Sink {
-                        name: self.output.name(),
-                    },
+                    stage: dlq::Stage::Sink { name: &self.name },
                     origin: &origin,
                     payload: event,
                     key: None,

@@ -102,9 +102,10 @@ impl DeadLetters {
     /// Opens (appends to) `pipeline`'s dead-letter file `path`, creating it and its folder.
     pub async fn open(path: &Path, pipeline: &str) -> Result<Self, SinkError> {
         let scope = format!("dead letters of {pipeline}");
-        Ok(Self {
-            file: FileSink::open_with(path, true, &scope).await?,
-        })
+        let file = FileSink::open_with(path, true, &scope)
+            .await
+            .map_err(|e| SinkError::new(&sluice_config::sink::file::name(path), e))?;
+        Ok(Self { file })
     }
 
     /// Writes `entries`, one line each. Resolves once the file holds them all.

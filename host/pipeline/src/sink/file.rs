@@ -127,14 +127,14 @@ impl Held {
 
 impl FileSink {
     /// Opens `path` for appending, creating it and its folder.
-    pub async fn open(path: &Path) -> Result<Self, SinkError> {
+    pub async fn open(path: &Path) -> std::io::Result<Self> {
         Self::open_with(path, true, "").await
     }
 
     /// [`open`](Self::open); `once`: write each event from a Kafka buffer once, keeping its
     /// offsets under `scope`. A path this process already has open is shared.
-    pub async fn open_with(path: &Path, once: bool, scope: &str) -> Result<Self, SinkError> {
-        let name = name(path);
+    pub async fn open_with(path: &Path, once: bool, scope: &str) -> std::io::Result<Self> {
+        let name = sluice_config::sink::file::name(path);
         let key = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let open = || {
             OPEN.lock()
@@ -146,17 +146,11 @@ impl FileSink {
         let file = match open() {
             Some(shared) => shared,
             None => {
-                let opened = Arc::new(
-                    open_append(path)
-                        .await
-                        .map_err(|source| SinkError::new(&name, source))?,
-                );
+                let opened = Arc::new(open_append(path).await?);
                 // What a writer killed mid-batch left is cut now (and again under the lock
                 // before each batch, for a writer killed while this one runs).
                 let (file, at) = (opened.clone(), path.to_owned());
-                blocking(move || Locked::take(file, &at).map(drop))
-                    .await
-                    .map_err(|source| SinkError::new(&name, source))?;
+                blocking(move || Locked::take(file, &at).map(drop)).await?;
                 let mut files = OPEN.lock().unwrap_or_else(|e| e.into_inner());
                 let files = files.get_or_insert_with(HashMap::new);
                 files.retain(|_, f| f.strong_count() > 0);
@@ -183,13 +177,9 @@ impl FileSink {
     }
 }
 
-/// The name of the file sink writing `path`: `file:<path>`.
-pub fn name(path: &Path) -> String {
-    format!("file:{}", path.display())
-}
-
-impl super::BuildOutput for sluice_config::FileSink {
-    async fn build(&self, cx: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
+impl super::BuildOutput for sluice_config::sink::file::FileSink {
+    type Error = std::io::Error;
+    async fn build(self, _: &str, cx: &super::SinkBuild<'_>) -> std::io::Result<Arc<dyn Output>> {
         Ok(Arc::new(
             FileSink::open_with(&self.path, self.exactly_once, cx.pipeline).await?,
         ))
@@ -198,19 +188,15 @@ impl super::BuildOutput for sluice_config::FileSink {
 
 #[async_trait::async_trait]
 impl Output for FileSink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        self.send_from(events, &Provenance::default()).await
-    }
-
     /// Skips the events whose record the file holds; records the batch's ranges with the lines.
-    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
+    async fn send(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
         self.write_from(events, from)
             .await
             .map_err(|e| SendError::Retry(e.source.to_string()))
+    }
+
+    fn records_reads(&self) -> bool {
+        self.once
     }
 }
 
@@ -485,13 +471,13 @@ mod tests {
         let sink = FileSink::open(&path).await.unwrap();
         // A later batch of the partition first (another worker was faster).
         let (e, from) = batch(5..10);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         drop(sink);
         // The restart reads everything again from the last commit.
         let sink = FileSink::open(&path).await.unwrap();
         for range in [0..5, 5..10, 0..10, 10..12] {
             let (e, from) = batch(range);
-            sink.send_from(&e, &from).await.unwrap();
+            sink.send(&e, &from).await.unwrap();
         }
         assert_eq!(numbers(&path), [5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 10, 11]);
     }
@@ -504,14 +490,14 @@ mod tests {
         let a = FileSink::open_with(&path, true, "a").await.unwrap();
         let b = FileSink::open_with(&path, true, "b").await.unwrap();
         let (e, from) = batch(0..2);
-        a.send_from(&e, &from).await.unwrap();
-        b.send_from(&e, &from).await.unwrap();
-        a.send_from(&e, &from).await.unwrap();
+        a.send(&e, &from).await.unwrap();
+        b.send(&e, &from).await.unwrap();
+        a.send(&e, &from).await.unwrap();
         drop((a, b));
         // Reopened: the length recorded covers both sinks' lines, nothing is cut.
         let a = FileSink::open_with(&path, true, "a").await.unwrap();
         let (e, from) = batch(0..3);
-        a.send_from(&e, &from).await.unwrap();
+        a.send(&e, &from).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 0, 1, 2]);
     }
 
@@ -521,7 +507,7 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let sink = FileSink::open(&path).await.unwrap();
         let (e, from) = batch(0..3);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         drop(sink);
         // A kill -9 between the next batch's lines and its record of offsets.
         let mut file = std::fs::OpenOptions::new()
@@ -532,7 +518,7 @@ mod tests {
         let sink = FileSink::open(&path).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2], "cut to the recorded length");
         let (e, from) = batch(0..5);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2, 3, 4]);
     }
 
@@ -556,19 +542,19 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let sink = FileSink::open(&path).await.unwrap();
         let (e, from) = batch(0..3);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         another_process_appends(&path, b"{\"n\":100}\n{\"n\":101}\n", true);
         let (e, from) = batch(3..5);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         // Killed mid-batch: lines without a record, the last one torn.
         another_process_appends(&path, b"{\"n\":200}\n{\"n\":2", false);
         let (e, from) = batch(5..6);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         drop(sink);
         // A restart cuts nothing that was recorded.
         let sink = FileSink::open(&path).await.unwrap();
         let (e, from) = batch(0..7);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2, 100, 101, 3, 4, 5, 6]);
         let held = Held::read(&path).unwrap();
         assert_eq!(held.length, std::fs::metadata(&path).unwrap().len());
@@ -580,11 +566,14 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let sink = FileSink::open(&path).await.unwrap();
         let (e, from) = batch(0..3);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         // Lines without a position (what a stateful processor emits) move the length too.
-        sink.send(&[Bytes::from_static(b"{\"n\":100}")])
-            .await
-            .unwrap();
+        sink.send(
+            &[Bytes::from_static(b"{\"n\":100}")],
+            &Provenance::default(),
+        )
+        .await
+        .unwrap();
         drop(sink);
         let sink = FileSink::open(&path).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2, 100]);
@@ -592,7 +581,7 @@ mod tests {
         std::fs::rename(&path, dir.path().join("events.jsonl.1")).unwrap();
         let sink = FileSink::open(&path).await.unwrap();
         let (e, from) = batch(0..4);
-        sink.send_from(&e, &from).await.unwrap();
+        sink.send(&e, &from).await.unwrap();
         assert_eq!(numbers(&path), [3], "0..3 are in the rotated file");
     }
 

@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use sluice_config::secret::BasicAuth;
 use sluice_config::sink::Compression;
-use sluice_config::sink::http::{HttpMethod, HttpSink as Config};
-use sluice_config::sink::resolved::{BasicAuth, Batching, HttpSettings};
+use sluice_config::sink::batching::Batching;
+use sluice_config::sink::http::{HttpMethod, HttpSettings};
 
-use super::{Output, Provenance, Retry, SendError, SinkCause, SinkError, Threshold, codec};
+use super::{Output, Provenance, Retry, SendError, Threshold, codec};
 
 pub struct HttpSink {
-    name: String,
     client: reqwest::Client,
     url: String,
     method: reqwest::Method,
@@ -23,44 +23,76 @@ pub struct HttpSink {
     exactly_once: bool,
 }
 
-impl HttpSink {
-    pub fn new(settings: HttpSettings) -> Result<Self, SinkError> {
-        let name = format!("http:{}", settings.url);
-        let fail = |cause: SinkCause| SinkError::new(&name, cause);
+/// Why the http sink cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpSinkError {
+    /// `ssl_certificate_file` could not be read.
+    #[error("ssl_certificate_file {}: {source}", .path.display())]
+    CaFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// `ssl_certificate_file` is not a PEM certificate.
+    #[error("ssl_certificate_file {}: {source}", .path.display())]
+    CaCertificate {
+        path: std::path::PathBuf,
+        source: reqwest::Error,
+    },
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(reqwest::Error),
+    #[error("custom_header `{name}`: {source}")]
+    HeaderName {
+        name: String,
+        source: reqwest::header::InvalidHeaderName,
+    },
+    #[error("custom_header `{name}`: {source}")]
+    HeaderValue {
+        name: String,
+        source: reqwest::header::InvalidHeaderValue,
+    },
+}
+
+impl super::BuildOutput for HttpSettings {
+    type Error = HttpSinkError;
+    async fn build(
+        self,
+        _: &str,
+        _: &super::SinkBuild<'_>,
+    ) -> Result<Arc<dyn Output>, HttpSinkError> {
+        let settings = self;
         let mut builder = reqwest::Client::builder()
             .timeout(settings.request_timeout)
             .connect_timeout(settings.connection_timeout)
             .tls_danger_accept_invalid_certs(settings.insecure);
         if let Some(ca) = settings.ca {
-            let pem = std::fs::read(&ca).map_err(|source| {
-                fail(SinkCause::CaFile {
-                    path: ca.clone(),
-                    source,
-                })
+            let pem = std::fs::read(&ca).map_err(|source| HttpSinkError::CaFile {
+                path: ca.clone(),
+                source,
             })?;
             let cert = reqwest::Certificate::from_pem(&pem)
-                .map_err(|source| fail(SinkCause::CaCertificate { path: ca, source }))?;
+                .map_err(|source| HttpSinkError::CaCertificate { path: ca, source })?;
             builder = builder.tls_certs_merge([cert]);
         }
-        let client = builder.build().map_err(|e| fail(SinkCause::Client(e)))?;
+        let client = builder.build().map_err(HttpSinkError::Client)?;
         let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &settings.headers {
             let key =
                 reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|source| {
-                    fail(SinkCause::HeaderName {
+                    HttpSinkError::HeaderName {
                         name: name.clone(),
                         source,
-                    })
+                    }
                 })?;
             let value = reqwest::header::HeaderValue::from_str(value).map_err(|source| {
-                fail(SinkCause::HeaderValue {
+                HttpSinkError::HeaderValue {
                     name: name.clone(),
                     source,
-                })
+                }
             })?;
             headers.append(key, value);
         }
-        Ok(Self {
+        Ok(Arc::new(HttpSink {
             client,
             url: settings.url,
             method: match settings.method {
@@ -71,33 +103,13 @@ impl HttpSink {
             basic: settings.basic,
             batching: settings.batching,
             exactly_once: settings.exactly_once,
-            name,
-        })
-    }
-}
-
-impl super::BuildOutput for Config {
-    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
-        let name = format!("http:{}", self.url);
-        let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
-        Ok(Arc::new(HttpSink::new(settings)?))
+        }))
     }
 }
 
 #[async_trait::async_trait]
 impl Output for HttpSink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        self.send_from(events, &Provenance::default()).await
-    }
-
-    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
-        if events.is_empty() {
-            return Ok(());
-        }
+    async fn send(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
         let b = &self.batching;
         let body = codec::encode(&b.codec, b.compression, events);
         let mut request = self

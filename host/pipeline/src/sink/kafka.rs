@@ -8,22 +8,28 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sluice_config::sink::kafka::{KafkaSink as Config, KafkaSinkSettings};
+use sluice_config::sink::kafka::KafkaSinkSettings;
 use sluice_config::sink::template::Template;
-use sluice_kafka::{CreateTopic, KafkaSinkConfig, KafkaSinkProducer, Origin, Outgoing};
+use sluice_kafka::{
+    CreateTopic, KafkaBufferError, KafkaSinkConfig, KafkaSinkProducer, Origin, Outgoing,
+};
 
-use super::{Output, Provenance, SendError, SinkError};
+use super::{Output, Provenance, SendError};
 
 pub struct KafkaSink {
-    name: String,
     producer: KafkaSinkProducer,
     key: Option<Template>,
 }
 
-impl KafkaSink {
-    /// Connects to the brokers (failing if none answers within `produce_timeout`).
-    pub async fn connect(pipeline: &str, settings: KafkaSinkSettings) -> Result<Self, SinkError> {
-        let name = format!("kafka:{}", settings.topic);
+/// Connects to the brokers (failing if none answers within `produce_timeout`).
+impl super::BuildOutput for KafkaSinkSettings {
+    type Error = KafkaBufferError;
+    async fn build(
+        self,
+        _: &str,
+        cx: &super::SinkBuild<'_>,
+    ) -> Result<Arc<dyn Output>, KafkaBufferError> {
+        let settings = self;
         let producer = KafkaSinkProducer::connect(KafkaSinkConfig {
             bootstrap_servers: settings.bootstrap_servers,
             topic: settings.topic,
@@ -36,17 +42,17 @@ impl KafkaSink {
                 partitions: c.partitions,
                 replication_factor: c.replication_factor,
             }),
-            pipeline: pipeline.to_owned(),
+            pipeline: cx.pipeline.to_owned(),
         })
-        .await
-        .map_err(|e| SinkError::new(&name, e))?;
-        Ok(Self {
-            name,
+        .await?;
+        Ok(Arc::new(KafkaSink {
             producer,
             key: settings.partition_key,
-        })
+        }))
     }
+}
 
+impl KafkaSink {
     /// The record key of one event, if `partition_key` is set.
     fn key(&self, event: &Bytes) -> Option<Vec<u8>> {
         let template = self.key.as_ref()?;
@@ -55,32 +61,12 @@ impl KafkaSink {
     }
 }
 
-impl super::BuildOutput for Config {
-    async fn build(&self, cx: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
-        let pipeline = cx.pipeline;
-        let name = format!("kafka:{}", self.topic.name);
-        let settings = self.resolve().map_err(|e| SinkError::new(&name, e))?;
-        Ok(Arc::new(KafkaSink::connect(pipeline, settings).await?))
-    }
-}
-
 #[async_trait::async_trait]
 impl Output for KafkaSink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        self.send_from(events, &Provenance::default()).await
-    }
-
     /// Each record carries its event's buffer position as headers (`sluice_kafka::Origin`):
     /// the test broker refuses transactions, so this is how a consumer drops what a crash
     /// made the sink produce again (`docs/design/exactly-once.md`).
-    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
-        if events.is_empty() {
-            return Ok(());
-        }
+    async fn send(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
         let keys: Vec<_> = events.iter().map(|e| self.key(e)).collect();
         let records: Vec<Outgoing<'_>> = keys
             .iter()

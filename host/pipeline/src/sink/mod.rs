@@ -6,10 +6,10 @@
 //! nothing a sink could still lose. See `docs/design/sinks.md`.
 //!
 //! # Layout
-//! - this file: the [`Output`] trait and its [`SendError`], [`SinkError`] (with its typed
-//!   [`SinkCause`]), [`Sink`] (what the workers call),
-//!   and [`build`], made from `sluice_config`'s sink list: each config type's `BuildOutput`
-//!   (in its runtime file) makes its output.
+//! - this file: the [`Output`] trait and its [`SendError`], [`SinkError`] (each sink's own
+//!   error, boxed), [`Sink`] (what the workers call), and [`build`], made from
+//!   `sluice_config`'s sink list: each config resolved, its settings' `BuildOutput` (in its
+//!   runtime file) makes its output.
 //! - `receipt`: a batch's acknowledgement shared by its sinks, and the [`Tally`] through which
 //!   they complete single records.
 //! - `deliver`: sending with retries; what goes to the dead-letter file.
@@ -24,15 +24,17 @@
 mod codec;
 mod deliver;
 pub mod dlq;
-pub mod file;
-pub mod http;
-pub mod kafka;
 mod keyed;
-pub mod pipeline;
 mod receipt;
-pub mod s3;
 mod staged;
-pub mod stdout;
+
+/// One module per sink of `sluice_config`'s list: its runtime, `sink/<module>.rs`.
+macro_rules! sink_modules {
+    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $name:literal, )*) => {
+        $( pub mod $module; )*
+    };
+}
+sluice_config::for_each_sink!(sink_modules);
 
 use std::sync::Arc;
 
@@ -41,71 +43,25 @@ use sluice_buffer::Position;
 
 use self::dlq::DeadLetters;
 pub use self::receipt::{Receipt, Tally};
-pub use sluice_config::sink::resolved::{Retry, Threshold};
+pub use sluice_config::sink::batching::{Retry, Threshold};
 
 /// Why a sink could not be set up (or the dead-letter file written).
 #[derive(Debug, thiserror::Error)]
 #[error("sink `{sink}`: {source}")]
 pub struct SinkError {
     pub sink: String,
-    /// Boxed: the causes are large, and an error is made only when something failed.
-    pub source: Box<SinkCause>,
+    /// The sink's own error (each sink's setup fails in its own ways: its `BuildOutput::Error`),
+    /// boxed at this boundary.
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl SinkError {
-    pub fn new(sink: &str, source: impl Into<SinkCause>) -> Self {
+    pub fn new(sink: &str, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Self {
             sink: sink.to_owned(),
-            source: Box::new(source.into()),
+            source: source.into(),
         }
     }
-}
-
-/// What went wrong setting a sink up, with the cause's own type.
-#[derive(Debug, thiserror::Error)]
-pub enum SinkCause {
-    /// Opening or writing a file (the file sink, the dead-letter file).
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// A secret could not be read, or a setting not resolved.
-    #[error(transparent)]
-    Settings(#[from] sluice_config::sink::resolved::ResolveError),
-    /// The kafka sink's producer could not connect or create its topic.
-    #[error(transparent)]
-    Kafka(#[from] sluice_kafka::KafkaBufferError),
-    /// The bucket refused the credentials or does not exist.
-    #[error(
-        "{0}; check the bucket name and the AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the profile)"
-    )]
-    Bucket(#[from] sluice_s3::PutError),
-    /// `ssl_certificate_file` could not be read.
-    #[error("ssl_certificate_file {}: {source}", .path.display())]
-    CaFile {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-    /// `ssl_certificate_file` is not a PEM certificate.
-    #[error("ssl_certificate_file {}: {source}", .path.display())]
-    CaCertificate {
-        path: std::path::PathBuf,
-        source: reqwest::Error,
-    },
-    /// The HTTP client could not be built.
-    #[error(transparent)]
-    Client(reqwest::Error),
-    #[error("custom_header `{name}`: {source}")]
-    HeaderName {
-        name: String,
-        source: reqwest::header::InvalidHeaderName,
-    },
-    /// A `pipeline` sink names a pipeline that is not running.
-    #[error(transparent)]
-    NotConnected(#[from] pipeline::NotConnected),
-    #[error("custom_header `{name}`: {source}")]
-    HeaderValue {
-        name: String,
-        source: reqwest::header::InvalidHeaderValue,
-    },
 }
 
 /// Why an output did not take (all of) a request.
@@ -128,28 +84,21 @@ pub enum SendError {
     },
 }
 
-/// A destination. Implementations only send; staging, retries, dead letters and counting are
-/// the [`Sink`]'s.
+/// A destination. Implementations only send; staging, retries, dead letters, counting and the
+/// name (its config's, `sluice_config::Sink::name`) are the [`Sink`]'s.
 #[async_trait::async_trait]
 pub trait Output: Send + Sync + 'static {
-    /// For logs and the `sink` label of the sink metrics: `stdout`, `file:<path>`,
-    /// `kafka:<topic>`, `s3://<bucket>/<prefix>`, `http:<url>`.
-    fn name(&self) -> &str;
+    /// Sends `events` (one serialized JSON object each, without a newline), which came from
+    /// `from` (`from.at` is aligned with `events`; empty for events from nowhere in a buffer,
+    /// as a dead-letter replay's). Resolves once the destination holds them durably, or with
+    /// what it did not take. `events` is never empty unless the output
+    /// [`records_reads`](Self::records_reads).
+    async fn send(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError>;
 
-    /// Sends `events` (one serialized JSON object each, without a newline). Resolves once the
-    /// destination holds them durably, or with what it did not take.
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError>;
-
-    /// [`send`](Self::send), told where the events came from (`from.at` is aligned with
-    /// `events`). Outputs that hold each event once (the file sink) skip what they hold and
-    /// record what they took; by default, `send` (and nothing to do when `events` is empty:
-    /// a batch none of whose events reached the sink).
-    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
-        let _ = from;
-        if events.is_empty() {
-            return Ok(());
-        }
-        self.send(events).await
+    /// Whether the output records what each batch read (`from.covers`), so it is also sent
+    /// the batches none of whose events reached it (the file sink, holding each event once).
+    fn records_reads(&self) -> bool {
+        false
     }
 
     /// Events per request this output can take at most (a Kafka produce has none; staged
@@ -164,7 +113,7 @@ pub trait Output: Send + Sync + 'static {
     }
 
     /// Whether requests should be cut by offsets where the buffer is Kafka (each
-    /// [`send_from`](Self::send_from) then gets an [`Extent`] to name the request by).
+    /// [`send`](Self::send) then gets an [`Extent`] to name the request by).
     fn keyed(&self) -> bool {
         false
     }
@@ -277,19 +226,24 @@ pub enum Take {
 }
 
 impl Sink {
-    /// A sink over `output`, dead-lettering into `dead_letters`, counting under `pipeline`;
-    /// `read_delay`: how long a record can wait to be read after it is received (the
-    /// pipeline's `delay`), which a sink that cuts requests by offsets waits out before it
-    /// closes one by the clock.
+    /// The sink `name` over `output`, dead-lettering into `dead_letters`, counting under
+    /// `pipeline`; `read_delay`: how long a record can wait to be read after it is received
+    /// (the pipeline's `delay`), which a sink that cuts requests by offsets waits out before
+    /// it closes one by the clock.
     pub fn new(
         pipeline: &str,
+        name: String,
         output: Arc<dyn Output>,
         dead_letters: Arc<DeadLetters>,
         read_delay: std::time::Duration,
     ) -> Self {
-        let name = output.name().to_owned();
         let threshold = output.threshold();
-        let delivery = Arc::new(deliver::Delivery::new(pipeline, output, dead_letters));
+        let delivery = Arc::new(deliver::Delivery::new(
+            pipeline,
+            name.clone(),
+            output,
+            dead_letters,
+        ));
         let route = match threshold {
             Some(t) => Route::Staged(staged::Stager::start(delivery, t, read_delay)),
             None => Route::Direct(delivery),
@@ -305,7 +259,7 @@ impl Sink {
         dead_letters: Arc<DeadLetters>,
     ) -> Result<Self, SinkError> {
         if let sluice_config::Sink::Pipeline(connection) = config
-            && let Some(handoff) = pipeline::Handoff::new(connection, cx)
+            && let Some(handoff) = pipeline::Handoff::new(config.name(), connection, cx)
         {
             return Ok(Self {
                 name: handoff.name().to_owned(),
@@ -314,6 +268,7 @@ impl Sink {
         }
         Ok(Self::new(
             cx.pipeline,
+            config.name(),
             build(cx, config).await?,
             dead_letters,
             cx.read_delay,
@@ -336,9 +291,7 @@ impl Sink {
     pub async fn take(&self, events: Take, receipt: Receipt) {
         match (&self.route, events) {
             (Route::Direct(delivery), Take::Lines(events, from)) => {
-                if !events.is_empty() || !from.covers.is_empty() {
-                    delivery.send(events, from).await;
-                }
+                delivery.send(events, from).await;
                 receipt.complete();
             }
             (Route::Staged(stager), Take::Lines(events, from)) => {
@@ -401,7 +354,7 @@ pub fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// What a sink is built with besides its config.
+/// What a sink is built with besides its settings and name.
 pub struct SinkBuild<'a> {
     /// The pipeline the sink belongs to.
     pub pipeline: &'a str,
@@ -411,23 +364,33 @@ pub struct SinkBuild<'a> {
     pub read_delay: std::time::Duration,
 }
 
-/// How a sink's config type becomes its output; each type of `sluice_config`'s sink list
-/// implements it in its runtime file.
-pub(crate) trait BuildOutput {
-    /// Connects (or opens) the output.
-    async fn build(&self, cx: &SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError>;
+/// How a sink's settings (its config [resolved](sluice_config::Resolve)) become its output;
+/// each settings type of `sluice_config`'s sink list implements it in its runtime file.
+pub(crate) trait BuildOutput: Sized {
+    /// Why the output cannot be set up: the sink's own causes.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Connects (or opens) the output of the sink named `name`.
+    async fn build(self, name: &str, cx: &SinkBuild<'_>) -> Result<Arc<dyn Output>, Self::Error>;
 }
 
 macro_rules! build_sink {
     ($( $(#[$doc:meta])* $variant:ident($config:ty) = $name:literal, )*) => {
         /// The output a pipeline's `sink:` entry configures: one arm per line of the sink
-        /// list, each its config type's `BuildOutput`.
+        /// list, each its config [resolved](sluice_config::Resolve) and its settings'
+        /// `BuildOutput`.
         pub async fn build(
             cx: &SinkBuild<'_>,
             config: &sluice_config::Sink,
         ) -> Result<Arc<dyn Output>, SinkError> {
+            let name = config.name();
+            let fail = |e: Box<dyn std::error::Error + Send + Sync>| SinkError::new(&name, e);
             match config {
-                $( sluice_config::Sink::$variant(config) => config.build(cx).await, )*
+                $( sluice_config::Sink::$variant(config) => {
+                    let settings = sluice_config::Resolve::resolve(config, cx.pipeline)
+                        .map_err(|e| fail(e.into()))?;
+                    settings.build(&name, cx).await.map_err(|e| fail(e.into()))
+                } )*
             }
         }
     };

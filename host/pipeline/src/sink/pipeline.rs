@@ -29,9 +29,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use sluice_buffer::{BufferWriter, Record, WriteError};
+use sluice_config::sink::pipeline::PipelineSink;
 use sluice_event::{Event, Metadata};
 
-use super::{Output, SendError, SinkBuild, SinkError};
+use super::{Output, Provenance, SendError, SinkBuild};
 
 /// The most bytes of events one record carries when the downstream buffer sets no limit.
 const RECORD_BYTES: usize = 1024 * 1024;
@@ -74,14 +75,11 @@ pub(crate) struct Handoff {
 }
 
 impl Handoff {
-    /// The handoff for `config`, if its downstream pipeline's buffer holds events.
-    pub(crate) fn new(
-        config: &sluice_config::connection::PipelineSink,
-        cx: &SinkBuild<'_>,
-    ) -> Option<Self> {
+    /// The handoff for `config` (the sink `name`), if its downstream pipeline's buffer holds
+    /// events.
+    pub(crate) fn new(name: String, config: &PipelineSink, cx: &SinkBuild<'_>) -> Option<Self> {
         let writer = cx.connections.0.get(&config.name)?;
         let per_record = writer.events_per_record()?;
-        let name = format!("pipeline:{}", config.name);
         Some(Self {
             metrics: Arc::new(super::deliver::SinkMetrics::new(cx.pipeline, &name)),
             name,
@@ -156,17 +154,17 @@ impl Handoff {
 #[error("pipeline `{0}` is not running (the config check should have said so)")]
 pub struct NotConnected(String);
 
-impl super::BuildOutput for sluice_config::connection::PipelineSink {
-    async fn build(&self, cx: &SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
-        let name = format!("pipeline:{}", self.name);
+impl super::BuildOutput for PipelineSink {
+    type Error = NotConnected;
+    async fn build(self, name: &str, cx: &SinkBuild<'_>) -> Result<Arc<dyn Output>, NotConnected> {
         let writer = cx
             .connections
             .0
             .get(&self.name)
             .cloned()
-            .ok_or_else(|| SinkError::new(&name, NotConnected(self.name.clone())))?;
+            .ok_or_else(|| NotConnected(self.name.clone()))?;
         Ok(Arc::new(ToPipeline {
-            name,
+            name: name.to_owned(),
             origin: format!("pipeline:{}", cx.pipeline),
             max_record: writer.max_record_size().unwrap_or(RECORD_BYTES),
             writer,
@@ -228,10 +226,6 @@ impl ToPipeline {
 
 #[async_trait::async_trait]
 impl Output for ToPipeline {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Staged, as the s3 and http sinks are: the upstream worker hands a batch over and reads
     /// on while the sink's task waits for the downstream buffer to hold the last request (the
     /// upstream batch's receipt completes then). One request in flight, one batch waiting:
@@ -244,7 +238,7 @@ impl Output for ToPipeline {
         })
     }
 
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+    async fn send(&self, events: &[Bytes], _: &Provenance) -> Result<(), SendError> {
         let (records, too_large) = self.records(events);
         let rejected: Vec<(usize, String)> = too_large
             .into_iter()
@@ -393,11 +387,12 @@ mod tests {
             connections: &connections,
             read_delay: Duration::ZERO,
         };
-        let config = sluice_config::connection::PipelineSink {
+        let config = sluice_config::sink::pipeline::PipelineSink {
             name: "down".to_owned(),
         };
         (
-            Handoff::new(&config, &cx).expect("a memory buffer holds events"),
+            Handoff::new("pipeline:down".to_owned(), &config, &cx)
+                .expect("a memory buffer holds events"),
             down,
         )
     }

@@ -15,11 +15,11 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use sluice_config::sink::Compression;
-use sluice_config::sink::resolved::{Batching, S3Settings};
-use sluice_config::sink::s3::S3Sink as Config;
+use sluice_config::sink::batching::Batching;
+use sluice_config::sink::s3::S3Settings;
 use sluice_s3::{Bucket, BucketConfig};
 
-use super::{Extent, Output, Provenance, Retry, SendError, SinkError, Threshold, codec};
+use super::{Extent, Output, Provenance, Retry, SendError, Threshold, codec};
 
 pub struct S3Sink {
     name: String,
@@ -29,12 +29,24 @@ pub struct S3Sink {
     exactly_once: bool,
 }
 
-impl S3Sink {
-    /// Connects and checks the bucket: wrong credentials or a missing bucket stop the start
-    /// with the store's reason; a store that does not answer is only warned about (the sink
-    /// retries until it does).
-    pub async fn connect(settings: S3Settings) -> Result<Self, SinkError> {
-        let name = format!("s3://{}/{}", settings.bucket, settings.path_prefix);
+/// The bucket refused the credentials or does not exist.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{0}; check the bucket name and the AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the profile)"
+)]
+pub struct BucketRefused(#[from] sluice_s3::PutError);
+
+/// Connects and checks the bucket: wrong credentials or a missing bucket stop the start with
+/// the store's reason; a store that does not answer is only warned about (the sink retries
+/// until it does).
+impl super::BuildOutput for S3Settings {
+    type Error = BucketRefused;
+    async fn build(
+        self,
+        name: &str,
+        _: &super::SinkBuild<'_>,
+    ) -> Result<Arc<dyn Output>, BucketRefused> {
+        let settings = self;
         let bucket = Bucket::connect(BucketConfig {
             bucket: settings.bucket,
             region: settings.region,
@@ -45,24 +57,18 @@ impl S3Sink {
         .await;
         match bucket.check().await {
             Ok(()) => {}
-            Err(e) if e.is_configuration() => return Err(SinkError::new(&name, e)),
+            Err(e) if e.is_configuration() => return Err(e.into()),
             Err(e) => {
                 tracing::warn!(sink = %name, error = %e, "the store does not answer yet; uploads are retried until it does");
             }
         }
-        Ok(Self {
-            name,
+        Ok(Arc::new(S3Sink {
+            name: name.to_owned(),
             bucket,
             prefix: settings.path_prefix,
             batching: settings.batching,
             exactly_once: settings.exactly_once,
-        })
-    }
-}
-
-impl super::BuildOutput for Config {
-    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
-        Ok(Arc::new(S3Sink::connect(self.resolve()).await?))
+        }))
     }
 }
 
@@ -119,18 +125,7 @@ fn extent_key(prefix: &str, extension: &str, extent: &Extent) -> String {
 
 #[async_trait::async_trait]
 impl Output for S3Sink {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
-        self.send_from(events, &Provenance::default()).await
-    }
-
-    async fn send_from(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
-        if events.is_empty() {
-            return Ok(());
-        }
+    async fn send(&self, events: &[Bytes], from: &Provenance) -> Result<(), SendError> {
         let b = &self.batching;
         let body = codec::encode(&b.codec, b.compression, events);
         let extension = codec::extension(&b.codec, b.compression);

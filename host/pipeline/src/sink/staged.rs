@@ -44,7 +44,7 @@ impl Stager {
     ) -> Self {
         let (tx, rx) = mpsc::channel(1);
         let (draining, drain_rx) = tokio::sync::watch::channel(false);
-        let name = delivery.output.name().to_owned();
+        let name = delivery.name.clone();
         let keyed = delivery.output.keyed();
         let task = tokio::spawn(run(delivery, threshold, read_delay, rx, drain_rx));
         Self {
@@ -234,7 +234,7 @@ async fn run(
                 if !keyed.is_empty() {
                     // Batches behind a gap (or a commit that never came): not acknowledged,
                     // read again after a restart.
-                    tracing::warn!(sink = %delivery.output.name(), "batches still waiting for earlier ones at close; they are read again after a restart");
+                    tracing::warn!(sink = %delivery.name, "batches still waiting for earlier ones at close; they are read again after a restart");
                 }
                 return;
             }

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use std::sync::Arc;
 
-use super::{Output, SendError, SinkError};
+use super::{Output, Provenance, SendError};
 
 /// Standard output. The tokio Mutex keeps one batch's lines together when several workers
 /// write at once (it is held across the write).
@@ -23,19 +23,20 @@ impl Default for StdoutSink {
     }
 }
 
-impl super::BuildOutput for sluice_config::StdoutSink {
-    async fn build(&self, _: &super::SinkBuild<'_>) -> Result<Arc<dyn Output>, SinkError> {
+impl super::BuildOutput for sluice_config::sink::stdout::StdoutSink {
+    type Error = std::convert::Infallible;
+    async fn build(
+        self,
+        _: &str,
+        _: &super::SinkBuild<'_>,
+    ) -> Result<Arc<dyn Output>, Self::Error> {
         Ok(Arc::new(StdoutSink::default()))
     }
 }
 
 #[async_trait::async_trait]
 impl Output for StdoutSink {
-    fn name(&self) -> &str {
-        "stdout"
-    }
-
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+    async fn send(&self, events: &[Bytes], _: &Provenance) -> Result<(), SendError> {
         let lines = super::codec::lines(events);
         let mut out = self.out.lock().await;
         let result = async {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::dlq::DeadLetters;
-use super::{Output, Receipt, Retry, SendError, Sink, Threshold};
+use super::{Output, Provenance, Receipt, Retry, SendError, Sink, Threshold};
 
 /// Answers from a script (then `Ok`), and records what it was sent.
 #[derive(Default)]
@@ -23,11 +23,7 @@ struct Scripted {
 
 #[async_trait::async_trait]
 impl Output for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn send(&self, events: &[Bytes]) -> Result<(), SendError> {
+    async fn send(&self, events: &[Bytes], _: &Provenance) -> Result<(), SendError> {
         let texts = events
             .iter()
             .map(|e| String::from_utf8_lossy(e).into_owned())
@@ -71,7 +67,11 @@ async fn sink(output: Arc<Scripted>) -> (Sink, tempfile::TempDir, std::path::Pat
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dlq.jsonl");
     let dlq = Arc::new(DeadLetters::open(&path, "p").await.unwrap());
-    (Sink::new("p", output, dlq, Duration::ZERO), dir, path)
+    (
+        Sink::new("p", "scripted".to_owned(), output, dlq, Duration::ZERO),
+        dir,
+        path,
+    )
 }
 
 fn dead(path: &std::path::Path) -> Vec<(String, String)> {

@@ -13,7 +13,7 @@
 //!   buffer.
 //!
 //! Each source is built from its resolved settings (`sluice_config`'s
-//! [`SourceConfig::Settings`]: `HttpSettings`, `OtlpSettings`, `FileSettings`), never from
+//! [`Resolve::Settings`](sluice_config::Resolve::Settings): `HttpSettings`, `OtlpSettings`, `FileSettings`), never from
 //! the YAML's structs: its file implements `Build` for them, and [`build`], generated from
 //! the one list of sources (`sluice_config::for_each_source!`), resolves a configured source
 //! and builds it. Adding a source: its config and settings in `sluice_config`, one line in
@@ -30,7 +30,6 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_buffer::BufferWriter;
-use sluice_config::SourceConfig;
 use tokio::sync::watch;
 
 use crate::counters::Counters;
@@ -70,7 +69,7 @@ pub struct SourceContext {
 }
 
 /// Builds a source's runtime from its resolved settings: each source's file implements it for
-/// its config's [`SourceConfig::Settings`], and [`build`] calls it.
+/// its config's [`Resolve::Settings`](sluice_config::Resolve::Settings), and [`build`] calls it.
 trait Build {
     async fn build(self, cx: SourceContext) -> Result<Box<dyn Source>, SourceError>;
 }
@@ -87,7 +86,7 @@ macro_rules! build_source {
             match config {
                 $(
                     sluice_config::Source::$variant(c) => {
-                        let settings = <$config as SourceConfig>::settings(c, &cx.pipeline)?;
+                        let settings = sluice_config::Resolve::resolve(&**c, &cx.pipeline)?;
                         settings.build(cx).await
                     }
                 )*

@@ -280,7 +280,8 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use sluice_config::{Route, RoutedSink, Sink, SinkContext, StdoutSink};
+    use sluice_config::sink::stdout::StdoutSink;
+    use sluice_config::{Route, RoutedSink, Sink, SinkContext};
     use sluice_event::{Expression, Key, Metadata};
 
     use super::*;
@@ -440,7 +441,7 @@ mod tests {
     #[test]
     fn sinks_that_take_events_get_them_with_their_metadata_routed_and_shaped() {
         let pipeline = |routes: &[&str], context| RoutedSink {
-            sink: Sink::Pipeline(sluice_config::connection::PipelineSink {
+            sink: Sink::Pipeline(sluice_config::sink::pipeline::PipelineSink {
                 name: "next".to_owned(),
             }),
             ..sink(routes, context)

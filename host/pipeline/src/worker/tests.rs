@@ -55,9 +55,11 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
     let dead_letters = Arc::new(DeadLetters::open(&dlq_path, "p").await.unwrap());
     let mut sinks = Vec::new();
     for name in ["a.jsonl", "b.jsonl"] {
-        let file = Arc::new(FileSink::open(&dir.path().join(name)).await.unwrap());
+        let path = dir.path().join(name);
+        let file = Arc::new(FileSink::open(&path).await.unwrap());
         sinks.push(Arc::new(Sink::new(
             "p",
+            sluice_config::sink::file::name(&path),
             file,
             dead_letters.clone(),
             Duration::ZERO,
