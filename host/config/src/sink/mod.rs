@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use crate::component::kind_enum;
 use crate::error::Errors;
+use crate::list_modules;
 use crate::location::join;
 
 /// The sinks, one line each: `Variant(module::ConfigType) = "name in the file"`, its doc the
@@ -45,13 +46,8 @@ macro_rules! for_each_sink {
     };
 }
 
-/// One module per sink of the list: its config, `sink/<module>.rs`.
-macro_rules! sink_modules {
-    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $name:literal, )*) => {
-        $( pub mod $module; )*
-    };
-}
-crate::for_each_sink!(sink_modules);
+// One module per sink of the list: its config, `sink/<module>.rs`.
+crate::for_each_sink!(list_modules);
 
 crate::for_each_sink! {
     kind_enum

@@ -28,13 +28,9 @@ mod keyed;
 mod receipt;
 mod staged;
 
-/// One module per sink of `sluice_config`'s list: its runtime, `sink/<module>.rs`.
-macro_rules! sink_modules {
-    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $name:literal, )*) => {
-        $( pub mod $module; )*
-    };
-}
-sluice_config::for_each_sink!(sink_modules);
+// One module per sink of `sluice_config`'s list: its runtime, `sink/<module>.rs`.
+use sluice_config::list_modules;
+sluice_config::for_each_sink!(list_modules);
 
 use std::sync::Arc;
 
