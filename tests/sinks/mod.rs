@@ -5,6 +5,7 @@
 
 pub(crate) mod http;
 mod kafka;
+mod noop;
 mod s3;
 
 use std::collections::BTreeMap;

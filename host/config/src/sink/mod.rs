@@ -42,6 +42,8 @@ macro_rules! for_each_sink {
             /// Sends each event to another pipeline of the file (Data Prepper's `pipeline`
             /// sink), acknowledged once that pipeline's buffer holds it.
             Pipeline(pipeline::PipelineSink) = "pipeline",
+            /// Takes every event and keeps none (Data Prepper's `noop`).
+            Noop(noop::NoopSink) = "noop",
         }
     };
 }
