@@ -1,24 +1,32 @@
-//! `sluice`: the command line. Arguments → config → `sluice_pipeline::run` → exit code.
+//! `sluice`: the command line. This file parses the arguments and dispatches each command.
+//!
+//! # Layout
+//! - `start`: `sluice run` (data dir locked, plugins loaded, config checked, endpoints served,
+//!   pipelines run, drained at a signal).
+//! - `catalog`: the plugins a command loads and the config checked against them; `data_dir`:
+//!   a data dir held for the life of the process. What the commands share.
+//! - `server`: `/metrics` and `/health` (TLS, credentials); `admin`: the admin endpoint on it.
+//! - `operate`: `dlq`, `buffer`, `tap`, `top`; `plugins`: `plugins new|build|inspect`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
-use sluice_plugin::{Catalog, Code, PluginHost};
+use sluice_plugin::PluginHost;
+
+use crate::catalog::{PluginArgs, Start, load_config, load_plugins, per_user_plugin_cache};
 
 mod admin;
+mod catalog;
+mod data_dir;
 mod operate;
 mod plugins;
 mod server;
+mod start;
 
-mod builtin {
-    include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
-}
-
-/// A pipeline host with a durable buffer and sandboxed WebAssembly deserializers.
+/// A pipeline host with a durable buffer and sandboxed WebAssembly plugins.
 #[derive(Parser)]
 #[command(name = "sluice", version, about)]
 struct Args {
@@ -38,33 +46,7 @@ enum LogFormat {
 #[derive(Subcommand)]
 enum Command {
     /// Run the pipelines of a file until Ctrl-C or SIGTERM, then drain and exit.
-    Run {
-        /// The pipeline file.
-        file: PathBuf,
-        #[command(flatten)]
-        plugins: PluginArgs,
-        /// Where dead-letter files and the compiled-plugin cache go.
-        #[arg(long, default_value = "./data")]
-        data_dir: PathBuf,
-        /// How long shutdown may spend draining the buffers through the sinks.
-        #[arg(long, default_value = "30s", value_parser = humantime_duration)]
-        drain_timeout: Duration,
-        /// Where to serve `/metrics` (Prometheus) and `/health`.
-        #[arg(long, default_value = "0.0.0.0:4900")]
-        metrics_addr: std::net::SocketAddr,
-        #[command(flatten)]
-        metrics_protection: MetricsProtection,
-        /// How often to look for new or changed `.wasm` files in the plugin folder (hot reload;
-        /// a changed file is compiled and checked, then used from the next batch). `0s` turns
-        /// hot reload off.
-        #[arg(long, default_value = "1s", value_parser = humantime_duration)]
-        reload_interval: Duration,
-        /// Serve the admin endpoint (`/admin/...`: what `sluice dlq replay` uses against a
-        /// running process) on the metrics listener, behind its TLS and credentials, which it
-        /// requires (`--metrics-username`, `--metrics-password`). Off by default.
-        #[arg(long, requires = "metrics_username")]
-        admin: bool,
-    },
+    Run(start::Run),
     /// A pipeline's dead letters: list them, show them, replay them through the pipeline.
     Dlq {
         #[command(subcommand)]
@@ -194,52 +176,6 @@ fn key_value(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
 }
 
-#[derive(clap::Args)]
-struct PluginArgs {
-    /// The folder of `.wasm` deserializers (default `./plugins`, if it exists). They are loaded
-    /// after the built-ins (`json`, `ndjson`, `otlp`), and a file of the same name replaces a
-    /// built-in.
-    #[arg(long)]
-    plugins: Option<PathBuf>,
-    /// The compiled-plugin cache folder. Default: `run` uses `<data-dir>/plugin-cache`; the
-    /// other commands use the per-user cache, `$XDG_CACHE_HOME/sluice/plugin-cache` or else
-    /// `~/.cache/sluice/plugin-cache`.
-    #[arg(long, value_name = "DIR")]
-    plugin_cache: Option<PathBuf>,
-}
-
-impl PluginArgs {
-    /// The cache folder for a command without a data dir: the one asked for, or the
-    /// per-user one.
-    fn cache_or_per_user(&self) -> Option<PathBuf> {
-        self.plugin_cache.clone().or_else(per_user_plugin_cache)
-    }
-}
-
-/// The per-user compiled-plugin cache, for the commands that have no data dir (`validate`,
-/// `plugins list`), so the second call loads the built-ins instead of compiling them:
-/// `$XDG_CACHE_HOME/sluice/plugin-cache`, or `$HOME/.cache/sluice/plugin-cache` (the XDG
-/// default). `None` without either: every call compiles. Sharing it between processes is
-/// safe: an entry is written to a temporary file and renamed (see `sluice_plugin`'s cache).
-fn per_user_plugin_cache() -> Option<PathBuf> {
-    // The XDG spec says to ignore a relative XDG_CACHE_HOME.
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|home| home.is_absolute())
-                .map(|home| home.join(".cache"))
-        });
-    if base.is_none() {
-        tracing::debug!(
-            "neither XDG_CACHE_HOME nor HOME is set; compiling plugins without a cache"
-        );
-    }
-    Some(base?.join("sluice").join("plugin-cache"))
-}
-
 fn humantime_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("invalid duration `{s}` ({e}); write e.g. `30s`"))
@@ -254,7 +190,7 @@ fn main() -> ExitCode {
     // `run` reports its start and what it does; the other commands print their result, and
     // log only what went wrong (warnings and errors) unless RUST_LOG asks for more.
     let default_level = match args.command {
-        Command::Run { .. } => "info",
+        Command::Run(_) => "info",
         _ => "warn",
     };
     init_tracing(args.log_format, default_level);
@@ -263,51 +199,6 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-/// Holds `<data-dir>/sluice.lock` for the life of the process, so two running processes never
-/// share a data dir: dead-letter files, the plugin cache and the default Kafka group instance
-/// id (static membership) all derive from it. The lock goes with the process, even on kill -9.
-fn lock_data_dir(dir: &Path) -> anyhow::Result<std::fs::File> {
-    match try_lock_data_dir(dir)? {
-        Some(file) => Ok(file),
-        None => {
-            let pid = std::fs::read_to_string(dir.join("sluice.lock")).unwrap_or_default();
-            bail!(
-                "the data dir `{}` is in use by another running sluice (pid {}); give each \
-                 process its own `--data-dir`",
-                dir.display(),
-                pid.trim()
-            )
-        }
-    }
-}
-
-/// [`lock_data_dir`], or `None` when a running process holds it.
-fn try_lock_data_dir(dir: &Path) -> anyhow::Result<Option<std::fs::File>> {
-    use std::io::{Seek as _, Write as _};
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating the data dir `{}`", dir.display()))?;
-    let path = dir.join("sluice.lock");
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("opening `{}`", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => {
-            file.set_len(0)?;
-            file.rewind()?;
-            writeln!(file, "{}", std::process::id())?;
-            Ok(Some(file))
-        }
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(e).with_context(|| format!("locking `{}`", path.display()))
         }
     }
 }
@@ -349,73 +240,7 @@ fn init_tracing(format: LogFormat, default_level: &str) {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Run {
-            file,
-            plugins,
-            data_dir,
-            drain_timeout,
-            metrics_addr,
-            metrics_protection,
-            reload_interval,
-            admin,
-        } => {
-            let _lock = lock_data_dir(&data_dir)?;
-            let metrics = server::install_recorder()?;
-            let cache = plugins
-                .plugin_cache
-                .clone()
-                .unwrap_or_else(|| data_dir.join("plugin-cache"));
-            let host = PluginHost::new(Some(cache))?;
-            let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref(), Start::Quickly)?;
-            optimize_in_background(&plugins);
-            let Some(config) = load_config(&file, &plugins)? else {
-                return Ok(ExitCode::from(EXIT_INVALID));
-            };
-            let watchdog = sluice_pipeline::Watchdog::default();
-            let registry = sluice_pipeline::operate::Registry::default();
-            let location = admin::Location::path(&data_dir);
-            // A stale one (the last run had --admin, this one not) would point elsewhere.
-            let _ = std::fs::remove_file(&location);
-            let options = sluice_pipeline::RunOptions {
-                registry: registry.clone(),
-                data_dir,
-                drain_timeout,
-                reload: folder
-                    .filter(|_| !reload_interval.is_zero())
-                    .map(|dir| (dir, reload_interval)),
-                watchdog: watchdog.clone(),
-            };
-            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            let health = server::Health::new(watchdog);
-            runtime.block_on(async {
-                let (bound, https) = server::serve(
-                    metrics_addr,
-                    metrics,
-                    health.clone(),
-                    metrics_protection.protection()?,
-                    admin.then(|| admin::router(registry)),
-                )
-                .await?;
-                if admin {
-                    let url = admin::Location::of(bound, https);
-                    std::fs::write(&location, serde_json::to_string(&url)?)
-                        .with_context(|| format!("writing `{}`", location.display()))?;
-                    tracing::info!(url = %url.url, "serving the admin endpoint");
-                }
-                let draining = health.clone();
-                let shutdown = async move {
-                    shutdown_signal().await;
-                    draining.set(false);
-                };
-                sluice_pipeline::run(config, &plugins, options, shutdown, || {
-                    health.set(true);
-                    tracing::info!("all pipelines ready");
-                })
-                .await?;
-                anyhow::Ok(())
-            })?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Run(args) => start::run(args),
         Command::Dlq { command } => {
             operate::dlq::run(command)?;
             Ok(ExitCode::SUCCESS)
@@ -519,118 +344,5 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-    }
-}
-
-/// Parses and validates; prints the errors and returns `None` when there are any.
-fn load_config(file: &Path, plugins: &Catalog) -> anyhow::Result<Option<sluice_config::Config>> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("reading pipeline file `{}`", file.display()))?;
-    let names = plugins.names();
-    let context = sluice_config::Context {
-        deserializers: Some(&names),
-        builtins: Some(sluice_pipeline::check_builtin),
-    };
-    match sluice_config::parse(&file.display().to_string(), &text, context) {
-        Ok(config) => Ok(Some(config)),
-        Err(errors) => {
-            eprintln!("{errors}");
-            Ok(None)
-        }
-    }
-}
-
-/// The built-ins, then the plugin folder (returned when there is one, for hot reload). A plugin
-/// that fails to load stops startup: running without the deserializer a pipeline names would
-/// only fail later. With [`Start::Quickly`], what the cache does not hold is compiled by Winch
-/// (see `sluice_plugin::engine`), for a command that starts pipelines and then calls
-/// [`optimize_in_background`]; the commands that only check plugins compile with Cranelift
-/// and fill the cache. Logs one line at the end: what is loaded, and where its code came from.
-pub(crate) fn load_plugins(
-    host: PluginHost,
-    dir: Option<&Path>,
-    start: Start,
-) -> anyhow::Result<(Arc<Catalog>, Option<PathBuf>)> {
-    let started = std::time::Instant::now();
-    let catalog = Arc::new(Catalog::new(Arc::new(host)));
-    let mut loaded = catalog.load_builtins(builtin::BUILTIN, start == Start::Quickly)?;
-    let dir = match dir {
-        Some(dir) if !dir.is_dir() => bail!("plugin folder `{}` does not exist", dir.display()),
-        Some(dir) => Some(dir.to_owned()),
-        None => Some(PathBuf::from("./plugins")).filter(|dir| dir.is_dir()),
-    };
-    if let Some(dir) = &dir {
-        loaded.extend(load_folder(&catalog, dir, start)?);
-    }
-    let count = |code: Code| loaded.iter().filter(|p| p.code() == code).count();
-    tracing::info!(
-        plugins = %catalog.names().join(", "),
-        folder = dir.as_deref().map(|dir| tracing::field::display(dir.display())),
-        compiled = count(Code::Compiled),
-        compiled_quickly = count(Code::Quick),
-        from_cache = count(Code::Cached),
-        precompiled = count(Code::Precompiled),
-        elapsed = ?started.elapsed(),
-        "plugins loaded"
-    );
-    Ok((catalog, dir))
-}
-
-/// How [`load_plugins`] compiles what the cache does not hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Start {
-    /// With Winch, for a process that runs events: it starts in seconds, then optimizes.
-    Quickly,
-    /// With Cranelift, cached: for a command that only checks plugins and config.
-    Optimized,
-}
-
-/// Compiles the plugins [`load_plugins`] compiled quickly with Cranelift, on a thread of its
-/// own, and publishes the optimized code (workers switch to it between batches).
-pub(crate) fn optimize_in_background(catalog: &Arc<Catalog>) {
-    let catalog = Arc::clone(catalog);
-    let spawned = std::thread::Builder::new()
-        .name("sluice-optimize".into())
-        .spawn(move || {
-            let started = std::time::Instant::now();
-            let optimized = catalog.optimize();
-            if optimized > 0 {
-                tracing::info!(optimized, elapsed = ?started.elapsed(), "plugins optimized");
-            }
-        });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "cannot start the thread that optimizes plugins; they keep running their baseline code");
-    }
-}
-
-/// Loads the plugin folder into `catalog`; says which files replace a built-in.
-fn load_folder(
-    catalog: &Catalog,
-    dir: &Path,
-    start: Start,
-) -> anyhow::Result<Vec<sluice_plugin::Plugin>> {
-    let loaded = catalog.load_dir(dir, start == Start::Quickly)?;
-    for plugin in &loaded {
-        if builtin::BUILTIN
-            .iter()
-            .any(|(name, _)| *name == plugin.name())
-        {
-            tracing::info!(
-                plugin = plugin.name(),
-                file = plugin.origin(),
-                "plugin file replaces the built-in of the same name"
-            );
-        }
-    }
-    Ok(loaded)
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term.recv() => {}
     }
 }

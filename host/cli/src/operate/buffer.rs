@@ -12,6 +12,7 @@ use anyhow::{Context as _, bail};
 use sluice_kafka::rewind::{Progress, Window};
 
 use super::PipelineArgs;
+use crate::catalog::{Start, load_plugins, optimize_in_background, per_user_plugin_cache};
 
 #[derive(clap::Subcommand)]
 pub(crate) enum BufferCommand {
@@ -98,10 +99,9 @@ pub(crate) fn run(command: BufferCommand) -> anyhow::Result<()> {
                 bail!("--to must come after --from");
             }
             let p = pipeline.config()?;
-            let host = sluice_plugin::PluginHost::new(crate::per_user_plugin_cache())?;
-            let (catalog, _) =
-                crate::load_plugins(host, plugins.as_deref(), crate::Start::Quickly)?;
-            crate::optimize_in_background(&catalog);
+            let host = sluice_plugin::PluginHost::new(per_user_plugin_cache())?;
+            let (catalog, _) = load_plugins(host, plugins.as_deref(), Start::Quickly)?;
+            optimize_in_background(&catalog);
             let started = Instant::now();
             let bar = std::io::IsTerminal::is_terminal(&std::io::stderr());
             let done = runtime.block_on(sluice_pipeline::operate::rewind::rewind(

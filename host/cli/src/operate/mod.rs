@@ -85,7 +85,7 @@ pub(crate) enum Reach {
 /// Reaches the process of `data_dir`: its lock free, the command takes it (stopped); held, the
 /// running process's admin endpoint.
 pub(crate) fn reach(data_dir: &Path, remote: &Remote) -> anyhow::Result<Reach> {
-    if let Some(lock) = crate::try_lock_data_dir(data_dir)? {
+    if let Some(lock) = crate::data_dir::try_lock_data_dir(data_dir)? {
         return Ok(Reach::Stopped(lock));
     }
     let url = match &remote.url {
