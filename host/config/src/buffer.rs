@@ -55,6 +55,15 @@ pub(crate) trait BufferConfig {
     fn takes_pull_sources(&self) -> bool {
         true
     }
+    /// Whether what it holds outlives a crash of sluice (Kafka).
+    fn durable(&self) -> bool {
+        false
+    }
+    /// Whether it partitions records by their key, so that records with one key stay
+    /// together (Kafka).
+    fn partitions_by_key(&self) -> bool {
+        false
+    }
 }
 
 /// A buffer: one key naming it. The built-ins are [`Tier`]'s; any other name is a buffer
@@ -210,6 +219,22 @@ impl Buffer {
         }
     }
 
+    /// Whether it partitions records by their key (a source that can keys its records so
+    /// related ones stay together). A buffer policy's tiers may not all do.
+    pub fn partitions_by_key(&self) -> bool {
+        match self {
+            Buffer::Builtin(tier) => tier.config().partitions_by_key(),
+            Buffer::Plugin(_) => false,
+        }
+    }
+
+    /// Whether every tier keeps what it holds across a crash of sluice.
+    pub fn durable(&self) -> bool {
+        self.tiers("")
+            .iter()
+            .all(|(_, tier)| tier.config().durable())
+    }
+
     /// The buffer's name, as written in the file.
     pub fn plugin_name(&self) -> &str {
         match self {
@@ -311,7 +336,7 @@ pub(crate) fn check_buffer_plugin(
     p: &PluginBuffer,
     path: &str,
     errors: &mut Errors,
-    context: crate::parse::Context<'_>,
+    context: crate::context::Context<'_>,
 ) {
     let Some(known) = context.deserializers else {
         return;

@@ -14,11 +14,10 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
-use crate::buffer::Tier;
+use crate::context::Context;
 use crate::error::Errors;
 use crate::explain::list;
 use crate::location::join;
-use crate::parse::Context;
 use crate::secret::SecretError;
 use crate::source::{CheckSource, DeserializerConfig, SourceConfig, SourceKind};
 use crate::{Buffer, Pipeline, Sink, Source};
@@ -69,6 +68,7 @@ impl SourceConfig for PipelineSource {
     const KEYS: &'static [&'static str] = &["pipeline"];
     // Written to by other pipelines, never re-read: it may use the kafka buffer.
     const KIND: SourceKind = SourceKind::Push;
+    const CARRIES_EVENTS: bool = true;
     fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
         Self::deserialize(d)
     }
@@ -172,7 +172,7 @@ pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
                     ),
                 ),
             }
-            if durable(&p.buffer) && !acknowledges_back(&down.buffer) {
+            if p.buffer.durable() && !acknowledges_back(&down.buffer) {
                 errors.at(
                     &path,
                     format!(
@@ -219,19 +219,11 @@ pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
     }
 }
 
-/// Whether every tier of a buffer keeps what it holds across a crash (Kafka).
-fn durable(buffer: &Buffer) -> bool {
-    buffer
-        .tiers("")
-        .iter()
-        .all(|(_, tier)| matches!(tier, Tier::Kafka(_)))
-}
-
 /// Whether a `pipeline` sink writing into `buffer` learns when the events are safe: at once
 /// for a durable buffer, once the pipeline's sinks took them for `bounded_blocking`. A buffer
 /// policy's memory tiers do not say (not built yet).
 fn acknowledges_back(buffer: &Buffer) -> bool {
-    matches!(buffer, Buffer::Builtin(_)) || durable(buffer)
+    matches!(buffer, Buffer::Builtin(_)) || buffer.durable()
 }
 
 /// The first cycle of `pipeline` sinks, as the names along it (the first again at the end).

@@ -6,6 +6,8 @@
 //!   rules; `sluice-pipeline` makes its builders from the same lists.
 //! - [`mod@parse`]: text → [`Config`] (YAML, then each component through serde, strictly),
 //!   collecting every error; then `validate`.
+//! - [`context`]: what validation checks beyond the file (the plugins that exist, a built-in
+//!   processor's build), which every component's rules take.
 //! - `explain`: serde's messages reworded to name the key path and suggest the fix.
 //! - `validate`: the rules that span fields and pipelines; it runs each component's own rules.
 //! - [`pipeline`]: [`Config`] and [`Pipeline`], the file's top-level shape.
@@ -33,6 +35,7 @@
 pub mod buffer;
 mod component;
 pub mod connection;
+pub mod context;
 pub mod error;
 mod event;
 mod explain;
@@ -54,6 +57,7 @@ pub mod units;
 mod validate;
 
 pub use buffer::{BoundedBlocking, Buffer, PluginBuffer, Tier};
+pub use context::{CheckBuiltin, Context};
 pub use error::{ConfigError, ConfigErrors};
 pub use kafka::{
     AutoOffsetReset, BufferEncryption, Credentials, InTransit, KafkaAuthentication, KafkaBuffer,
@@ -61,7 +65,7 @@ pub use kafka::{
 };
 pub use limits::{PluginLimits, PluginSettings};
 pub use listener::ListenerSettings;
-pub use parse::{CheckBuiltin, Context, parse};
+pub use parse::parse;
 pub use pipeline::{
     Config, DEFAULT_ROUTE, PIPELINE_FIELDS, Pipeline, Route, RoutedSink, SinkContext,
 };

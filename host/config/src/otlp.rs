@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::context::Context;
 use crate::error::Errors;
 use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_source};
 use crate::location::join;
-use crate::parse::Context;
 use crate::secret::SecretError;
 use crate::source::{
     CheckSource, DeserializerConfig, SourceConfig, SourceKind, check_deserializer,

@@ -10,6 +10,7 @@ use serde_yaml::{Mapping, Value};
 use std::time::Duration;
 
 use crate::component::WithPlugins;
+use crate::context::Context;
 use crate::error::{ConfigError, ConfigErrors, Errors};
 use crate::explain::{describe, explain, quoted_and_expected, render, unknown_field};
 use crate::location::{LocationIndex, join};
@@ -17,19 +18,6 @@ use crate::pipeline::{PIPELINE_FIELDS, default_delay, default_workers};
 use crate::pipeline::{RoutedSink, SinkContext};
 use crate::units;
 use crate::{Buffer, BuiltinProcessor, Config, Pipeline, Processor, Sink};
-
-/// What validation may check beyond the file itself.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Context<'a> {
-    /// The plugins that exist (every kind). `None` skips the check.
-    pub deserializers: Option<&'a [String]>,
-    /// Builds a built-in processor to find what only building can (grok patterns compiled,
-    /// pattern files read): the key inside its block at fault and why. `None` skips it.
-    pub builtins: Option<CheckBuiltin>,
-}
-
-/// See [`Context::builtins`].
-pub type CheckBuiltin = fn(&crate::BuiltinProcessor) -> Result<(), (String, String)>;
 
 /// Parses and validates a pipeline file. `file` is only used in messages.
 pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, ConfigErrors> {

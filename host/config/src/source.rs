@@ -21,12 +21,12 @@ use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, VariantAccess, Visitor,
 };
 
+use crate::context::Context;
 use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_source};
 use crate::location::join;
 use crate::otlp::{OtlpKind, OtlpSource};
-use crate::parse::Context;
 use crate::secret::SecretError;
 use crate::units::{self, ByteSize};
 
@@ -62,6 +62,9 @@ pub trait SourceConfig: Sized + crate::Resolve<Error = SecretError> {
     const KEYS: &'static [&'static str];
     /// Push or pull.
     const KIND: SourceKind;
+    /// Its records are events with the metadata they had upstream (the `pipeline` source),
+    /// read natively, not by a deserializer.
+    const CARRIES_EVENTS: bool = false;
     /// Reads the settings written under `key`, one of [`Self::KEYS`].
     fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error>;
     /// The key it is written under.
@@ -136,6 +139,14 @@ macro_rules! source_enum {
             pub fn key(&self) -> &'static str {
                 match self {
                     $( Source::$variant(c) => c.key(), )*
+                }
+            }
+
+            /// Whether its records are events with their upstream metadata (the `pipeline`
+            /// source), read natively, not by a deserializer.
+            pub fn carries_events(&self) -> bool {
+                match self {
+                    $( Source::$variant(_) => <$config as SourceConfig>::CARRIES_EVENTS, )*
                 }
             }
 

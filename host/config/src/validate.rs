@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 
 use crate::buffer::check_buffer_plugin;
+use crate::context::Context;
 use crate::error::Errors;
 use crate::location::join;
-use crate::parse::Context;
 use crate::processor::check_processor;
 use crate::sink::check_sink;
 use crate::{Buffer, Pipeline, SourceKind};

@@ -354,7 +354,7 @@ async fn build(
     let delivery = Arc::new(Delivery {
         pipeline: name.clone(),
         event_type: p.source.event_type(),
-        connected: matches!(p.source, sluice_config::Source::Pipeline(_)),
+        connected: p.source.carries_events(),
         router: crate::worker::Router::new(&p.route, &p.sink).handing(&hands),
         sinks,
         dead_letters,
@@ -371,10 +371,7 @@ async fn build(
         pipeline: name.clone(),
         writer: buffer.writer(),
         counters,
-        keyed: matches!(
-            p.buffer,
-            sluice_config::Buffer::Builtin(sluice_config::Tier::Kafka(_))
-        ),
+        keyed: p.buffer.partitions_by_key(),
     };
     let source =
         crate::source::build(&p.source, cx)

@@ -18,6 +18,12 @@ impl crate::buffer::BufferConfig for KafkaBuffer {
     fn takes_pull_sources(&self) -> bool {
         false
     }
+    fn durable(&self) -> bool {
+        true
+    }
+    fn partitions_by_key(&self) -> bool {
+        true
+    }
 }
 
 /// The kafka buffer's rules; `path` is its key path (`<pipeline>.buffer.kafka`).

@@ -22,11 +22,11 @@ use serde::Deserialize;
 use serde::de::Deserializer;
 
 use crate::component::{WithPlugins, kind_enum};
+use crate::context::Context;
 use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::limits::{PluginLimits, take_limits};
 use crate::location::join;
-use crate::parse::Context;
 
 /// The built-in processors, one line each: `Variant(config type) = "name in the file"`, its
 /// doc the user doc. This one list makes [`BuiltinProcessor`] (its variants, names and rules,
