@@ -161,7 +161,7 @@ fn data_prepper_kafka_block_parses_with_its_defaults() {
 
 #[test]
 fn data_prepper_otel_sources_parse_with_their_defaults() {
-    use sluice_config::otlp::{OtlpKind, Signal};
+    use sluice_config::source::otlp::{OtlpKind, Signal};
     let config = check(&root().join("tests/fixtures/config/valid/data-prepper-otel.yaml")).unwrap();
     let settings: Vec<_> = config
         .pipelines

@@ -2,8 +2,9 @@
 //!
 //! # Layout
 //! - `component`: how each kind's one list (`for_each_sink!`, `for_each_buffer!`,
-//!   `for_each_processor!`; `for_each_source!` is in [`source`]) becomes its enum, names and
-//!   rules; `sluice-pipeline` makes its builders from the same lists.
+//!   `for_each_processor!`) becomes its enum, names and rules (`for_each_source!`, whose
+//!   sources may have several keys, makes its enum in [`source`]); `sluice-pipeline` makes its
+//!   builders from the same lists.
 //! - [`mod@parse`]: text → [`Config`] (YAML, then each component through serde, strictly),
 //!   collecting every error; then `validate`.
 //! - [`context`]: what validation checks beyond the file (the plugins that exist, a built-in
@@ -13,10 +14,9 @@
 //! - [`pipeline`]: [`Config`] and [`Pipeline`], the file's top-level shape.
 //! - `resolve`: [`Resolve`], how every component's config becomes the settings its runtime
 //!   reads.
-//! - [`source`] (the one list of source kinds, the `http` and `file` sources), [`otlp`] (the
-//!   OTLP sources), [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
-//!   documented), its rules, and ([`source`], [`otlp`], [`kafka`]) the resolved settings the
-//!   runtime reads (for [`kafka`] also the librdkafka properties sluice owns).
+//! - [`source`], [`buffer`], [`kafka`], [`sink`]: each component's shape (every field
+//!   documented), its rules, and the resolved settings the runtime reads (for [`kafka`] also
+//!   the librdkafka properties sluice owns); sources and sinks one file each.
 //! - [`limits`]: a plugin block's sandbox limits (`max_memory`, `timeout`, `recycle_after`)
 //!   taken out of its options, and [`PluginSettings`], a plugin block resolved.
 //! - [`secret`]: passwords as text, `${env:NAME}` or `${file:PATH}`, read at startup.
@@ -25,8 +25,8 @@
 //!   protect a listener.
 //! - [`processor`]: the processor list; Data Prepper's built-in processors, one file each.
 //! - `route`: the pipeline's `route:` list and the sinks' `routes`.
-//! - [`connection`]: pipelines feeding pipelines (the `pipeline` sink and source) and the
-//!   rules of their chains.
+//! - [`connection`]: the rules of the chains of pipelines feeding pipelines (the `pipeline`
+//!   sink and source).
 //! - `event`: keys and expressions (`sluice-event`) read from the file.
 //! - [`location`]: which line each key is on, for errors found after parsing.
 //! - [`error`]: [`ConfigError`]s that name the key path and line, and suggest the fix.
@@ -44,7 +44,6 @@ pub mod kafka;
 pub mod limits;
 pub mod listener;
 pub mod location;
-pub mod otlp;
 pub mod parse;
 pub mod pipeline;
 pub mod processor;
@@ -72,10 +71,9 @@ pub use pipeline::{
 pub use processor::{BuiltinProcessor, PluginProcessor, Processor};
 pub use resolve::Resolve;
 pub use sink::{Codec, CodecConfig, Compression as SinkCompression, Sink};
-pub use source::{
-    DeserializerConfig, FileSettings, FileSource, HttpSettings, HttpSource, Source, SourceConfig,
-    SourceKind,
-};
+pub use source::file::{FileSettings, FileSource};
+pub use source::http::{HttpSettings, HttpSource};
+pub use source::{DeserializerConfig, Source, SourceConfig, SourceKind};
 pub use units::ByteSize;
 
 /// serde's default for the keys whose default is `true`.

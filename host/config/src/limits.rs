@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::source::{default_max_memory, default_plugin_timeout, default_recycle_after};
 use crate::units::{self, ByteSize};
 
 /// A plugin component as the pipeline starts it (a deserializer, a processor, a buffer
@@ -93,4 +92,19 @@ pub(crate) fn take_limits(
         limits.recycle_after = serde_yaml::from_value(v).map_err(|e| named("recycle_after", e))?;
     }
     Ok(limits)
+}
+
+/// The default `recycle_after` of every plugin block.
+pub(crate) const fn default_recycle_after() -> u64 {
+    10_000
+}
+
+/// The default `max_memory` of every plugin block.
+pub(crate) const fn default_max_memory() -> ByteSize {
+    ByteSize::mib(64)
+}
+
+/// The default `timeout` of every plugin block.
+pub(crate) const fn default_plugin_timeout() -> Duration {
+    Duration::from_secs(1)
 }

@@ -13,24 +13,25 @@
 //!   buffer.
 //!
 //! Each source is built from its resolved settings (`sluice_config`'s
-//! [`Resolve::Settings`](sluice_config::Resolve::Settings): `HttpSettings`, `OtlpSettings`, `FileSettings`), never from
-//! the YAML's structs: its file implements `Build` for them, and [`build`], generated from
-//! the one list of sources (`sluice_config::for_each_source!`), resolves a configured source
-//! and builds it. Adding a source: its config and settings in `sluice_config`, one line in
-//! that list, and a file here implementing `Build`.
+//! [`Resolve::Settings`](sluice_config::Resolve::Settings): `HttpSettings`, `OtlpSettings`,
+//! `FileSettings`, ...), never from the YAML's structs: its file (one per line of
+//! `sluice_config::for_each_source!`, `source/<module>.rs`) implements `Build` for them, and
+//! [`build`], generated from the same list, resolves a configured source and builds it.
+//! Adding a source: `docs/design/components.md`.
 
-pub mod file;
-pub mod http;
 pub mod intake;
 pub mod listener;
-pub mod otlp;
-pub mod pipeline;
+
+// One module per source of `sluice_config`'s list: its runtime, `source/<module>.rs`.
+sluice_config::for_each_source!(list_modules);
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_buffer::BufferWriter;
 use tokio::sync::watch;
+
+use sluice_config::list_modules;
 
 use crate::counters::Counters;
 
@@ -77,7 +78,7 @@ trait Build {
 /// [`build`], from the list of sources: a source in `sluice_config::for_each_source!` whose
 /// settings have no [`Build`] does not compile.
 macro_rules! build_source {
-    ($( $(#[$doc:meta])* $variant:ident($config:ty), )*) => {
+    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $name:literal, )*) => {
         /// The source a pipeline's `source:` configures, built from its resolved settings.
         pub async fn build(
             config: &sluice_config::Source,

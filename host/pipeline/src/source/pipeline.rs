@@ -2,7 +2,7 @@
 //! write into this pipeline's buffer (`crate::sink::pipeline`): NDJSON records of events with
 //! their metadata, which its workers read natively (`worker::outcome::split_connected`).
 
-use sluice_config::connection::PipelineSourceSettings;
+use sluice_config::source::pipeline::PipelineSourceSettings;
 use tokio::sync::watch;
 
 use super::{Build, Source, SourceContext, SourceError};

@@ -25,7 +25,7 @@ use axum::response::{IntoResponse as _, Response};
 use bytes::{Buf as _, BufMut as _};
 use prost::Message as _;
 use sluice_config::http::Compression;
-use sluice_config::otlp::Signal;
+use sluice_config::source::otlp::Signal;
 use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::server::UnaryService;

@@ -18,7 +18,7 @@ use axum::extract::{FromRequest as _, Request};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use prost::Message as _;
-use sluice_config::otlp::Signal;
+use sluice_config::source::otlp::Signal;
 
 use super::OtlpState;
 use crate::source::intake::{Refusal, retry_after_seconds};

@@ -30,7 +30,7 @@ use axum::response::{IntoResponse as _, Response};
 use axum::routing::{get, post};
 use sluice_buffer::Record;
 use sluice_config::http::Compression;
-use sluice_config::otlp::{OtlpSettings, Signal};
+use sluice_config::source::otlp::{OtlpSettings, Signal};
 
 use super::intake::{Backoff, Intake};
 use super::listener::{self, Guard, Protocols};

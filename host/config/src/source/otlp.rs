@@ -15,15 +15,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use super::deserializer::{DeserializerConfig, check_deserializer, deserializer_name_or_map};
+use super::{CheckSource, SourceConfig, SourceKind};
 use crate::context::Context;
 use crate::error::Errors;
 use crate::listener::{ListenerSettings, TlsWording, check_listener, listener_source};
 use crate::location::join;
 use crate::secret::SecretError;
-use crate::source::{
-    CheckSource, DeserializerConfig, SourceConfig, SourceKind, check_deserializer,
-    deserializer_name_or_map,
-};
 use crate::units;
 
 /// An OTLP signal.
@@ -280,11 +278,11 @@ impl SourceConfig for Otlp {
             config: OtlpSource::deserialize(d)?,
         })
     }
-    fn key(&self) -> &'static str {
-        self.key
+    fn key(&self) -> Option<&'static str> {
+        Some(self.key)
     }
-    fn plugin_name(&self) -> &'static str {
-        self.kind.plugin_name()
+    fn plugin_name(&self) -> Option<&'static str> {
+        Some(self.kind.plugin_name())
     }
     fn port(&self) -> Option<u16> {
         Some(self.config.port(self.kind))
