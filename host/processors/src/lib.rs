@@ -8,7 +8,8 @@
 //!   `sluice_config`'s processor list (one arm per line, generated), and `when`, how every
 //!   `*_when` condition is read.
 //! - one file per processor, each the runtime of the config type of the same name.
-//! - [`java_time`]: Java `DateTimeFormatter` patterns (`date`).
+//! - [`java_time`], a folder: Java `DateTimeFormatter` patterns (`date`); `mod.rs` (the public
+//!   surface), `zone.rs`, `pattern.rs`, `parse.rs`, `resolve.rs`, `format.rs`, `tests.rs`.
 //!
 //! Adding a processor: its config file in `sluice-config` (`processor/`), its file here (an
 //! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
