@@ -26,6 +26,8 @@ pub struct Date {
     destination_zone: Zone,
 }
 
+/// Where the date comes from: the event's receive time, or the `match` key read with its
+/// patterns.
 enum Source {
     Received,
     Key {
@@ -35,6 +37,7 @@ enum Source {
     },
 }
 
+/// How the date is written: a Java pattern, or an epoch unit's digits.
 enum Output {
     Pattern(JavaPattern),
     Epoch(Epoch),

@@ -128,6 +128,7 @@ struct Level<'v> {
     key_len: usize,
 }
 
+/// What a level of the walk has left to visit: an object's entries or a list's elements.
 enum Items<'v> {
     Object(serde_json::map::Iter<'v>),
     List(std::iter::Enumerate<std::slice::Iter<'v, Value>>),

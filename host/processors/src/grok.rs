@@ -32,6 +32,7 @@ pub struct Grok {
     tags_on_timeout: Vec<String>,
 }
 
+/// One pattern of a `match` key, compiled.
 struct Compiled {
     pattern: grok::Pattern,
     /// `name` → its conversion (`%{X:name:int}`).

@@ -36,6 +36,7 @@ pub struct Obfuscate {
     action: Action,
 }
 
+/// What is done to each match (or the whole text).
 enum Action {
     /// The mask text.
     Mask(String),
