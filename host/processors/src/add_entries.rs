@@ -14,59 +14,51 @@
 //! even when `flatten_key: false` reads it as a path.
 
 use serde_json::Value;
-use sluice_config::processor::add_entries::{AddEntries, AddEntry, Target};
+use sluice_config::processor::add_entries::{self as config, Target};
 use sluice_event::{Event, Expression, Key, Template};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Failures, Fate, when};
 
-struct Add {
+/// `add_entries`, built: its entries.
+pub struct AddEntries {
     entries: Vec<Entry>,
 }
 
+/// One entry: its config, with its target and value read once.
 struct Entry {
+    config: config::AddEntry,
     target: Where,
     value: What,
-    overwrite: bool,
-    append: bool,
-    when: Option<Expression>,
-    /// `iterate_on` and its options.
-    each: Option<Each>,
 }
 
-struct Each {
-    list: Key,
-    when: Option<Expression>,
-    /// `evaluate_when_on_element`.
-    per_element: bool,
-    /// `flatten_key`.
-    literal: bool,
-    /// `disable_root_keys: false`.
-    from_root: bool,
-}
-
+/// Where an entry goes: a key, one a format string makes per event, or a metadata attribute.
 enum Where {
     Key(Key),
     Format(Template),
     Metadata(String),
 }
 
+/// An entry's value: fixed, formatted, or an expression's.
 enum What {
     Value(Value),
     Format(Template),
     Expression(Expression),
 }
 
-impl BuildProcessor for AddEntries {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Add {
+impl BuildProcessor for config::AddEntries {
+    type Processor = AddEntries;
+
+    fn build(&self) -> Result<AddEntries, BuildError> {
+        Ok(AddEntries {
             entries: self.entries.iter().map(entry).collect(),
-        }))
+        })
     }
 }
 
-fn entry(e: &AddEntry) -> Entry {
+fn entry(e: &config::AddEntry) -> Entry {
     let template = |t: &str| Template::parse(t).expect("checked at validate");
     Entry {
+        config: e.clone(),
         target: match e.target() {
             Target::Key(key) => Where::Key(key),
             Target::Format(format) => Where::Format(template(&format)),
@@ -78,34 +70,22 @@ fn entry(e: &AddEntry) -> Entry {
             (_, _, Some(x)) => What::Expression(x.clone()),
             _ => unreachable!("checked: one of value, format, value_expression"),
         },
-        overwrite: e.overwrite_if_key_exists,
-        append: e.append_if_key_exists,
-        when: e.add_when.clone(),
-        each: e.iterate_on.as_ref().map(|list| Each {
-            list: list.clone(),
-            when: e.add_to_element_when.clone(),
-            per_element: e.evaluate_when_on_element,
-            literal: e.flatten_key,
-            from_root: !e.disable_root_keys,
-        }),
     }
 }
 
-impl Processor for Add {
-    fn name(&self) -> &'static str {
-        "add_entries"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
+impl Apply for AddEntries {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
+        // An entry that fails is skipped; the rest still apply.
+        let mut failures = Failures::default();
         for entry in &self.entries {
-            if !when(entry.when.as_ref(), event) {
+            if !when(name, entry.config.add_when.as_ref(), event) {
                 continue;
             }
-            if let Err(reason) = entry.apply(event) {
-                tracing::debug!(%reason, "add_entries: entry skipped");
+            if let Err(reason) = entry.apply(event, name) {
+                failures.add(reason);
             }
         }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
@@ -119,9 +99,9 @@ impl Entry {
         })
     }
 
-    fn apply(&self, event: &mut Event) -> Result<(), String> {
-        if let Some(each) = &self.each {
-            return self.apply_each(event, each);
+    fn apply(&self, event: &mut Event, processor: &'static str) -> Result<(), String> {
+        if let Some(list) = &self.config.iterate_on {
+            return self.apply_each(event, list, processor);
         }
         let value = self.value(event)?;
         let key = match &self.target {
@@ -131,8 +111,8 @@ impl Entry {
                     None => {
                         attributes.insert(name.clone(), value);
                     }
-                    Some(slot) if self.overwrite => *slot = value,
-                    Some(slot) if self.append => merge(slot, value),
+                    Some(slot) if self.config.overwrite_if_key_exists => *slot = value,
+                    Some(slot) if self.config.append_if_key_exists => merge(slot, value),
                     Some(_) => {}
                 }
                 return Ok(());
@@ -145,11 +125,11 @@ impl Entry {
         };
         match event.get_mut(&key) {
             None => event.put(&key, value).map_err(|e| e.to_string()),
-            Some(slot) if self.overwrite => {
+            Some(slot) if self.config.overwrite_if_key_exists => {
                 *slot = value;
                 Ok(())
             }
-            Some(slot) if self.append => {
+            Some(slot) if self.config.append_if_key_exists => {
                 merge(slot, value);
                 Ok(())
             }
@@ -161,12 +141,19 @@ impl Entry {
 impl Entry {
     /// `iterate_on`: the entry into each element of the list (all or none: an element that is
     /// not an object, or a value that cannot be had, leaves the list as it was).
-    fn apply_each(&self, event: &mut Event, each: &Each) -> Result<(), String> {
-        let list = match event.get(&each.list) {
+    fn apply_each(
+        &self,
+        event: &mut Event,
+        on: &Key,
+        processor: &'static str,
+    ) -> Result<(), String> {
+        let config = &self.config;
+        let element_when = config.add_to_element_when.as_ref();
+        let list = match event.get(on) {
             None | Some(Value::Null) => return Ok(()),
             Some(Value::Array(list)) if list.is_empty() => return Ok(()),
             Some(Value::Array(list)) if list.iter().all(Value::is_object) => list.clone(),
-            Some(_) => return Err(format!("`{}` is not a list of objects", each.list)),
+            Some(_) => return Err(format!("`{on}` is not a list of objects")),
         };
         // The key is made on the event, before any element is read.
         let text = match &self.target {
@@ -175,31 +162,36 @@ impl Entry {
             Where::Metadata(_) => unreachable!("checked: no metadata_key with iterate_on"),
         };
         let path = Key::parse(&text).map_err(|e| e.to_string())?;
-        if !each.per_element && !when(each.when.as_ref(), event) {
+        if !config.evaluate_when_on_element && !when(processor, element_when, event) {
             return Ok(());
         }
         let mut out = Vec::with_capacity(list.len());
         for item in list {
             let mut element = Event::new(item, event.metadata.clone());
-            if each.per_element && !when(each.when.as_ref(), &element) {
+            if config.evaluate_when_on_element && !when(processor, element_when, &element) {
                 out.push(element.data);
                 continue;
             }
-            let value = self.value(if each.from_root { event } else { &element })?;
+            // `disable_root_keys: false` reads the event.
+            let value = self.value(if config.disable_root_keys {
+                &element
+            } else {
+                event
+            })?;
             let exists = element
                 .data
                 .as_object()
                 .is_some_and(|m| m.contains_key(&text));
-            if !exists || self.overwrite {
-                if each.literal {
+            if !exists || config.overwrite_if_key_exists {
+                if config.flatten_key {
                     if let Some(map) = element.data.as_object_mut() {
                         map.insert(text.clone(), value);
                     }
                 } else {
                     element.put(&path, value).map_err(|e| e.to_string())?;
                 }
-            } else if self.append {
-                let slot = if each.literal {
+            } else if config.append_if_key_exists {
+                let slot = if config.flatten_key {
                     element.data.as_object_mut().and_then(|m| m.get_mut(&text))
                 } else {
                     element.get_mut(&path)
@@ -214,9 +206,7 @@ impl Entry {
             }
             out.push(element.data);
         }
-        event
-            .put(&each.list, Value::Array(out))
-            .map_err(|e| e.to_string())
+        event.put(on, Value::Array(out)).map_err(|e| e.to_string())
     }
 }
 

@@ -26,24 +26,33 @@
 
 use chrono::Utc;
 use serde_json::{Map, Value};
-use sluice_config::processor::convert_entry_type::{ConvertEntryType as Config, TargetType};
+use sluice_config::processor::convert_entry_type::{self as config, TargetType};
 use sluice_event::{Event, Expression, Key, java_double, java_string};
 
 use crate::java_time::{JavaPattern, Zone};
-use crate::{BuildError, BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Failures, Fate};
 
-struct Convert {
+/// `convert_type`, built: the config, with its keys in one list and its
+/// `coerce_strings.time_formats` compiled.
+pub struct ConvertEntryType {
+    config: config::ConvertEntryType,
+    /// `key` or `keys`.
     keys: Vec<Key>,
-    target: TargetType,
-    null_values: Vec<String>,
     coerce: Option<Vec<JavaPattern>>,
-    tags: Vec<String>,
-    when: Option<Expression>,
-    iterate_on: Option<Key>,
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, BuildError> {
+impl BuildProcessor for config::ConvertEntryType {
+    type Processor = ConvertEntryType;
+
+    fn when(&self) -> Option<&Expression> {
+        self.convert_when.as_ref()
+    }
+
+    fn tags_on_failure(&self) -> &[String] {
+        &self.tags_on_failure
+    }
+
+    fn build(&self) -> Result<ConvertEntryType, BuildError> {
         let coerce = match &self.coerce_strings {
             None => None,
             Some(c) => Some(
@@ -63,27 +72,16 @@ impl BuildProcessor for Config {
             (None, Some(keys)) => keys.clone(),
             (None, None) => Vec::new(),
         };
-        Ok(Box::new(Convert {
+        Ok(ConvertEntryType {
+            config: self.clone(),
             keys,
-            target: self.r#type,
-            null_values: self.null_conversion_values.clone(),
             coerce,
-            tags: self.tags_on_failure.clone(),
-            when: self.convert_when.clone(),
-            iterate_on: self.iterate_on.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for Convert {
-    fn name(&self) -> &'static str {
-        "convert_type"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
+impl Apply for ConvertEntryType {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
         if let Some(formats) = &self.coerce {
             let today = Zone::from(chrono_tz::Tz::UTC).date_of(Utc::now());
             let coerce = Coerce { formats, today };
@@ -91,12 +89,14 @@ impl Processor for Convert {
                 coerce.map(map, 0);
             }
         }
+        let target = self.config.r#type;
+        let null_values = &self.config.null_conversion_values;
+        let mut failures = Failures::default();
         for key in &self.keys {
-            if let Some(list) = &self.iterate_on {
-                if let Err(reason) = self.iterate(event, list, key) {
+            if let Some(list) = &self.config.iterate_on {
+                if let Err(reason) = self.iterate(event, list, key, &mut failures) {
                     // Data Prepper's outer catch: tagged, the remaining keys skipped.
-                    tracing::debug!(%reason, "convert_type: event not converted");
-                    event.metadata.add_tags(&self.tags);
+                    failures.add(reason);
                     break;
                 }
                 continue;
@@ -107,27 +107,30 @@ impl Processor for Convert {
             if slot.is_null() {
                 continue;
             }
-            if !self.null_values.is_empty() && self.null_values.contains(&java_string(slot)) {
+            if !null_values.is_empty() && null_values.contains(&java_string(slot)) {
                 event.delete(key);
                 continue;
             }
-            match convert(slot, self.target) {
+            match convert(slot, target) {
                 Ok(value) => *slot = value,
-                Err(reason) => {
-                    tracing::debug!(key = key.as_str(), %reason, "convert_type: value not converted");
-                    event.metadata.add_tags(&self.tags);
-                }
+                Err(reason) => failures.add(format!("`{key}`: {reason}")),
             }
         }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
-impl Convert {
+impl ConvertEntryType {
     /// `iterate_on`: `key` (a name, not a path) converted in each object of the list at
-    /// `list`. A failed element is logged only; a list with an element that is not an object
-    /// (or `null`) is left whole and is `Err`.
-    fn iterate(&self, event: &mut Event, list: &Key, key: &Key) -> Result<(), String> {
+    /// `list`. A failed element is logged only (in `failures`, untagged); a list with an
+    /// element that is not an object (or `null`) is left whole and is `Err`.
+    fn iterate(
+        &self,
+        event: &mut Event,
+        list: &Key,
+        key: &Key,
+        failures: &mut Failures,
+    ) -> Result<(), String> {
         let items = match event.get_mut(list) {
             None | Some(Value::Null) => return Ok(()),
             Some(Value::Array(items)) => items,
@@ -146,11 +149,11 @@ impl Convert {
             if slot.is_null() {
                 continue;
             }
-            match convert_one(slot, self.target) {
+            match convert_one(slot, self.config.r#type) {
                 Ok(value) => *slot = value,
-                Err(reason) => {
-                    tracing::debug!(element = i, key = key.as_str(), %reason, "convert_type: element not converted");
-                }
+                Err(reason) => failures.add(Failure::untagged(format!(
+                    "`{list}` element {i}, `{key}`: {reason}"
+                ))),
             }
         }
         Ok(())

@@ -9,45 +9,37 @@
 //! missing, or not a list of objects, changes nothing.
 
 use serde_json::{Map, Value};
-use sluice_config::processor::copy_values::{CopyEntry, CopyValues};
+use sluice_config::processor::copy_values::{self as config, CopyEntry};
 use sluice_event::{Event, Key};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Failures, Fate, when};
 
-struct Copy {
-    entries: Vec<CopyEntry>,
-    /// `from_list`, `to_list`, `overwrite_if_to_list_exists`.
-    lists: Option<(Key, Key, bool)>,
+/// `copy_values`, built: its config as is.
+pub struct CopyValues {
+    config: config::CopyValues,
 }
 
-impl BuildProcessor for CopyValues {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Copy {
-            entries: self.entries.clone(),
-            lists: match (&self.from_list, &self.to_list) {
-                (Some(from), Some(to)) => {
-                    Some((from.clone(), to.clone(), self.overwrite_if_to_list_exists))
-                }
-                _ => None,
-            },
-        }))
+impl BuildProcessor for config::CopyValues {
+    type Processor = CopyValues;
+
+    fn build(&self) -> Result<CopyValues, BuildError> {
+        Ok(CopyValues {
+            config: self.clone(),
+        })
     }
 }
 
-impl Processor for Copy {
-    fn name(&self) -> &'static str {
-        "copy_values"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if let Some((from, to, overwrite)) = &self.lists {
-            if let Err(reason) = self.copy_lists(event, from, to, *overwrite) {
-                tracing::debug!(%reason, "copy_values: lists not copied");
-            }
-            return Fate::Keep;
+impl Apply for CopyValues {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
+        let config = &self.config;
+        if let (Some(from), Some(to)) = (&config.from_list, &config.to_list) {
+            self.copy_lists(event, from, to, name)?;
+            return Ok(Fate::Keep);
         }
-        for entry in &self.entries {
-            if !when(entry.copy_when.as_ref(), event) {
+        // An entry that fails is skipped; the rest still apply.
+        let mut failures = Failures::default();
+        for entry in &config.entries {
+            if !when(name, entry.copy_when.as_ref(), event) {
                 continue;
             }
             let Some(value) = event.get(&entry.from_key).cloned() else {
@@ -57,22 +49,23 @@ impl Processor for Copy {
                 continue;
             }
             if let Err(e) = event.put(&entry.to_key, value) {
-                tracing::debug!(error = %e, "copy_values: entry skipped");
+                failures.add(format!("`{}` not written: {e}", entry.to_key));
             }
         }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
-impl Copy {
+impl CopyValues {
+    /// `from_list` to `to_list`: lists not copied are `Err`.
     fn copy_lists(
         &self,
         event: &mut Event,
         from: &Key,
         to: &Key,
-        overwrite: bool,
+        processor: &'static str,
     ) -> Result<(), String> {
-        if event.contains(to) && !overwrite {
+        if event.contains(to) && !self.config.overwrite_if_to_list_exists {
             return Ok(());
         }
         let list = match event.get(from) {
@@ -81,9 +74,10 @@ impl Copy {
             None => return Err(format!("`{from}` is missing")),
         };
         let copying: Vec<&CopyEntry> = self
+            .config
             .entries
             .iter()
-            .filter(|e| when(e.copy_when.as_ref(), event))
+            .filter(|e| when(processor, e.copy_when.as_ref(), event))
             .collect();
         let mut out = Vec::with_capacity(list.len());
         for element in list {

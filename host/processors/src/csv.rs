@@ -15,73 +15,62 @@
 //! name that is not a valid key (the columns before it stay, nothing is deleted).
 
 use serde_json::Value;
-use sluice_config::processor::csv::Csv as Config;
+use sluice_config::processor::csv as config;
 use sluice_event::{Event, Expression, Key};
 
-use crate::{BuildProcessor, Fate, Processor, java_string, normalize_key, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate, java_string, normalize_key};
 
-struct Csv {
-    source: Key,
+/// `csv`, built: the config, with its delimiter and quote as characters.
+pub struct Csv {
+    config: config::Csv,
     delimiter: char,
     quote: char,
-    delete_header: bool,
-    header_key: Option<Key>,
-    column_names: Option<Vec<String>>,
-    delete_source: bool,
-    normalize_keys: bool,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
+impl BuildProcessor for config::Csv {
+    type Processor = Csv;
+
+    fn when(&self) -> Option<&Expression> {
+        self.csv_when.as_ref()
+    }
+
+    fn build(&self) -> Result<Csv, BuildError> {
         let one = |s: &str| s.chars().next().expect("checked: one character");
-        Ok(Box::new(Csv {
-            source: self.source.clone(),
+        Ok(Csv {
+            config: self.clone(),
             delimiter: one(&self.delimiter),
             quote: one(&self.quote_character),
-            delete_header: self.delete_header,
-            header_key: self.column_names_source_key.clone(),
-            column_names: self.column_names.clone(),
-            delete_source: self.delete_source,
-            normalize_keys: self.normalize_keys,
-            when: self.csv_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for Csv {
-    fn name(&self) -> &'static str {
-        "csv"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
-        let message = match java_string(event.get(&self.source)) {
+impl Apply for Csv {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        let config = &self.config;
+        let message = match java_string(event.get(&config.source)) {
             Ok(Some(message)) => message,
-            Ok(None) => return Fate::Keep,
+            Ok(None) => return Ok(Fate::Keep),
             Err(()) => {
-                tracing::debug!(source = %self.source, "csv: the source is not text; event skipped");
-                return Fate::Keep;
+                return Err(Failure::new(format!(
+                    "the source `{}` is not text; event skipped",
+                    config.source
+                )));
             }
         };
-        let header_key = self.header_key.as_ref().filter(|k| event.contains(k));
-        let row = match first_record(&message, self.delimiter, self.quote) {
-            Ok(row) => row,
-            Err(reason) => {
-                tracing::debug!(%reason, "csv: invalid CSV; event left as it was");
-                return Fate::Keep;
-            }
-        };
+        let header_key = config
+            .column_names_source_key
+            .as_ref()
+            .filter(|k| event.contains(k));
+        let row = first_record(&message, self.delimiter, self.quote)
+            .map_err(|reason| format!("invalid CSV; event left as it was: {reason}"))?;
         if let Some(row) = row {
             let header = match header_key {
                 Some(key) => self.header_of(event, key),
-                None => self.column_names.clone().unwrap_or_default(),
+                None => config.column_names.clone().unwrap_or_default(),
             };
             for (i, column) in row.into_iter().enumerate() {
                 let name = match header.get(i) {
-                    Some(name) if self.normalize_keys => normalize_key(name),
+                    Some(name) if config.normalize_keys => normalize_key(name),
                     Some(name) => name.clone(),
                     None => format!("column{}", i + 1),
                 };
@@ -92,19 +81,18 @@ impl Processor for Csv {
                     Ok(_) => Err("a column name is empty".to_owned()),
                     Err(e) => Err(e.to_string()),
                 };
-                if let Err(reason) = put {
-                    tracing::debug!(%reason, "csv: column not written; the rest of the event is left");
-                    return Fate::Keep;
-                }
+                put.map_err(|reason| {
+                    format!("column not written; the rest of the event is left: {reason}")
+                })?;
             }
         }
-        if let (Some(key), true) = (header_key, self.delete_header) {
+        if let (Some(key), true) = (header_key, config.delete_header) {
             event.delete(key);
         }
-        if self.delete_source {
-            event.delete(&self.source);
+        if config.delete_source {
+            event.delete(&config.source);
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 

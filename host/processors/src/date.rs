@@ -11,23 +11,23 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
-use sluice_config::processor::date::{Date as Config, EPOCHS};
+use sluice_config::processor::date::{self as config, EPOCHS};
 use sluice_event::{Event, Expression, Key};
 
 use crate::java_time::{JavaPattern, Zone, check_locale, zone};
-use crate::{BuildError, BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct Date {
+/// `date`, built: the config, with its patterns compiled and zones read.
+pub struct Date {
+    config: config::Date,
     source: Source,
-    destination: Key,
     output: Output,
     source_zone: Zone,
     destination_zone: Zone,
-    when: Option<Expression>,
-    /// `origination_timestamp_to_metadata`.
-    to_metadata: bool,
 }
 
+/// Where the date comes from: the event's receive time, or the `match` key read with its
+/// patterns.
 enum Source {
     Received,
     Key {
@@ -37,6 +37,7 @@ enum Source {
     },
 }
 
+/// How the date is written: a Java pattern, or an epoch unit's digits.
 enum Output {
     Pattern(JavaPattern),
     Epoch(Epoch),
@@ -72,8 +73,14 @@ impl Epoch {
     }
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, BuildError> {
+impl BuildProcessor for config::Date {
+    type Processor = Date;
+
+    fn when(&self) -> Option<&Expression> {
+        self.date_when.as_ref()
+    }
+
+    fn build(&self) -> Result<Date, BuildError> {
         let error = |key: &str, message: String| BuildError {
             key: key.to_owned(),
             message,
@@ -120,27 +127,19 @@ impl BuildProcessor for Config {
                 }
             }
         };
-        Ok(Box::new(Date {
+        Ok(Date {
+            config: self.clone(),
             source,
-            destination: self.destination.clone(),
             output,
             source_zone: zone_of("source_timezone", &self.source_timezone)?,
             destination_zone: zone_of("destination_timezone", &self.destination_timezone)?,
-            when: self.date_when.clone(),
-            to_metadata: self.origination_timestamp_to_metadata,
-        }))
+        })
     }
 }
 
-impl Processor for Date {
-    fn name(&self) -> &'static str {
-        "date"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
+impl Apply for Date {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        let destination = &self.config.destination;
         let instant = match &self.source {
             Source::Received => {
                 let ms = i64::try_from(event.metadata.time_received_ms).unwrap_or(i64::MAX);
@@ -154,27 +153,26 @@ impl Processor for Date {
                 let text = match event.get(key) {
                     Some(Value::String(s)) => s.clone(),
                     Some(Value::Number(n)) => n.to_string(),
-                    _ => return Fate::Keep,
+                    _ => return Ok(Fate::Keep),
                 };
                 self.read(&text, patterns, *epoch)
             }
         };
-        let Some(instant) = instant else {
-            tracing::debug!(destination = %self.destination, "date: no pattern matched");
-            return Fate::Keep;
-        };
+        let instant = instant.ok_or_else(|| format!("no pattern matched for `{destination}`"))?;
         // Data Prepper sets it for a date read from `match` only, not `from_time_received`.
-        if self.to_metadata && matches!(self.source, Source::Key { .. }) {
+        if self.config.origination_timestamp_to_metadata
+            && matches!(self.source, Source::Key { .. })
+        {
             event.metadata.external_origination_time_ms = Some(instant.timestamp_millis());
         }
         let text = match &self.output {
             Output::Pattern(p) => p.format(instant, self.destination_zone),
             Output::Epoch(e) => epoch_text(instant, *e),
         };
-        if let Err(e) = event.put(&self.destination, Value::String(text)) {
-            tracing::debug!(error = %e, "date: destination not written");
-        }
-        Fate::Keep
+        event
+            .put(destination, Value::String(text))
+            .map_err(|e| format!("`{destination}` not written: {e}"))?;
+        Ok(Fate::Keep)
     }
 }
 

@@ -9,76 +9,66 @@
 
 use regex::Regex;
 use serde_json::Value;
-use sluice_config::processor::delete_entries::{DeleteEntries, DeleteEntry};
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::delete_entries::{self as config, DeleteEntry};
+use sluice_event::{Event, Key};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate, when};
 
-struct Delete {
+/// `delete_entries`, built: its entries (the top-level keys make one).
+pub struct DeleteEntries {
     entries: Vec<Entry>,
 }
 
+/// One entry: its config, with `with_keys_regex` compiled.
 struct Entry {
-    keys: Vec<Key>,
+    config: DeleteEntry,
     regexes: Vec<Regex>,
-    exclude: Vec<Key>,
-    when: Option<Expression>,
-    iterate_on: Option<Key>,
-    element_when: Option<Expression>,
 }
 
-impl BuildProcessor for DeleteEntries {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Delete {
-            entries: self.all_entries().iter().map(entry).collect(),
-        }))
+impl BuildProcessor for config::DeleteEntries {
+    type Processor = DeleteEntries;
+
+    fn build(&self) -> Result<DeleteEntries, BuildError> {
+        Ok(DeleteEntries {
+            entries: self
+                .all_entries()
+                .into_iter()
+                .map(|e| Entry {
+                    regexes: e.with_keys_regex.iter().map(|r| crate::whole(r)).collect(),
+                    config: e,
+                })
+                .collect(),
+        })
     }
 }
 
-fn entry(e: &DeleteEntry) -> Entry {
-    Entry {
-        keys: e.with_keys.clone(),
-        regexes: e.with_keys_regex.iter().map(|r| crate::whole(r)).collect(),
-        exclude: e.exclude_from_delete.clone(),
-        when: e.delete_when.clone(),
-        iterate_on: e.iterate_on.clone(),
-        element_when: e.delete_from_element_when.clone(),
-    }
-}
-
-impl Processor for Delete {
-    fn name(&self) -> &'static str {
-        "delete_entries"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
+impl Apply for DeleteEntries {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
         for entry in &self.entries {
-            if !when(entry.when.as_ref(), event) {
+            if !when(name, entry.config.delete_when.as_ref(), event) {
                 continue;
             }
-            let Some(on) = &entry.iterate_on else {
-                entry.delete(&mut event.data);
-                continue;
-            };
-            if let Err(reason) = entry.delete_each(event, on) {
-                tracing::debug!(%reason, "delete_entries: the event's remaining entries skipped");
-                break;
+            match &entry.config.iterate_on {
+                None => entry.delete(&mut event.data),
+                Some(on) => entry
+                    .delete_each(event, on, name)
+                    .map_err(|reason| format!("{reason}; the event's remaining entries skipped"))?,
             }
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 
 impl Entry {
     /// Deletes the entry's keys from `data` (an object).
     fn delete(&self, data: &mut Value) {
-        for key in &self.keys {
+        for key in &self.config.with_keys {
             key.delete(data);
         }
         if !self.regexes.is_empty()
             && let Some(map) = data.as_object_mut()
         {
-            let exclude = &self.exclude;
+            let exclude = &self.config.exclude_from_delete;
             map.retain(|name, _| {
                 !self.regexes.iter().any(|r| r.is_match(name))
                     || exclude.iter().any(|k| k.segments() == [name.as_str()])
@@ -88,7 +78,12 @@ impl Entry {
 
     /// `iterate_on`: deletes from each element of the list at `on` that
     /// `delete_from_element_when` selects.
-    fn delete_each(&self, event: &mut Event, on: &Key) -> Result<(), String> {
+    fn delete_each(
+        &self,
+        event: &mut Event,
+        on: &Key,
+        processor: &'static str,
+    ) -> Result<(), String> {
         let list = match event.get(on) {
             None | Some(Value::Null) => return Ok(()),
             Some(Value::Array(list)) if list.iter().all(Value::is_object) => list.clone(),
@@ -97,7 +92,11 @@ impl Entry {
         let mut out = Vec::with_capacity(list.len());
         for item in list {
             let mut element = Event::new(item, event.metadata.clone());
-            if when(self.element_when.as_ref(), &element) {
+            if when(
+                processor,
+                self.config.delete_from_element_when.as_ref(),
+                &element,
+            ) {
                 self.delete(&mut element.data);
             }
             out.push(element.data);

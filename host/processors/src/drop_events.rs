@@ -3,49 +3,49 @@
 //! kept. One that gives no boolean (`/flag` holding text) is handled as
 //! `handle_failed_events` says (default: dropped, with a warning).
 
-use sluice_config::processor::drop_events::{DropEvents, HandleFailedEvents};
-use sluice_event::{EvalError, Event, Expression};
+use sluice_config::processor::drop_events as config;
+use sluice_event::{EvalError, Event};
 
-use crate::{BuildProcessor, Fate, Processor};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct Drop {
-    when: Expression,
-    failed: HandleFailedEvents,
+/// `drop_events`, built: its config as is. Its `drop_when` is no frame condition: it is what
+/// the processor does, with its own `handle_failed_events`.
+pub struct DropEvents {
+    config: config::DropEvents,
 }
 
-impl BuildProcessor for DropEvents {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Drop {
-            when: self.drop_when.clone(),
-            failed: self.handle_failed_events,
-        }))
+impl BuildProcessor for config::DropEvents {
+    type Processor = DropEvents;
+
+    fn build(&self) -> Result<DropEvents, BuildError> {
+        Ok(DropEvents {
+            config: self.clone(),
+        })
     }
 }
 
-impl Processor for Drop {
-    fn name(&self) -> &'static str {
-        "drop_events"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        match self.when.matches(event) {
+impl Apply for DropEvents {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
+        let drop_when = &self.config.drop_when;
+        let failed = self.config.handle_failed_events;
+        Ok(match drop_when.matches(event) {
             Ok(true) => Fate::Drop,
             Ok(false) => Fate::Keep,
             Err(e @ EvalError::NotBoolean { .. }) => {
-                if self.failed.logs() {
-                    tracing::warn!(drop_when = self.when.source(), error = %e, "drop_events: condition could not be evaluated");
+                if failed.logs() {
+                    tracing::warn!(processor = name, drop_when = drop_when.source(), error = %e, "condition could not be evaluated");
                 }
-                if self.failed.drops() {
+                if failed.drops() {
                     Fate::Drop
                 } else {
                     Fate::Keep
                 }
             }
             Err(e) => {
-                tracing::debug!(drop_when = self.when.source(), error = %e, "drop_events: condition could not be evaluated; the event is kept");
+                tracing::debug!(processor = name, drop_when = drop_when.source(), error = %e, "condition could not be evaluated; the event is kept");
                 Fate::Keep
             }
-        }
+        })
     }
 }
 

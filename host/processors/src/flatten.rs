@@ -23,100 +23,93 @@
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
-use sluice_config::processor::flatten::Flatten;
+use sluice_config::processor::flatten as config;
 use sluice_event::{Event, Expression, Key};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Failures, Fate};
 
-struct Flattener {
-    source: Key,
-    /// `None`: each flattened key to the top level.
-    target: Option<Key>,
-    remove_source_keys: bool,
-    remove_list_elements: bool,
-    remove_brackets: bool,
+/// `flatten`, built: the config, with its excluded keys and separator read once.
+pub struct Flatten {
+    config: config::Flatten,
     excluded: Vec<Key>,
     separator: char,
-    tags_on_failure: Vec<String>,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for Flatten {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Flattener {
-            source: self.source.clone(),
-            target: (!self.target.is_root()).then(|| self.target.clone()),
-            remove_source_keys: self.remove_source_keys,
-            remove_list_elements: self.remove_list_elements,
-            remove_brackets: self.remove_brackets,
+impl BuildProcessor for config::Flatten {
+    type Processor = Flatten;
+
+    fn when(&self) -> Option<&Expression> {
+        self.flatten_when.as_ref()
+    }
+
+    fn tags_on_failure(&self) -> &[String] {
+        &self.tags_on_failure
+    }
+
+    fn build(&self) -> Result<Flatten, BuildError> {
+        Ok(Flatten {
+            config: self.clone(),
             excluded: self.excluded(),
             separator: self.separator(),
-            tags_on_failure: self.tags_on_failure.clone(),
-            when: self.flatten_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for Flattener {
-    fn name(&self) -> &'static str {
-        "flatten"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
+impl Apply for Flatten {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
         let set_aside: Vec<(&Key, Value)> = self
             .excluded
             .iter()
             .filter_map(|key| event.delete(key).map(|value| (key, value)))
             .collect();
+        let mut failures = Failures::default();
         if let Err(reason) = self.flatten(event) {
-            tracing::debug!(%reason, "flatten: event not flattened");
-            event.metadata.add_tags(&self.tags_on_failure);
+            failures.add(reason);
         }
         for (key, value) in set_aside {
             if let Err(e) = event.put(key, value) {
-                tracing::debug!(error = %e, "flatten: an excluded key could not be put back");
-                event.metadata.add_tags(&self.tags_on_failure);
+                failures.add(format!("an excluded key could not be put back: {e}"));
             }
         }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
-impl Flattener {
+impl Flatten {
     fn flatten(&self, event: &mut Event) -> Result<(), String> {
+        let config = &self.config;
         let source = event
-            .get(&self.source)
-            .ok_or_else(|| format!("no value at `{}`", self.source))?;
+            .get(&config.source)
+            .ok_or_else(|| format!("no value at `{}`", config.source))?;
         let mut flat = flatten(source, self.separator);
-        if self.remove_source_keys {
+        if config.remove_source_keys {
             self.remove_source_keys(event)?;
         }
-        if self.remove_list_elements {
-            flat = remove_indexes(flat, self.remove_brackets);
+        if config.remove_list_elements {
+            flat = remove_indexes(flat, config.remove_brackets);
         }
-        match &self.target {
-            Some(target) => event
-                .put(target, Value::Object(flat))
-                .map_err(|e| e.to_string()),
-            None => crate::put_all(event, flat, "flattened"),
+        // An empty target: each flattened key to the top level.
+        if config.target.is_root() {
+            return crate::put_all(event, flat, "flattened");
         }
+        event
+            .put(&config.target, Value::Object(flat))
+            .map_err(|e| e.to_string())
     }
 
     /// Deletes every key of the source object, each as Data Prepper does, by its path
     /// `<source>/<key>` (so a `/` in a key reaches deeper); when no key has a `/` or `~` (the
     /// usual case), that is emptying the object.
     fn remove_source_keys(&self, event: &mut Event) -> Result<(), String> {
-        let Some(Value::Object(map)) = event.get_mut(&self.source) else {
-            return Err(format!("`{}` is not an object", self.source));
+        let source = &self.config.source;
+        let Some(Value::Object(map)) = event.get_mut(source) else {
+            return Err(format!("`{source}` is not an object"));
         };
         if !map.keys().any(|k| k.contains(['/', '~'])) {
             map.clear();
             return Ok(());
         }
-        let base = self.source.as_str().trim_end_matches('/');
+        let base = source.as_str().trim_end_matches('/');
         let paths: Vec<Key> = map
             .keys()
             .map(|k| Key::unchecked(&format!("{base}/{k}")))
@@ -135,6 +128,7 @@ struct Level<'v> {
     key_len: usize,
 }
 
+/// What a level of the walk has left to visit: an object's entries or a list's elements.
 enum Items<'v> {
     Object(serde_json::map::Iter<'v>),
     List(std::iter::Enumerate<std::slice::Iter<'v, Value>>),

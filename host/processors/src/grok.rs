@@ -17,24 +17,22 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use sluice_config::processor::grok::Grok as Config;
+use sluice_config::processor::grok as config;
 use sluice_event::{Event, Expression, Key};
 
-use crate::{BuildError, BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct Grok {
+/// `grok`, built: the config, with its patterns compiled. Its tags are its own
+/// (`tags_on_match_failure`, `tags_on_timeout`), not the frame's `tags_on_failure`.
+pub struct Grok {
+    config: config::Grok,
     matches: Vec<(Key, Vec<Compiled>)>,
-    target: Option<Key>,
-    break_on_match: bool,
-    keep_empty_captures: bool,
-    keys_to_overwrite: Vec<String>,
     timeout: Option<Duration>,
-    tags_on_match_failure: Vec<String>,
+    /// `tags_on_timeout`, else `tags_on_match_failure`.
     tags_on_timeout: Vec<String>,
-    when: Option<Expression>,
-    performance_metadata: bool,
 }
 
+/// One pattern of a `match` key, compiled.
 struct Compiled {
     pattern: grok::Pattern,
     /// `name` → its conversion (`%{X:name:int}`).
@@ -49,8 +47,14 @@ enum Conversion {
     Text,
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, BuildError> {
+impl BuildProcessor for config::Grok {
+    type Processor = Grok;
+
+    fn when(&self) -> Option<&Expression> {
+        self.grok_when.as_ref()
+    }
+
+    fn build(&self) -> Result<Grok, BuildError> {
         let mut grok = grok::Grok::with_default_patterns();
         for dir in &self.patterns_directories {
             load_directory(&mut grok, dir, &self.patterns_files_glob)?;
@@ -81,18 +85,12 @@ impl BuildProcessor for Config {
         } else {
             self.tags_on_timeout.clone()
         };
-        Ok(Box::new(Grok {
+        Ok(Grok {
+            config: self.clone(),
             matches,
-            target: self.target_key.clone(),
-            break_on_match: self.break_on_match,
-            keep_empty_captures: self.keep_empty_captures,
-            keys_to_overwrite: self.keys_to_overwrite.clone(),
             timeout: (self.timeout_millis > 0).then(|| Duration::from_millis(self.timeout_millis)),
-            tags_on_match_failure: self.tags_on_match_failure.clone(),
             tags_on_timeout,
-            when: self.grok_when.clone(),
-            performance_metadata: self.performance_metadata,
-        }))
+        })
     }
 }
 
@@ -203,19 +201,12 @@ fn conversions(pattern: &str) -> Result<(String, HashMap<String, Conversion>), S
     Ok((out, types))
 }
 
-impl Processor for Grok {
-    fn name(&self) -> &'static str {
-        "grok"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
+impl Apply for Grok {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
         let started = Instant::now();
         let mut attempted = 0u64;
         self.grok(event, started, &mut attempted);
-        if self.performance_metadata {
+        if self.config.performance_metadata {
             let attributes = &mut event.metadata.attributes;
             let add = |attributes: &mut Map<String, Value>, key: &str, n: u64| {
                 let before = attributes.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -225,13 +216,14 @@ impl Processor for Grok {
             let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             add(attributes, "_total_grok_processing_time", millis);
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 
 impl Grok {
     /// Matches and merges; `attempted` counts the patterns tried.
     fn grok(&self, event: &mut Event, started: Instant, attempted: &mut u64) {
+        let config = &self.config;
         let mut captures: Vec<(String, Value)> = Vec::new();
         let mut failed = None;
         'keys: for (key, patterns) in &self.matches {
@@ -244,7 +236,7 @@ impl Grok {
                     &number
                 }
                 Some(Value::Array(_) | Value::Object(_)) => {
-                    failed = Some(&self.tags_on_match_failure);
+                    failed = Some(&config.tags_on_match_failure);
                     break;
                 }
                 _ => continue,
@@ -256,8 +248,8 @@ impl Grok {
                 }
                 *attempted += 1;
                 let before = captures.len();
-                compiled.capture(text, self.keep_empty_captures, &mut captures);
-                if captures.len() > before && self.break_on_match {
+                compiled.capture(text, config.keep_empty_captures, &mut captures);
+                if captures.len() > before && config.break_on_match {
                     break 'keys;
                 }
             }
@@ -267,13 +259,13 @@ impl Grok {
             return;
         }
         if captures.is_empty() {
-            event.metadata.add_tags(&self.tags_on_match_failure);
-            if let Some(target) = &self.target {
+            event.metadata.add_tags(&config.tags_on_match_failure);
+            if let Some(target) = &config.target_key {
                 let _ = event.put(target, Value::Object(Map::new()));
             }
             return;
         }
-        match &self.target {
+        match &config.target_key {
             Some(target) => {
                 let mut object = Value::Object(Map::new());
                 for (name, value) in captures {
@@ -283,7 +275,7 @@ impl Grok {
             }
             None => {
                 for (name, value) in captures {
-                    let overwrite = self.keys_to_overwrite.contains(&name);
+                    let overwrite = config.keys_to_overwrite.contains(&name);
                     merge(&mut event.data, &name, value, overwrite);
                 }
             }

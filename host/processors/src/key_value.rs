@@ -26,20 +26,21 @@
 
 use regex::Regex;
 use serde_json::{Map, Value};
-use sluice_config::processor::key_value::{KeyValue as Config, TransformKey, Whitespace};
+use sluice_config::processor::key_value::{self as config, TransformKey, Whitespace};
 use sluice_event::{Event, Expression, Key};
 
 use crate::{
-    BuildProcessor, Fate, Processor, java_string, normalize_key, normalize_keys, when, whole,
+    Apply, BuildError, BuildProcessor, Failure, Failures, Fate, java_string, normalize_key,
+    normalize_keys, whole,
 };
 
 /// How deep `recursive` goes: Data Prepper's documentation names three levels (`[]`, `()`,
 /// `<>`); this bounds the work a hostile text can ask for.
 pub(crate) const MAX_DEPTH: usize = 64;
 
-struct KeyValue {
-    source: Key,
-    destination: Option<Key>,
+/// `key_value`, built: the config, with its delimiters and regexes compiled.
+pub struct KeyValue {
+    config: config::KeyValue,
     field_split: Regex,
     /// The field delimiter matching one whole character (`recursive`).
     field_char: OneChar,
@@ -47,36 +48,31 @@ struct KeyValue {
     value_char: OneChar,
     /// `value_grouping`: the characters of `field_split_characters`.
     grouping: Option<Vec<char>>,
+    /// `string_literal_character`.
     literal: Option<char>,
-    strict_grouping: bool,
-    recursive: bool,
     non_match_value: Value,
-    include: Vec<String>,
-    exclude: Vec<String>,
-    defaults: Map<String, Value>,
-    prefix: String,
     delete_key: Option<Regex>,
     delete_value: Option<Regex>,
-    strict_whitespace: bool,
-    transform: TransformKey,
-    remove_brackets: bool,
-    skip_duplicates: bool,
-    drop_no_value: bool,
-    overwrite: bool,
-    normalize_keys: bool,
-    tags_on_failure: Vec<String>,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
+impl BuildProcessor for config::KeyValue {
+    type Processor = KeyValue;
+
+    fn when(&self) -> Option<&Expression> {
+        self.key_value_when.as_ref()
+    }
+
+    fn tags_on_failure(&self) -> &[String] {
+        &self.tags_on_failure
+    }
+
+    fn build(&self) -> Result<KeyValue, BuildError> {
         let field = self.field_split();
         let value = self.value_split();
         let regex = |r: &str| Regex::new(r).expect("checked at validate");
         let nonempty = |r: &Option<String>| r.as_deref().filter(|r| !r.is_empty()).map(regex);
-        Ok(Box::new(KeyValue {
-            source: self.source.clone(),
-            destination: self.destination.clone(),
+        Ok(KeyValue {
+            config: self.clone(),
             field_split: regex(&field.regex),
             field_char: OneChar::new(&field.regex),
             value_split: regex(&value.regex),
@@ -92,53 +88,33 @@ impl BuildProcessor for Config {
                 .string_literal_character
                 .as_deref()
                 .and_then(|s| s.chars().next()),
-            strict_grouping: self.strict_grouping,
-            recursive: self.recursive,
             non_match_value: self
                 .non_match_value
                 .as_deref()
                 .cloned()
                 .unwrap_or(Value::Null),
-            include: self.include_keys.clone(),
-            exclude: self.exclude_keys.clone(),
-            defaults: (*self.default_values).clone(),
-            prefix: self.prefix.clone().unwrap_or_default(),
             delete_key: nonempty(&self.delete_key_regex),
             delete_value: nonempty(&self.delete_value_regex),
-            strict_whitespace: self.whitespace == Whitespace::Strict,
-            transform: self.transform_key,
-            remove_brackets: self.remove_brackets,
-            skip_duplicates: self.skip_duplicate_values,
-            drop_no_value: self.drop_keys_with_no_value,
-            overwrite: self.overwrite_if_destination_exists,
-            normalize_keys: self.normalize_keys,
-            tags_on_failure: self.tags_on_failure.clone(),
-            when: self.key_value_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for KeyValue {
-    fn name(&self) -> &'static str {
-        "key_value"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
+impl Apply for KeyValue {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        let mut failures = Failures::default();
+        if let Err(reason) = self.parse(event, &mut failures) {
+            failures.add(reason);
         }
-        if let Err(reason) = self.parse(event) {
-            tracing::debug!(%reason, "key_value: event tagged");
-            event.metadata.add_tags(&self.tags_on_failure);
-        }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
 impl KeyValue {
-    /// Parses and writes; an error tags the event (what was written stays).
-    fn parse(&self, event: &mut Event) -> Result<(), String> {
-        let text = match java_string(event.get(&self.source)) {
+    /// Parses and writes; an error tags the event (what was written stays). A key skipped at
+    /// the top level goes to `failures`, untagged.
+    fn parse(&self, event: &mut Event, failures: &mut Failures) -> Result<(), String> {
+        let config = &self.config;
+        let text = match java_string(event.get(&config.source)) {
             Ok(Some(text)) => text,
             Ok(None) => return Ok(()),
             Err(()) => return Err("the source is an object or a list, not text".to_owned()),
@@ -151,7 +127,7 @@ impl KeyValue {
                 .collect(),
         };
         let mut failed = None;
-        let parsed = if self.recursive {
+        let parsed = if config.recursive {
             match self.recurse(&text, 0) {
                 Ok(map) => map,
                 Err(reason) => {
@@ -163,12 +139,12 @@ impl KeyValue {
             self.pairs_to_map(&pairs)
         };
         let processed = self.apply_options(parsed)?;
-        match &self.destination {
-            None => self.write_to_root(event, processed),
+        match &config.destination {
+            None => self.write_to_root(event, processed, failures),
             Some(destination) => {
-                if self.overwrite || !event.contains(destination) {
+                if config.overwrite_if_destination_exists || !event.contains(destination) {
                     let mut value = Value::Object(processed);
-                    if self.normalize_keys {
+                    if config.normalize_keys {
                         value = normalize_keys(value);
                     }
                     event.put(destination, value).map_err(|e| e.to_string())?;
@@ -178,9 +154,15 @@ impl KeyValue {
         failed.map_or(Ok(()), Err)
     }
 
-    fn write_to_root(&self, event: &mut Event, processed: Map<String, Value>) {
+    fn write_to_root(
+        &self,
+        event: &mut Event,
+        processed: Map<String, Value>,
+        failures: &mut Failures,
+    ) {
+        let config = &self.config;
         for (name, mut value) in processed {
-            let name = if self.normalize_keys {
+            let name = if config.normalize_keys {
                 normalize_key(&name)
             } else {
                 name
@@ -188,16 +170,18 @@ impl KeyValue {
             let key = match Key::parse(&name) {
                 Ok(key) if !key.is_root() => key,
                 _ => {
-                    tracing::debug!(key = name, "key_value: not a valid key; skipped");
+                    failures.add(Failure::untagged(format!(
+                        "`{name}` is not a valid key; skipped"
+                    )));
                     continue;
                 }
             };
-            if self.overwrite || !event.contains(&key) {
-                if self.normalize_keys {
+            if config.overwrite_if_destination_exists || !event.contains(&key) {
+                if config.normalize_keys {
                     value = normalize_keys(value);
                 }
                 if let Err(e) = event.put(&key, value) {
-                    tracing::debug!(error = %e, "key_value: key skipped");
+                    failures.add(Failure::untagged(format!("`{name}` skipped: {e}")));
                 }
             }
         }
@@ -239,7 +223,7 @@ impl KeyValue {
                     let mut j = i + 1;
                     loop {
                         if j >= n {
-                            if self.strict_grouping {
+                            if self.config.strict_grouping {
                                 return Err(format!(
                                     "no closing `{}` after character {i}",
                                     ENDS[group]
@@ -304,7 +288,7 @@ impl KeyValue {
                     let Value::Array(list) = existing else {
                         unreachable!("made a list above")
                     };
-                    if !self.skip_duplicates || !list.contains(&value) {
+                    if !self.config.skip_duplicate_values || !list.contains(&value) {
                         list.push(value);
                     }
                 }
@@ -389,28 +373,29 @@ impl KeyValue {
     fn apply_options(&self, parsed: Map<String, Value>) -> Result<Map<String, Value>, String> {
         let mut out = Map::new();
         for (key, mut value) in parsed {
-            if !self.include.is_empty() && !self.include.contains(&key) {
+            if !self.config.include_keys.is_empty() && !self.config.include_keys.contains(&key) {
                 continue;
             }
-            if self.exclude.contains(&key) {
+            if self.config.exclude_keys.contains(&key) {
                 continue;
             }
             let key = match &self.delete_key {
                 Some(re) => re.replace_all(&key, "").into_owned(),
                 None => key,
             };
-            let mut key = format!("{}{key}", self.prefix);
+            let prefix = self.config.prefix.as_deref().unwrap_or_default();
+            let mut key = format!("{prefix}{key}");
             if let (Some(re), Value::String(text)) = (&self.delete_value, &value) {
                 value = Value::String(re.replace_all(text, "").into_owned());
             }
-            if self.strict_whitespace {
+            if self.config.whitespace == Whitespace::Strict {
                 if value.is_null() {
                     return Err(format!("`whitespace: strict`: key `{key}` has no value"));
                 }
                 key = strip_trailing(&key).to_owned();
                 value = Value::String(strip_leading(&java_to_string(&value)).to_owned());
             }
-            key = match self.transform {
+            key = match self.config.transform_key {
                 TransformKey::None => key,
                 TransformKey::Lowercase => key.to_lowercase(),
                 TransformKey::Uppercase => key.to_uppercase(),
@@ -422,7 +407,7 @@ impl KeyValue {
                     first.to_uppercase().chain(chars).collect()
                 }
             };
-            if self.remove_brackets && !value.is_null() {
+            if self.config.remove_brackets && !value.is_null() {
                 value = Value::String(
                     java_to_string(&value)
                         .chars()
@@ -432,7 +417,7 @@ impl KeyValue {
             }
             self.add(&mut out, key, value);
         }
-        for (key, value) in &self.defaults {
+        for (key, value) in self.config.default_values.iter() {
             if !out.contains_key(key) && self.valid(key, value) {
                 out.insert(key.clone(), value.clone());
             }
@@ -454,13 +439,16 @@ impl KeyValue {
             return;
         }
         // As Data Prepper: a scalar meets a value equal to any in the map (not only this key's).
-        if self.skip_duplicates && !map[&key].is_array() && map.values().any(|v| *v == value) {
+        if self.config.skip_duplicate_values
+            && !map[&key].is_array()
+            && map.values().any(|v| *v == value)
+        {
             return;
         }
         let existing = map.get_mut(&key).expect("checked above");
         match existing {
             Value::Array(list) => {
-                if !self.skip_duplicates || !list.contains(&value) {
+                if !self.config.skip_duplicate_values || !list.contains(&value) {
                     list.push(value);
                 }
             }
@@ -470,7 +458,7 @@ impl KeyValue {
 
     /// Data Prepper's `validKeyAndValue`.
     fn valid(&self, key: &str, value: &Value) -> bool {
-        !(key.is_empty() || self.drop_no_value && value.is_null())
+        !(key.is_empty() || self.config.drop_keys_with_no_value && value.is_null())
     }
 }
 

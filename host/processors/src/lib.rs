@@ -11,8 +11,14 @@
 //! - [`java_time`], a folder: Java `DateTimeFormatter` patterns (`date`); `mod.rs` (the public
 //!   surface), `zone.rs`, `pattern.rs`, `parse.rs`, `resolve.rs`, `format.rs`, `tests.rs`.
 //!
-//! Adding a processor: its config file in `sluice-config` (`processor/`), its file here (an
-//! `impl BuildProcessor` for its config type), and its line in `for_each_processor!`.
+//! Adding a processor: its config file in `sluice-config` (`processor/`), its file here, and
+//! its line in `for_each_processor!`. The file imports its config module as `config` and
+//! names the runtime type as the config type (`impl BuildProcessor for config::Flatten {
+//! type Processor = Flatten; .. }`; configs that share one block share its name, `WithKeys`);
+//! the runtime keeps what it uses of the config as is and adds what building derives
+//! (regexes, keys). It holds only its own logic ([`Apply`]): [`build`] frames it with the
+//! top-level `*_when`, logs each [`Failure`] (`processor` = its name in the file) and adds
+//! `tags_on_failure`, both named by the config ([`BuildProcessor`]).
 
 mod add_entries;
 mod aggregate;
@@ -119,9 +125,148 @@ pub enum Built {
 /// How a built-in's config becomes its processor; each config type of the list implements it
 /// (or [`BuildStateful`]) in its file here. What the config's own rules could not check (grok
 /// patterns compiled, pattern files read) fails here, and `sluice validate` builds every
-/// built-in to report it ([`check`]).
+/// built-in to report it ([`check`]). The generated [`build`] puts the processor in the frame
+/// every built-in shares ([`Apply`]); the provided methods tell the frame what the config says.
 pub trait BuildProcessor {
-    fn build(&self) -> Result<Box<dyn Processor>, BuildError>;
+    /// The processor's own logic: the type of the config type's name, in its file.
+    type Processor: Apply + 'static;
+
+    /// The processor's top-level `*_when`: the frame gives it only the events this selects.
+    /// None by default.
+    fn when(&self) -> Option<&Expression> {
+        None
+    }
+
+    /// `tags_on_failure`: what the frame adds to an event the processor failed on. None by
+    /// default.
+    fn tags_on_failure(&self) -> &[String] {
+        &[]
+    }
+
+    /// Whether the frame logs a failure (`handle_failed_events`: not `skip_silently`). Yes by
+    /// default.
+    fn logs_failures(&self) -> bool {
+        true
+    }
+
+    /// The processor, its options read and its regexes compiled.
+    fn build(&self) -> Result<Self::Processor, BuildError>;
+}
+
+/// A built-in processor's own logic, which [`build`] puts in a frame: the frame checks the
+/// top-level `*_when` first and, when the logic fails on an event, logs the [`Failure`] and
+/// adds `tags_on_failure`; the event goes on ([`Fate::Keep`]).
+pub trait Apply: Send + Sync {
+    /// Changes `event` in place, or drops it; `Err` when it failed on it (what it did before
+    /// the failure stays). `name` is the processor's name in the file (`convert_type` or
+    /// `convert_entry_type`), for what it logs and for its entries' conditions.
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure>;
+}
+
+/// Why a processor's own logic failed on an event: the frame logs the reason (with the
+/// processor's name) and, unless Data Prepper only logs this one ([`Failure::untagged`]), adds
+/// `tags_on_failure`. `?` on a `String` error makes one that tags.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Failure {
+    reason: String,
+    /// Whether the frame adds `tags_on_failure`.
+    tagged: bool,
+}
+
+impl Failure {
+    /// A failure that tags the event `tags_on_failure`.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            tagged: true,
+        }
+    }
+
+    /// A failure that is logged only, where Data Prepper tags nothing.
+    pub fn untagged(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            tagged: false,
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(reason: String) -> Self {
+        Self::new(reason)
+    }
+}
+
+/// The failures of a processor that finishes its work after one (`convert_type`'s other keys,
+/// `add_entries`' other entries), for one log line and one tagging per event: the first
+/// reason and how many followed; tagged if any tags.
+#[derive(Debug, Default)]
+pub(crate) struct Failures {
+    first: Option<Failure>,
+    more: usize,
+}
+
+impl Failures {
+    /// Counts one more; the first reason stays.
+    pub(crate) fn add(&mut self, failure: impl Into<Failure>) {
+        let failure = failure.into();
+        match &mut self.first {
+            None => self.first = Some(failure),
+            Some(first) => {
+                first.tagged |= failure.tagged;
+                self.more += 1;
+            }
+        }
+    }
+
+    /// What the processor returns: `Keep`, or the failures as one.
+    pub(crate) fn into_result(self) -> Result<Fate, Failure> {
+        match self.first {
+            None => Ok(Fate::Keep),
+            Some(first) if self.more == 0 => Err(first),
+            Some(first) => Err(Failure {
+                reason: format!("{} (and {} more)", first.reason, self.more),
+                tagged: first.tagged,
+            }),
+        }
+    }
+}
+
+/// A processor's own logic in the frame every built-in shares (see [`Apply`]).
+struct Framed<P> {
+    /// What it goes by (`convert_type`, under either of its names).
+    name: &'static str,
+    /// Its name in the pipeline file (`convert_type` or `convert_entry_type`), for the logs.
+    written: &'static str,
+    when: Option<Expression>,
+    tags_on_failure: Vec<String>,
+    logs_failures: bool,
+    processor: P,
+}
+
+impl<P: Apply> Processor for Framed<P> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn process(&self, event: &mut Event) -> Fate {
+        if !when(self.written, self.when.as_ref(), event) {
+            return Fate::Keep;
+        }
+        match self.processor.apply(event, self.written) {
+            Ok(fate) => fate,
+            Err(failure) => {
+                if self.logs_failures {
+                    tracing::debug!(processor = self.written, reason = %failure, tagged = failure.tagged, "failed on the event; it goes on");
+                }
+                if failure.tagged {
+                    event.metadata.add_tags(&self.tags_on_failure);
+                }
+                Fate::Keep
+            }
+        }
+    }
 }
 
 /// [`BuildProcessor`] for the processors that keep events ([`Stateful`]).
@@ -129,14 +274,23 @@ pub trait BuildStateful {
     fn build(&self) -> Result<Box<dyn Stateful>, BuildError>;
 }
 
-/// Either kind of config, for [`build`].
+/// Either kind of config, for [`build`]: `name` is what the processor goes by, `written` the
+/// name the pipeline file gave it (a deprecated one, maybe).
 trait Build {
-    fn build_any(&self) -> Result<Built, BuildError>;
+    fn build_any(&self, name: &'static str, written: &'static str) -> Result<Built, BuildError>;
 }
 
 impl<C: BuildProcessor> Build for C {
-    fn build_any(&self) -> Result<Built, BuildError> {
-        BuildProcessor::build(self).map(Built::Each)
+    fn build_any(&self, name: &'static str, written: &'static str) -> Result<Built, BuildError> {
+        let processor = BuildProcessor::build(self)?;
+        Ok(Built::Each(Box::new(Framed {
+            name,
+            written,
+            when: self.when().cloned(),
+            tags_on_failure: self.tags_on_failure().to_vec(),
+            logs_failures: self.logs_failures(),
+            processor,
+        })))
     }
 }
 
@@ -154,8 +308,20 @@ macro_rules! build_processor {
         /// The processor a built-in's config makes.
         pub fn build(builtin: &BuiltinProcessor) -> Result<Built, BuildError> {
             match *builtin {
-                $( BuiltinProcessor::$variant(ref config) => config.build_any(), )*
+                $( BuiltinProcessor::$variant(ref config) => {
+                    config.build_any(first_name::<$config>(), $name)
+                } )*
             }
+        }
+
+        /// The name of a config type's first line in the list, which its processor goes by
+        /// under every name ([`Processor::name`]: `convert_entry_type` is `convert_type`).
+        fn first_name<C: 'static>() -> &'static str {
+            use std::any::TypeId;
+            $( if TypeId::of::<C>() == TypeId::of::<$config>() {
+                return $name;
+            } )*
+            unreachable!("only the list's config types are built")
         }
     };
 }
@@ -167,14 +333,15 @@ pub fn check(builtin: &BuiltinProcessor) -> Result<(), (String, String)> {
     build(builtin).map(drop).map_err(|e| (e.key, e.message))
 }
 
-/// Whether a processor's `*_when` lets it act on `event`: no condition is yes; a condition that
-/// cannot be evaluated (a type mismatch) is no, as Data Prepper's processors skip the event.
-pub(crate) fn when(condition: Option<&Expression>, event: &Event) -> bool {
+/// Whether a `*_when` of the processor named `processor` lets it act on `event`: no condition
+/// is yes; a condition that cannot be evaluated (a type mismatch) is no, as Data Prepper's
+/// processors skip the event (or the entry).
+pub(crate) fn when(processor: &str, condition: Option<&Expression>, event: &Event) -> bool {
     let Some(condition) = condition else {
         return true;
     };
     condition.matches(event).unwrap_or_else(|e| {
-        tracing::debug!(condition = condition.source(), error = %e, "condition could not be evaluated; the processor skips the event");
+        tracing::debug!(processor, condition = condition.source(), error = %e, "condition could not be evaluated; skipped");
         false
     })
 }
@@ -380,7 +547,8 @@ mod documented {
 macro_rules! stateful {
     ($($config:ty),* $(,)?) => {
         $(impl Build for $config {
-            fn build_any(&self) -> Result<Built, BuildError> {
+            // A stateful processor names itself.
+            fn build_any(&self, _: &'static str, _: &'static str) -> Result<Built, BuildError> {
                 BuildStateful::build(self).map(Built::Stateful)
             }
         })*

@@ -16,19 +16,15 @@
 //! at the top level before a bad one; here they are all checked first).
 
 use serde_json::{Map, Value};
-use sluice_config::processor::list_to_map::{FlattenedElement, ListToMap};
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::list_to_map::{self as config, FlattenedElement};
+use sluice_event::{Event, Expression};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct ToMap {
-    source: Key,
-    /// `None`: each key to the top level.
-    target: Option<Key>,
+/// `list_to_map`, built: the config, with how each object is filed read once.
+pub struct ListToMap {
+    config: config::ListToMap,
     by: By,
-    flatten: Option<FlattenedElement>,
-    tags_on_failure: Vec<String>,
-    when: Option<Expression>,
 }
 
 /// How each object is filed.
@@ -42,8 +38,18 @@ enum By {
     OwnKeys { extract_value: bool },
 }
 
-impl BuildProcessor for ListToMap {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
+impl BuildProcessor for config::ListToMap {
+    type Processor = ListToMap;
+
+    fn when(&self) -> Option<&Expression> {
+        self.list_to_map_when.as_ref()
+    }
+
+    fn tags_on_failure(&self) -> &[String] {
+        &self.tags_on_failure
+    }
+
+    fn build(&self) -> Result<ListToMap, BuildError> {
         let by = match (&self.key, self.use_source_key) {
             (_, true) => By::OwnKeys {
                 extract_value: self.extract_value,
@@ -53,51 +59,38 @@ impl BuildProcessor for ListToMap {
                 value_key: self.value_key.clone(),
             },
             (None, false) => {
-                return Err(crate::BuildError {
+                return Err(BuildError {
                     key: "key".to_owned(),
                     message: "`key` is required unless `use_source_key` is true".to_owned(),
                 });
             }
         };
-        Ok(Box::new(ToMap {
-            source: self.source.clone(),
-            target: self.target.clone(),
+        Ok(ListToMap {
+            config: self.clone(),
             by,
-            flatten: self.flatten.then_some(self.flattened_element),
-            tags_on_failure: self.tags_on_failure.clone(),
-            when: self.list_to_map_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for ToMap {
-    fn name(&self) -> &'static str {
-        "list_to_map"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
-        if let Err(reason) = self.convert(event) {
-            tracing::debug!(%reason, "list_to_map: event not converted");
-            event.metadata.add_tags(&self.tags_on_failure);
-        }
-        Fate::Keep
+impl Apply for ListToMap {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        self.convert(event)?;
+        Ok(Fate::Keep)
     }
 }
 
-impl ToMap {
+impl ListToMap {
     fn convert(&self, event: &mut Event) -> Result<(), String> {
-        let list = match event.get(&self.source) {
+        let source = &self.config.source;
+        let list = match event.get(source) {
             Some(Value::Array(list)) => list,
-            Some(_) => return Err(format!("`{}` is not a list", self.source)),
-            None => return Err(format!("no value at `{}`", self.source)),
+            Some(_) => return Err(format!("`{source}` is not a list")),
+            None => return Err(format!("no value at `{source}`")),
         };
         let mut map = Map::new();
         for item in list {
             let Value::Object(item) = item else {
-                return Err(format!("an element of `{}` is not an object", self.source));
+                return Err(format!("an element of `{source}` is not an object"));
             };
             match &self.by {
                 By::Field { key, value_key } => {
@@ -121,7 +114,7 @@ impl ToMap {
                 }
             }
         }
-        match &self.target {
+        match &self.config.target {
             Some(target) => event
                 .put(target, Value::Object(map))
                 .map_err(|e| e.to_string()),
@@ -133,7 +126,8 @@ impl ToMap {
     /// is the first, or replacing the one before with `last`. A key keeps the place it first
     /// had.
     fn file(&self, map: &mut Map<String, Value>, name: &str, value: impl FnOnce() -> Value) {
-        match (self.flatten, map.get_mut(name)) {
+        let flatten = self.config.flatten.then_some(self.config.flattened_element);
+        match (flatten, map.get_mut(name)) {
             (None, Some(Value::Array(list))) => list.push(value()),
             (None, _) => {
                 map.insert(name.to_owned(), Value::Array(vec![value()]));

@@ -12,90 +12,78 @@
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
-use sluice_config::processor::map_to_list::MapToList;
+use sluice_config::processor::map_to_list as config;
 use sluice_event::{Event, Expression, Key};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct ToList {
-    source: Key,
-    target: Key,
-    key_name: String,
-    value_name: String,
+/// `map_to_list`, built: the config, with `exclude_keys` as a set.
+pub struct MapToList {
+    config: config::MapToList,
     exclude: HashSet<String>,
-    remove_processed_fields: bool,
-    pairs: bool,
-    tags_on_failure: Vec<String>,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for MapToList {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(ToList {
-            source: self.source.clone(),
-            target: self.target.clone(),
-            key_name: self.key_name.clone(),
-            value_name: self.value_name.clone(),
+impl BuildProcessor for config::MapToList {
+    type Processor = MapToList;
+
+    fn when(&self) -> Option<&Expression> {
+        self.map_to_list_when.as_ref()
+    }
+
+    fn tags_on_failure(&self) -> &[String] {
+        &self.tags_on_failure
+    }
+
+    fn build(&self) -> Result<MapToList, BuildError> {
+        Ok(MapToList {
+            config: self.clone(),
             exclude: self.exclude_keys.iter().cloned().collect(),
-            remove_processed_fields: self.remove_processed_fields,
-            pairs: self.convert_field_to_list,
-            tags_on_failure: self.tags_on_failure.clone(),
-            when: self.map_to_list_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for ToList {
-    fn name(&self) -> &'static str {
-        "map_to_list"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
-        if let Err(reason) = self.convert(event) {
-            tracing::debug!(%reason, "map_to_list: event not converted");
-            event.metadata.add_tags(&self.tags_on_failure);
-        }
-        Fate::Keep
+impl Apply for MapToList {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        self.convert(event)?;
+        Ok(Fate::Keep)
     }
 }
 
-impl ToList {
+impl MapToList {
     fn convert(&self, event: &mut Event) -> Result<(), String> {
-        let source = match event.get(&self.source) {
+        let config = &self.config;
+        let source = match event.get(&config.source) {
             Some(Value::Object(map)) => map,
-            Some(_) => return Err(format!("`{}` is not an object", self.source)),
-            None => return Err(format!("no value at `{}`", self.source)),
+            Some(_) => return Err(format!("`{}` is not an object", config.source)),
+            None => return Err(format!("no value at `{}`", config.source)),
         };
         let list: Vec<Value> = source
             .iter()
             .filter(|(k, _)| !self.exclude.contains(*k))
             .map(|(k, v)| {
-                if self.pairs {
+                if config.convert_field_to_list {
                     Value::Array(vec![Value::String(k.clone()), v.clone()])
                 } else {
                     let mut item = Map::new();
-                    item.insert(self.key_name.clone(), Value::String(k.clone()));
-                    item.insert(self.value_name.clone(), v.clone());
+                    item.insert(config.key_name.clone(), Value::String(k.clone()));
+                    item.insert(config.value_name.clone(), v.clone());
                     Value::Object(item)
                 }
             })
             .collect();
-        if self.remove_processed_fields {
+        if config.remove_processed_fields {
             self.remove_processed(event);
         }
         event
-            .put(&self.target, Value::Array(list))
+            .put(&config.target, Value::Array(list))
             .map_err(|e| e.to_string())
     }
 
     fn remove_processed(&self, event: &mut Event) {
-        let Some(Value::Object(source)) = event.get_mut(&self.source) else {
+        let Some(Value::Object(source)) = event.get_mut(&self.config.source) else {
             return;
         };
-        if !self.source.is_root() {
+        if !self.config.source.is_root() {
             source.retain(|k, _| self.exclude.contains(k));
             return;
         }

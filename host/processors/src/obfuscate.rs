@@ -23,21 +23,20 @@ use base64::Engine as _;
 use regex::{NoExpand, Regex};
 use serde_json::Value;
 use sha2::{Digest as _, Sha512};
-use sluice_config::processor::obfuscate::{Action as ActionConfig, Obfuscate as Config};
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::obfuscate as config;
+use sluice_event::{Event, Expression, Key, java_string};
 
-use crate::{BuildError, BuildProcessor, Fate, Processor, when};
-use sluice_event::java_string;
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct Obfuscate {
-    source: Key,
-    target: Option<Key>,
+/// `obfuscate`, built: the config, with its patterns compiled and its action's mask or salt
+/// made. Its tags are its own (`tags_on_match_failure`), not the frame's `tags_on_failure`.
+pub struct Obfuscate {
+    config: config::Obfuscate,
     patterns: Vec<Regex>,
     action: Action,
-    tags: Vec<String>,
-    when: Option<Expression>,
 }
 
+/// What is done to each match (or the whole text).
 enum Action {
     /// The mask text.
     Mask(String),
@@ -50,8 +49,14 @@ enum Action {
 /// Data Prepper's salt length for `salt_key` values (and its random salt's).
 const SALT_BYTES: usize = 64;
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, BuildError> {
+impl BuildProcessor for config::Obfuscate {
+    type Processor = Obfuscate;
+
+    fn when(&self) -> Option<&Expression> {
+        self.obfuscate_when.as_ref()
+    }
+
+    fn build(&self) -> Result<Obfuscate, BuildError> {
         let error = |message: String| BuildError {
             key: "patterns".to_owned(),
             message,
@@ -66,11 +71,11 @@ impl BuildProcessor for Config {
             })
             .collect::<Result<_, _>>()?;
         let action = match &self.action {
-            ActionConfig::Mask(mask) => Action::Mask(
+            config::Action::Mask(mask) => Action::Mask(
                 mask.mask_character
                     .repeat(usize::try_from(mask.mask_character_length).unwrap_or(1)),
             ),
-            ActionConfig::Hash(hash) => Action::Hash {
+            config::Action::Hash(hash) => Action::Hash {
                 salt: match &hash.salt {
                     Some(salt) if !salt.is_empty() => salt.as_bytes().to_vec(),
                     _ => random_salt(),
@@ -78,35 +83,24 @@ impl BuildProcessor for Config {
                 salt_key: hash.salt_key.clone(),
             },
         };
-        Ok(Box::new(Obfuscate {
-            source: self.source.clone(),
-            target: self.target.clone(),
+        Ok(Obfuscate {
+            config: self.clone(),
             patterns,
             action,
-            tags: self.tags_on_match_failure.clone(),
-            when: self.obfuscate_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for Obfuscate {
-    fn name(&self) -> &'static str {
-        "obfuscate"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
-        let Some(value) = event.get(&self.source) else {
-            return Fate::Keep;
+impl Apply for Obfuscate {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        let source = &self.config.source;
+        let Some(value) = event.get(source) else {
+            return Ok(Fate::Keep);
         };
         let Some(text) = scalar_text(value) else {
-            tracing::debug!(
-                source = self.source.as_str(),
-                "obfuscate: the value is not text, a number or a boolean; left as it is"
-            );
-            return Fate::Keep;
+            return Err(Failure::new(format!(
+                "`{source}` is not text, a number or a boolean; left as it is"
+            )));
         };
         let obfuscated = match &self.action {
             Action::Mask(mask) => self.mask(&text, mask),
@@ -116,10 +110,9 @@ impl Processor for Obfuscate {
                     Some(value) => match scalar_text(value) {
                         Some(text) => std::borrow::Cow::Owned(padded_salt(&text)),
                         None => {
-                            tracing::debug!(
-                                "obfuscate: the salt_key value is not text, a number or a boolean; event left as it is"
-                            );
-                            return Fate::Keep;
+                            return Err(Failure::new(
+                                "the salt_key value is not text, a number or a boolean; event left as it is",
+                            ));
                         }
                     },
                 };
@@ -127,13 +120,13 @@ impl Processor for Obfuscate {
             }
         };
         if obfuscated == text {
-            event.metadata.add_tags(&self.tags);
+            event.metadata.add_tags(&self.config.tags_on_match_failure);
         }
-        let key = self.target.as_ref().unwrap_or(&self.source);
-        if let Err(e) = event.put(key, Value::String(obfuscated)) {
-            tracing::debug!(error = %e, "obfuscate: result not written");
-        }
-        Fate::Keep
+        let key = self.config.target.as_ref().unwrap_or(source);
+        event
+            .put(key, Value::String(obfuscated))
+            .map_err(|e| format!("`{key}` not written: {e}"))?;
+        Ok(Fate::Keep)
     }
 }
 

@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use sluice_buffer::Share;
-use sluice_config::processor::otel_traces::OtelTraces;
+use sluice_config::processor::otel_traces as config;
 use sluice_event::Event;
 
 use crate::{BuildError, BuildStateful, Released, Stateful};
 
-impl BuildStateful for OtelTraces {
+impl BuildStateful for config::OtelTraces {
     fn build(&self) -> Result<Box<dyn Stateful>, BuildError> {
-        Ok(Box::new(Traces {
+        Ok(Box::new(OtelTraces {
             flush_interval: self.trace_flush_interval,
             cache_ttl: self.trace_group_cache_ttl,
             cache_max: usize::try_from(self.trace_group_cache_max_size).unwrap_or(usize::MAX),
@@ -36,7 +36,8 @@ impl BuildStateful for OtelTraces {
     }
 }
 
-struct Traces {
+/// `otel_traces`, built: its options and the spans it holds, shared by the pipeline's workers.
+struct OtelTraces {
     flush_interval: Duration,
     cache_ttl: Duration,
     cache_max: usize,
@@ -75,7 +76,7 @@ struct SpanSet {
     spans: Vec<(Event, Share)>,
 }
 
-impl Stateful for Traces {
+impl Stateful for OtelTraces {
     fn name(&self) -> &'static str {
         "otel_traces"
     }

@@ -14,134 +14,120 @@
 //! logged, untagged. Nesting deeper than 128 levels is not parsed (tagged).
 
 use serde_json::{Map, Value};
-use sluice_config::processor::parse_json::ParseJson as Config;
+use sluice_config::processor::parse_json as config;
 use sluice_event::{Event, Expression, Key};
 
-use crate::{BuildProcessor, Fate, Processor, java_string, normalize_keys, when};
+use crate::{
+    Apply, BuildError, BuildProcessor, Failure, Failures, Fate, java_string, normalize_keys,
+};
 
-struct ParseJson {
-    source: Key,
-    destination: Option<Key>,
-    pointer: Option<String>,
-    depth: u8,
-    overwrite: bool,
-    delete_source: bool,
-    tags_on_failure: Vec<String>,
-    logs: bool,
-    normalize_keys: bool,
-    when: Option<Expression>,
+/// `parse_json`, built: its config as is.
+pub struct ParseJson {
+    config: config::ParseJson,
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(ParseJson {
-            source: self.source.clone(),
-            destination: self.destination.clone(),
-            pointer: self.pointer.clone(),
-            depth: self.depth,
-            overwrite: self.overwrite_if_destination_exists,
-            delete_source: self.delete_source,
-            tags_on_failure: self.tags_on_failure.clone(),
-            logs: self.handle_failed_events.logs(),
-            normalize_keys: self.normalize_keys,
-            when: self.parse_when.clone(),
-        }))
+impl BuildProcessor for config::ParseJson {
+    type Processor = ParseJson;
+
+    fn when(&self) -> Option<&Expression> {
+        self.parse_when.as_ref()
+    }
+
+    fn tags_on_failure(&self) -> &[String] {
+        &self.tags_on_failure
+    }
+
+    fn logs_failures(&self) -> bool {
+        self.handle_failed_events.logs()
+    }
+
+    fn build(&self) -> Result<ParseJson, BuildError> {
+        Ok(ParseJson {
+            config: self.clone(),
+        })
     }
 }
 
-impl Processor for ParseJson {
-    fn name(&self) -> &'static str {
-        "parse_json"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
-        let message = match java_string(event.get(&self.source)) {
-            Ok(message) => message,
-            Err(()) => {
-                self.log("the source is an object or a list, not JSON text");
-                return Fate::Keep;
-            }
+impl Apply for ParseJson {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        let config = &self.config;
+        let Ok(message) = java_string(event.get(&config.source)) else {
+            return Err(Failure::untagged(
+                "the source is an object or a list, not JSON text",
+            ));
         };
-        if message.is_none() && self.pointer.is_none() {
-            return Fate::Keep;
+        if message.is_none() && config.pointer.is_none() {
+            return Ok(Fate::Keep);
         }
         let Some(mut parsed) = message.as_deref().and_then(parse_object) else {
-            self.log("the source is not a JSON object");
-            event.metadata.add_tags(&self.tags_on_failure);
-            return Fate::Keep;
+            return Err(Failure::new("the source is not a JSON object"));
         };
-        if self.depth > 0 {
-            parsed = stringify_below(parsed, 1, self.depth);
+        if config.depth > 0 {
+            parsed = stringify_below(parsed, 1, config.depth);
         }
-        if let Some(pointer) = &self.pointer {
-            parsed = self.at_pointer(event, parsed, pointer);
+        // Logged only, and the event goes on: a pointer not in the object, a key not written.
+        let mut failures = Failures::default();
+        if let Some(pointer) = &config.pointer {
+            parsed = self.at_pointer(event, parsed, pointer, &mut failures);
         }
-        match &self.destination {
+        match &config.destination {
             None => {
-                if self.delete_source {
-                    event.delete(&self.source);
+                if config.delete_source {
+                    event.delete(&config.source);
                 }
                 if let Err(reason) = self.write_to_root(event, parsed) {
-                    self.log(&reason);
+                    failures.add(Failure::untagged(reason));
                 }
             }
             Some(destination) => {
-                if self.overwrite || !event.contains(destination) {
+                if config.overwrite_if_destination_exists || !event.contains(destination) {
                     let mut value = Value::Object(parsed);
-                    if self.normalize_keys {
+                    if config.normalize_keys {
                         value = normalize_keys(value);
                     }
                     if let Err(e) = event.put(destination, value) {
-                        self.log(&e.to_string());
-                        return Fate::Keep;
+                        failures.add(Failure::untagged(e.to_string()));
+                        return failures.into_result();
                     }
                 }
-                if self.delete_source {
-                    event.delete(&self.source);
+                if config.delete_source {
+                    event.delete(&config.source);
                 }
             }
         }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
 impl ParseJson {
-    fn log(&self, reason: &str) {
-        if self.logs {
-            tracing::debug!(%reason, source = %self.source, "parse_json: event not parsed");
-        }
-    }
-
     /// `{name: value at pointer}`, or the whole object when the pointer is not in it.
     fn at_pointer(
         &self,
         event: &Event,
         parsed: Map<String, Value>,
         pointer: &str,
+        failures: &mut Failures,
     ) -> Map<String, Value> {
         let trimmed = pointer.strip_prefix('/').unwrap_or(pointer);
         let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
         let object = Value::Object(parsed);
         // Data Prepper looks the pointer up in the object as it would write it.
-        let looked_up = if self.normalize_keys {
+        let looked_up = if self.config.normalize_keys {
             std::borrow::Cow::Owned(normalize_keys(object.clone()))
         } else {
             std::borrow::Cow::Borrowed(&object)
         };
         let Some(value) = Key::unchecked(trimmed).get(&looked_up).cloned() else {
-            self.log(&format!(
+            failures.add(Failure::untagged(format!(
                 "pointer `{pointer}` is not in the object; the whole object is written"
-            ));
+            )));
             let Value::Object(parsed) = object else {
                 unreachable!("made an object above")
             };
             return parsed;
         };
         let end = end_of_pointer(trimmed);
-        let whole = self.destination.is_none() && event.contains(&Key::unchecked(&end));
+        let whole = self.config.destination.is_none() && event.contains(&Key::unchecked(&end));
         let name = if whole { trimmed } else { &end };
         let mut out = Map::new();
         out.insert(name.replace('/', "."), value);
@@ -154,8 +140,8 @@ impl ParseJson {
             if key.is_root() {
                 return Err("a parsed key is empty".to_owned());
             }
-            if self.overwrite || !event.contains(&key) {
-                if self.normalize_keys {
+            if self.config.overwrite_if_destination_exists || !event.contains(&key) {
+                if self.config.normalize_keys {
                     value = normalize_keys(value);
                 }
                 event.put(&key, value).map_err(|e| e.to_string())?;

@@ -10,34 +10,37 @@
 
 use regex::Regex;
 use serde_json::{Map, Value};
-use sluice_config::processor::rename_keys::{RenameEntry, RenameKeys, TransformKey};
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::rename_keys::{self as config, RenameEntry, TransformKey};
+use sluice_event::{Event, Key};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Failures, Fate, when};
 
-struct Rename {
+/// `rename_keys`, built: its entries, and `transform_key`.
+pub struct RenameKeys {
     entries: Vec<Entry>,
     transform: TransformKey,
 }
 
+/// One entry: its config, with what it renames read once.
 struct Entry {
+    config: RenameEntry,
     from: From,
-    to: Key,
-    overwrite: bool,
-    when: Option<Expression>,
 }
 
+/// What an entry renames: a key, or the top-level keys a regular expression matches.
 enum From {
     Key(Key),
     Regex(Regex),
 }
 
-impl BuildProcessor for RenameKeys {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Rename {
+impl BuildProcessor for config::RenameKeys {
+    type Processor = RenameKeys;
+
+    fn build(&self) -> Result<RenameKeys, BuildError> {
+        Ok(RenameKeys {
             entries: self.entries.iter().map(entry).collect(),
             transform: self.transform_key,
-        }))
+        })
     }
 }
 
@@ -48,31 +51,31 @@ fn entry(e: &RenameEntry) -> Entry {
         (None, None) => unreachable!("checked: one of from_key and from_key_regex"),
     };
     Entry {
+        config: e.clone(),
         from,
-        to: e.to_key.clone(),
-        overwrite: e.overwrite_if_to_key_exists,
-        when: e.rename_when.clone(),
     }
 }
 
-impl Processor for Rename {
-    fn name(&self) -> &'static str {
-        "rename_keys"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
+impl Apply for RenameKeys {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
         if self.transform != TransformKey::None {
             if let Some(map) = event.data.as_object_mut() {
                 transform(map, self.transform);
             }
-            return Fate::Keep;
+            return Ok(Fate::Keep);
         }
+        // A rename that fails is skipped; the rest still apply.
+        let mut failures = Failures::default();
         for entry in &self.entries {
-            if !when(entry.when.as_ref(), event) {
+            if !when(name, entry.config.rename_when.as_ref(), event) {
                 continue;
             }
             match &entry.from {
-                From::Key(from) => entry.rename(event, from),
+                From::Key(from) => {
+                    if let Err(reason) = entry.rename(event, from) {
+                        failures.add(reason);
+                    }
+                }
                 From::Regex(regex) => {
                     let matching: Vec<Key> = event
                         .data
@@ -85,32 +88,36 @@ impl Processor for Rename {
                         })
                         .unwrap_or_default();
                     for from in &matching {
-                        entry.rename(event, from);
+                        if let Err(reason) = entry.rename(event, from) {
+                            failures.add(reason);
+                        }
                     }
                 }
             }
         }
-        Fate::Keep
+        failures.into_result()
     }
 }
 
 impl Entry {
-    fn rename(&self, event: &mut Event, from: &Key) {
-        if from.segments() == self.to.segments() || !event.contains(from) {
-            return;
+    fn rename(&self, event: &mut Event, from: &Key) -> Result<(), String> {
+        let to = &self.config.to_key;
+        if from.segments() == to.segments() || !event.contains(from) {
+            return Ok(());
         }
-        if event.contains(&self.to) && !self.overwrite {
-            return;
+        if event.contains(to) && !self.config.overwrite_if_to_key_exists {
+            return Ok(());
         }
         // A key through a list (`/list/0`) can be read but not deleted: nothing to move.
         let Some(value) = event.delete(from) else {
-            return;
+            return Ok(());
         };
-        if let Err(e) = event.put(&self.to, value.clone()) {
+        if let Err(e) = event.put(to, value.clone()) {
             // Put it back: a rename that cannot complete changes nothing.
             let _ = event.put(from, value);
-            tracing::debug!(error = %e, "rename_keys: entry skipped");
+            return Err(format!("`{from}` not renamed to `{to}`: {e}"));
         }
+        Ok(())
     }
 }
 

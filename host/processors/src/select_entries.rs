@@ -4,42 +4,40 @@
 
 use regex::Regex;
 use serde_json::{Map, Value};
-use sluice_config::processor::select_entries::SelectEntries;
+use sluice_config::processor::select_entries as config;
 use sluice_event::{Event, Expression, Key};
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct Select {
-    keys: Vec<Key>,
+/// `select_entries`, built: the config, with `include_keys_regex` compiled.
+pub struct SelectEntries {
+    config: config::SelectEntries,
     regexes: Vec<Regex>,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for SelectEntries {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Select {
-            keys: self.include_keys.clone(),
+impl BuildProcessor for config::SelectEntries {
+    type Processor = SelectEntries;
+
+    fn when(&self) -> Option<&Expression> {
+        self.select_when.as_ref()
+    }
+
+    fn build(&self) -> Result<SelectEntries, BuildError> {
+        Ok(SelectEntries {
+            config: self.clone(),
             regexes: self
                 .include_keys_regex
                 .iter()
                 .map(|r| crate::whole(r))
                 .collect(),
-            when: self.select_when.clone(),
-        }))
+        })
     }
 }
 
-impl Processor for Select {
-    fn name(&self) -> &'static str {
-        "select_entries"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        if !when(self.when.as_ref(), event) {
-            return Fate::Keep;
-        }
+impl Apply for SelectEntries {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
         let old = std::mem::replace(&mut event.data, Value::Object(Map::new()));
-        for key in &self.keys {
+        for key in &self.config.include_keys {
             // A null or missing value is left out, as Data Prepper.
             if let Some(value) = key.get(&old).filter(|v| !v.is_null()) {
                 // Cannot fail: the new event has only the objects made on the way.
@@ -53,7 +51,7 @@ impl Processor for Select {
                 }
             }
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 

@@ -5,24 +5,27 @@
 
 use regex::Regex;
 use serde_json::Value;
-use sluice_config::processor::split_string::SplitString;
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::split_string::{self as config, SplitEntry};
+use sluice_event::Event;
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate, when};
 
-struct Split {
+/// `split_string`, built: its entries.
+pub struct SplitString {
     entries: Vec<Entry>,
 }
 
+/// One entry: its config, with its delimiter as a regular expression.
 struct Entry {
-    source: Key,
+    config: SplitEntry,
     at: Regex,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for SplitString {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Split {
+impl BuildProcessor for config::SplitString {
+    type Processor = SplitString;
+
+    fn build(&self) -> Result<SplitString, BuildError> {
+        Ok(SplitString {
             entries: self
                 .entries
                 .iter()
@@ -33,27 +36,22 @@ impl BuildProcessor for SplitString {
                         (None, None) => unreachable!("checked: one of the two"),
                     };
                     Entry {
-                        source: e.source.clone(),
+                        config: e.clone(),
                         at: Regex::new(&pattern).expect("checked at validate"),
-                        when: e.split_when.clone(),
                     }
                 })
                 .collect(),
-        }))
+        })
     }
 }
 
-impl Processor for Split {
-    fn name(&self) -> &'static str {
-        "split_string"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
+impl Apply for SplitString {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
         for entry in &self.entries {
-            if !when(entry.when.as_ref(), event) {
+            if !when(name, entry.config.split_when.as_ref(), event) {
                 continue;
             }
-            if let Some(value @ Value::String(_)) = event.get_mut(&entry.source) {
+            if let Some(value @ Value::String(_)) = event.get_mut(&entry.config.source) {
                 let Value::String(text) = value else {
                     unreachable!("matched above")
                 };
@@ -68,7 +66,7 @@ impl Processor for Split {
                 *value = Value::Array(list);
             }
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 

@@ -4,58 +4,55 @@
 
 use regex::Regex;
 use serde_json::Value;
-use sluice_config::processor::substitute_string::SubstituteString;
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::substitute_string::{self as config, SubstituteEntry};
+use sluice_event::Event;
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate, when};
 
-struct Substitute {
+/// `substitute_string`, built: its entries.
+pub struct SubstituteString {
     entries: Vec<Entry>,
 }
 
+/// One entry: its config, with `from` compiled and `to` in the regex crate's syntax.
 struct Entry {
-    source: Key,
+    config: SubstituteEntry,
     from: Regex,
-    /// `to` in the regex crate's replacement syntax.
     to: String,
-    when: Option<Expression>,
 }
 
-impl BuildProcessor for SubstituteString {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(Substitute {
+impl BuildProcessor for config::SubstituteString {
+    type Processor = SubstituteString;
+
+    fn build(&self) -> Result<SubstituteString, BuildError> {
+        Ok(SubstituteString {
             entries: self
                 .entries
                 .iter()
                 .map(|e| Entry {
-                    source: e.source.clone(),
+                    config: e.clone(),
                     from: Regex::new(&e.from).expect("checked at validate"),
                     to: java_replacement(&e.to),
-                    when: e.substitute_when.clone(),
                 })
                 .collect(),
-        }))
+        })
     }
 }
 
-impl Processor for Substitute {
-    fn name(&self) -> &'static str {
-        "substitute_string"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
+impl Apply for SubstituteString {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
         for entry in &self.entries {
-            if !when(entry.when.as_ref(), event) {
+            if !when(name, entry.config.substitute_when.as_ref(), event) {
                 continue;
             }
-            if let Some(Value::String(text)) = event.get_mut(&entry.source)
+            if let Some(Value::String(text)) = event.get_mut(&entry.config.source)
                 && let std::borrow::Cow::Owned(changed) =
                     entry.from.replace_all(text, entry.to.as_str())
             {
                 *text = changed;
             }
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 

@@ -16,22 +16,21 @@
 //! fails to write them back and stops).
 
 use serde_json::Value;
-use sluice_config::processor::truncate::Truncate as Config;
-use sluice_event::{Event, Expression, Key};
+use sluice_config::processor::truncate::{self as config, TruncateEntry};
+use sluice_event::Event;
 
-use crate::{BuildProcessor, Fate, Processor, when};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate, when};
 
-struct Truncate {
+/// `truncate`, built: its entries.
+pub struct Truncate {
     entries: Vec<Entry>,
 }
 
+/// One entry: its config, with `start_at` and `length` as sizes.
 struct Entry {
-    /// `None`: every key at the top of the event.
-    keys: Option<Vec<Key>>,
+    config: TruncateEntry,
     start: usize,
     length: Option<usize>,
-    recursive: bool,
-    when: Option<Expression>,
 }
 
 /// A `start_at` past the end of a text: the event's remaining truncations are skipped.
@@ -41,52 +40,43 @@ struct PastEnd {
     len: usize,
 }
 
-impl BuildProcessor for Config {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
+impl BuildProcessor for config::Truncate {
+    type Processor = Truncate;
+
+    fn build(&self) -> Result<Truncate, BuildError> {
         // `check` refused negative values.
         let size = |v: i32| usize::try_from(v).unwrap_or(0);
-        Ok(Box::new(Truncate {
+        Ok(Truncate {
             entries: self
                 .entries
                 .iter()
                 .map(|e| Entry {
-                    keys: e.source_keys.clone(),
+                    config: e.clone(),
                     start: e.start_at.map_or(0, size),
                     length: e.length.map(size),
-                    recursive: e.recursive,
-                    when: e.truncate_when.clone(),
                 })
                 .collect(),
-        }))
+        })
     }
 }
 
-impl Processor for Truncate {
-    fn name(&self) -> &'static str {
-        "truncate"
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
+impl Apply for Truncate {
+    fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure> {
         for entry in &self.entries {
-            if !when(entry.when.as_ref(), event) {
+            if !when(name, entry.config.truncate_when.as_ref(), event) {
                 continue;
             }
-            if let Err(PastEnd { start, len }) = entry.apply(event) {
-                tracing::debug!(
-                    start_at = start,
-                    length = len,
-                    "truncate: start_at is past the end of a text; the event's remaining truncations are skipped"
-                );
-                break;
-            }
+            entry.apply(event).map_err(|PastEnd { start, len }| {
+                format!("start_at {start} is past the end of a text of length {len}; the event's remaining truncations are skipped")
+            })?;
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 
 impl Entry {
     fn apply(&self, event: &mut Event) -> Result<(), PastEnd> {
-        match &self.keys {
+        match &self.config.source_keys {
             None => match &mut event.data {
                 Value::Object(map) => map.values_mut().try_for_each(|v| self.truncate(v)),
                 _ => Ok(()),
@@ -124,7 +114,7 @@ impl Entry {
                 }
                 Ok(())
             }
-            Value::Object(map) if self.recursive => {
+            Value::Object(map) if self.config.recursive => {
                 map.values_mut().try_for_each(|v| self.truncate(v))
             }
             _ => Ok(()),

@@ -3,60 +3,59 @@
 //! text, or a missing key, is left as it is.
 
 use serde_json::Value;
-use sluice_config::processor::with_keys::{LowercaseString, TrimString, UppercaseString};
-use sluice_event::{Event, Key};
+use sluice_config::processor::with_keys as config;
+use sluice_event::Event;
 
-use crate::{BuildProcessor, Fate, Processor};
+use crate::{Apply, BuildError, BuildProcessor, Failure, Fate};
 
-struct WithKeys {
-    name: &'static str,
-    keys: Vec<Key>,
+/// The three, built: the block they share, and the change each makes.
+pub struct WithKeys {
+    config: config::WithKeys,
     change: fn(&str) -> String,
 }
 
-impl BuildProcessor for LowercaseString {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(WithKeys {
-            name: "lowercase_string",
-            keys: self.0.with_keys.clone(),
+impl BuildProcessor for config::LowercaseString {
+    type Processor = WithKeys;
+
+    fn build(&self) -> Result<WithKeys, BuildError> {
+        Ok(WithKeys {
+            config: self.0.clone(),
             change: str::to_lowercase,
-        }))
+        })
     }
 }
 
-impl BuildProcessor for UppercaseString {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(WithKeys {
-            name: "uppercase_string",
-            keys: self.0.with_keys.clone(),
+impl BuildProcessor for config::UppercaseString {
+    type Processor = WithKeys;
+
+    fn build(&self) -> Result<WithKeys, BuildError> {
+        Ok(WithKeys {
+            config: self.0.clone(),
             change: str::to_uppercase,
-        }))
+        })
     }
 }
 
-impl BuildProcessor for TrimString {
-    fn build(&self) -> Result<Box<dyn Processor>, crate::BuildError> {
-        Ok(Box::new(WithKeys {
-            name: "trim_string",
-            keys: self.0.with_keys.clone(),
+impl BuildProcessor for config::TrimString {
+    type Processor = WithKeys;
+
+    fn build(&self) -> Result<WithKeys, BuildError> {
+        Ok(WithKeys {
+            config: self.0.clone(),
             // Java's `String.trim`: code points up to U+0020 at either end.
             change: |s| s.trim_matches(|c: char| c <= ' ').to_owned(),
-        }))
+        })
     }
 }
 
-impl Processor for WithKeys {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn process(&self, event: &mut Event) -> Fate {
-        for key in &self.keys {
+impl Apply for WithKeys {
+    fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
+        for key in &self.config.with_keys {
             if let Some(Value::String(text)) = event.get_mut(key) {
                 *text = (self.change)(text);
             }
         }
-        Fate::Keep
+        Ok(Fate::Keep)
     }
 }
 

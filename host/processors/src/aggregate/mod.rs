@@ -209,7 +209,7 @@ impl<A: Action> Stateful for Aggregate<A> {
             let mut groups = self.lock();
             groups.conclude_due(now, options, &mut out);
             for (event, share) in events {
-                if !crate::when(options.when.as_ref(), &event) {
+                if !crate::when(self.name(), options.when.as_ref(), &event) {
                     out.events.push(event);
                     out.done.push(share);
                     continue;

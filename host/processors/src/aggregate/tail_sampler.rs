@@ -46,7 +46,7 @@ impl Action for TailSampler {
     ) -> Handled {
         if let Some(condition) = &self.condition {
             // A condition that cannot be evaluated on the event does not make it an error.
-            held.error |= crate::when(Some(condition), &event);
+            held.error |= crate::when("aggregate", Some(condition), &event);
         }
         held.events.push(event);
         Handled::Folded
