@@ -89,8 +89,14 @@ impl Sluice {
     }
 
     /// Writes the pipeline file (with `{port}` and `{dir}` replaced) and starts `sluice run`
-    /// on it with `extra` arguments and `env` variables; does not wait.
-    fn spawn(pipeline_yaml: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+    /// on it with `extra` arguments and `env` variables, its standard input `input` (then
+    /// closed) or none; does not wait.
+    fn spawn(
+        pipeline_yaml: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        input: Option<Vec<u8>>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let ports = free_ports(2);
         let (port, metrics_port) = (ports[0], ports[1]);
@@ -103,7 +109,20 @@ impl Sluice {
         for (k, v) in env {
             command.env(k, v);
         }
-        let child = command.spawn().expect("starting sluice");
+        command.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        let mut child = command.spawn().expect("starting sluice");
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().expect("piped");
+            // A thread of its own: the input may be more than the pipe holds.
+            std::thread::spawn(move || {
+                use std::io::Write as _;
+                let _ = stdin.write_all(&input);
+            });
+        }
         Self {
             child,
             dir,
@@ -116,9 +135,15 @@ impl Sluice {
         }
     }
 
+    /// Starts `sluice run` with `input` as its standard input (closed after it); does not wait
+    /// (see [`Sluice::exit_code_within`]).
+    pub fn start_reading(pipeline_yaml: &str, input: Vec<u8>) -> Self {
+        Self::spawn(pipeline_yaml, &[], &[], Some(input))
+    }
+
     /// [`Sluice::start`] with extra environment variables for the process.
     pub fn start_with_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
-        let mut s = Self::spawn(pipeline_yaml, &[], env);
+        let mut s = Self::spawn(pipeline_yaml, &[], env, None);
         s.wait_ready();
         s
     }
@@ -129,14 +154,14 @@ impl Sluice {
         env: &[(&str, &str)],
         extra: &[&str],
     ) -> Self {
-        let mut s = Self::spawn(pipeline_yaml, extra, env);
+        let mut s = Self::spawn(pipeline_yaml, extra, env, None);
         s.wait_ready();
         s
     }
 
     /// [`Sluice::start`] with extra `sluice run` arguments.
     pub fn start_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
-        let mut s = Self::spawn(pipeline_yaml, extra, &[]);
+        let mut s = Self::spawn(pipeline_yaml, extra, &[], None);
         s.wait_ready();
         s
     }
@@ -144,7 +169,7 @@ impl Sluice {
     /// [`Sluice::start`] for pipelines without an http source: returns once the log says
     /// every pipeline is ready.
     pub fn start_without_listener(pipeline_yaml: &str) -> Self {
-        let mut s = Self::spawn(pipeline_yaml, &[], &[]);
+        let mut s = Self::spawn(pipeline_yaml, &[], &[], None);
         let started = Instant::now();
         while !s.log().contains("all pipelines ready") {
             if let Some(status) = s.child.try_wait().unwrap() {
@@ -234,6 +259,22 @@ impl Sluice {
                 (response.status().as_u16(), retry_after)
             }
             Err(e) => panic!("POST failed: {e}"),
+        }
+    }
+
+    /// Waits, at most `within`, for the process to exit on its own; returns its exit code.
+    pub fn exit_code_within(&mut self, within: Duration) -> i32 {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                started.elapsed() < within,
+                "sluice still running after {within:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

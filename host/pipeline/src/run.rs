@@ -16,7 +16,7 @@ use std::time::Duration;
 use sluice_buffer::{Buffer, BufferReader};
 use sluice_config::Config;
 use sluice_plugin::{Catalog, Decoder, PluginError};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::buffer::BufferError;
@@ -84,6 +84,8 @@ struct Built {
     name: String,
     buffer: Arc<dyn Buffer>,
     source: Box<dyn Source>,
+    /// The source's input ends (`stdin`): the run stops when it has.
+    ends: bool,
     workers: Vec<Worker>,
     /// The flusher's stages, when a processor keeps events past their batch.
     flusher: Option<Vec<Stage>>,
@@ -137,9 +139,22 @@ pub async fn run(
     let mut pipelines = Vec::new();
     // A buffer may wait longer than the default for its batches (Kafka: its `drain_timeout`).
     let mut drain_timeout = options.drain_timeout;
+    // Dropped by each source whose input ends (`stdin`) as it finishes: once all have, the
+    // run stops as on `shutdown`.
+    let (ended_tx, mut ended_rx) = mpsc::channel::<()>(1);
+    let ending = built.iter().any(|(_, b)| b.ends);
     for (level, b) in built {
         let name = b.name;
-        sources.spawn(b.source.run(stop_rx.clone()));
+        let source = b.source.run(stop_rx.clone());
+        if b.ends {
+            let ended = ended_tx.clone();
+            sources.spawn(async move {
+                source.await;
+                drop(ended);
+            });
+        } else {
+            sources.spawn(source);
+        }
         if workers.len() <= level {
             workers.resize_with(level + 1, JoinSet::new);
             flushers.resize_with(level + 1, || {
@@ -191,7 +206,19 @@ pub async fn run(
         .clone()
         .map(|(dir, every)| tokio::spawn(crate::reload::watch(plugins.clone(), dir, every)));
 
-    shutdown.await;
+    drop(ended_tx);
+    let input_ended = async {
+        if ending {
+            // `None` once every sender is dropped: each ending source has finished.
+            ended_rx.recv().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = shutdown => {}
+        () = input_ended => tracing::info!("every source's input ended"),
+    }
     gauge_task.abort();
     if let Some(task) = reload_task {
         task.abort();
@@ -373,6 +400,7 @@ async fn build(
         counters,
         keyed: p.buffer.partitions_by_key(),
     };
+    let ends = p.source.ends();
     let source =
         crate::source::build(&p.source, cx)
             .await
@@ -393,6 +421,7 @@ async fn build(
         name,
         buffer,
         source,
+        ends,
         workers,
         flusher,
         delivery,

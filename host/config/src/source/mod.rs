@@ -74,6 +74,9 @@ pub trait SourceConfig: Sized + crate::Resolve<Error = SecretError> {
     /// Its records are events with the metadata they had upstream (the `pipeline` source),
     /// read natively, not by a deserializer.
     const CARRIES_EVENTS: bool = false;
+    /// Its input ends (`stdin`): once every such source of the run has read to its end, the
+    /// run stops as on SIGTERM (drains, commits) and `sluice run` exits 0.
+    const ENDS: bool = false;
     /// Reads the settings written under `key` (its name, or one of [`Self::KEYS`]).
     fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error>;
     /// The key it is written under, when it has several [`Self::KEYS`].
@@ -170,6 +173,13 @@ macro_rules! source_enum {
                 }
             }
 
+            /// Whether its input ends, and the run with it (see [`SourceConfig::ENDS`]).
+            pub fn ends(&self) -> bool {
+                match self {
+                    $( Source::$variant(_) => <$module::$config as SourceConfig>::ENDS, )*
+                }
+            }
+
             /// Push or pull.
             pub fn kind(&self) -> SourceKind {
                 match self {
@@ -228,7 +238,7 @@ impl Source {
     pub fn otlp(&self) -> Option<(OtlpKind, &otlp::OtlpSource)> {
         match self {
             Source::Otlp(o) => Some((o.kind, &o.config)),
-            Source::Http(_) | Source::File(_) | Source::Pipeline(_) => None,
+            _ => None,
         }
     }
 }

@@ -4,16 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_buffer::{BufferWriter, Record, WriteError};
+use sluice_buffer::{BufferWriter, Record};
 use sluice_config::FileSettings;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
-use super::{Build, Source, SourceContext, SourceError};
+use super::{Build, Source, SourceContext, SourceError, write_waiting};
 use crate::counters::Counters;
 
 /// Lines written to the buffer per write.
 const LINES_PER_WRITE: usize = 100;
+
+/// How long one write waits for room before it tries again.
+const EACH_TRY: Duration = Duration::from_secs(1);
 
 /// Why the file source stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -100,7 +103,7 @@ async fn run(
             line.clear();
         }
         if pending.len() >= LINES_PER_WRITE || (at_end && !pending.is_empty()) {
-            write(&*writer, std::mem::take(&mut pending), &counters).await;
+            let _ = write_waiting(&*writer, std::mem::take(&mut pending), &counters, EACH_TRY).await;
         }
         if at_end {
             if !config.tail {
@@ -113,26 +116,8 @@ async fn run(
         }
     }
     if !pending.is_empty() {
-        write(&*writer, pending, &counters).await;
+        let _ = write_waiting(&*writer, pending, &counters, EACH_TRY).await;
     }
     tracing::info!(path = %path, lines = line_number, "file source finished");
     Ok(())
-}
-
-/// Writes, waiting for room as long as it takes (the file keeps the data meanwhile).
-async fn write(writer: &dyn BufferWriter, records: Vec<Record>, counters: &Counters) {
-    let n = records.len() as u64;
-    loop {
-        match writer.write(records.clone(), Duration::from_secs(1)).await {
-            Ok(()) => {
-                counters.accepted.add(n);
-                return;
-            }
-            Err(WriteError::Full(_)) => continue,
-            Err(e) => {
-                tracing::warn!(error = %e, "file source: the buffer refused lines; stopping");
-                return;
-            }
-        }
-    }
 }

@@ -26,9 +26,9 @@ pub mod listener;
 sluice_config::for_each_source!(list_modules);
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sluice_buffer::BufferWriter;
+use sluice_buffer::{BufferWriter, Record, WriteError};
 use tokio::sync::watch;
 
 use sluice_config::list_modules;
@@ -96,6 +96,34 @@ macro_rules! build_source {
     };
 }
 sluice_config::for_each_source!(build_source);
+
+/// Writes `records` for a source that can wait (it pulls, or its input waits for it: a file,
+/// standard input, a generator), trying again while the buffer is full, each try waiting up to
+/// `each` for room; counted as accepted once written. An error only when the buffer refused
+/// them for good (it is closing): the source stops.
+pub(crate) async fn write_waiting(
+    writer: &dyn BufferWriter,
+    records: Vec<Record>,
+    counters: &Counters,
+    each: Duration,
+) -> Result<(), WriteError> {
+    let n = records.len() as u64;
+    loop {
+        match writer.write(records.clone(), each).await {
+            Ok(()) => {
+                counters.accepted.add(n);
+                return Ok(());
+            }
+            Err(WriteError::Full(_)) => {
+                tracing::debug!(records = n, "the buffer is full; the source waits for room");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the buffer refused records; the source stops");
+                return Err(e);
+            }
+        }
+    }
+}
 
 /// Now, in ms since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
