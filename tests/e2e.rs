@@ -24,6 +24,8 @@ mod plugin_cli;
 mod otlp;
 // Sinks that leave the machine (kafka, s3, http) against real servers, with their faults.
 mod sinks;
+// Sources with nothing to POST to (`stdin`), through the binary.
+mod sources;
 // Pipelines feeding pipelines (`pipeline` sink and source), through Kafka buffers.
 mod chained;
 // Processors that keep events past their batch (`otel_traces`, `aggregate`, `service_map`).

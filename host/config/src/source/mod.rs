@@ -54,6 +54,9 @@ macro_rules! for_each_source {
             /// What other pipelines send with their `pipeline` sinks (Data Prepper's
             /// `pipeline` source).
             Pipeline(pipeline::PipelineSource) = "pipeline",
+            /// Reads standard input, each line the event `{"message": line}`, to its end; then
+            /// the run drains and exits (Data Prepper's `stdin`).
+            Stdin(stdin::StdinSource) = "stdin",
         }
     };
 }
@@ -318,14 +321,14 @@ mod tests {
                 before.push(kind.newer_name());
             }
         }
-        before.push("pipeline");
+        before.extend(["pipeline", "stdin"]);
         assert_eq!(Source::keys(), before);
         assert_eq!(before[2..4], ["otel_logs_source", "otlp_logs"]);
         // `pipeline` reads only beside the pipeline that sends to it (the chain fixtures).
         for key in Source::keys().iter().filter(|k| **k != "pipeline") {
             let settings = match *key {
                 "file" => "{path: x}",
-                "http" => "{}",
+                "http" | "stdin" => "{}",
                 _ => "{ssl: false}",
             };
             let source = parse(&format!("{key}: {settings}")).unwrap();
@@ -336,7 +339,7 @@ mod tests {
                     assert_eq!(source.plugin_name(), kind.plugin_name());
                     assert!([kind.plugin_name(), kind.newer_name()].contains(key));
                 }
-                (Source::Http(_) | Source::File(_), None) => {
+                (Source::Http(_) | Source::File(_) | Source::Stdin(_), None) => {
                     assert_eq!(source.plugin_name(), *key);
                 }
                 other => panic!("`{key}` read as {other:?}"),

@@ -1,0 +1,3 @@
+//! Sources with no listener to POST to, through the real binary.
+
+mod stdin;
