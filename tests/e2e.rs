@@ -24,7 +24,7 @@ mod plugin_cli;
 mod otlp;
 // Sinks that leave the machine (kafka, s3, http) against real servers, with their faults.
 mod sinks;
-// Sources with nothing to POST to (`stdin`), through the binary.
+// Sources with nothing to POST to (`stdin`, `random`), through the binary.
 mod sources;
 // Pipelines feeding pipelines (`pipeline` sink and source), through Kafka buffers.
 mod chained;

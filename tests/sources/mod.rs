@@ -1,3 +1,4 @@
-//! Sources with no listener to POST to, through the real binary.
+//! Sources with no listener to POST to, through the real binary: `stdin` and `random`.
 
+mod random;
 mod stdin;

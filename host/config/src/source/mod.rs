@@ -57,6 +57,9 @@ macro_rules! for_each_source {
             /// Reads standard input, each line the event `{"message": line}`, to its end; then
             /// the run drains and exits (Data Prepper's `stdin`).
             Stdin(stdin::StdinSource) = "stdin",
+            /// Makes one event `{"message": <random UUID>}` every `wait_delay` (Data Prepper's
+            /// load generator, `random`).
+            Random(random::RandomSource) = "random",
         }
     };
 }
@@ -321,14 +324,14 @@ mod tests {
                 before.push(kind.newer_name());
             }
         }
-        before.extend(["pipeline", "stdin"]);
+        before.extend(["pipeline", "stdin", "random"]);
         assert_eq!(Source::keys(), before);
         assert_eq!(before[2..4], ["otel_logs_source", "otlp_logs"]);
         // `pipeline` reads only beside the pipeline that sends to it (the chain fixtures).
         for key in Source::keys().iter().filter(|k| **k != "pipeline") {
             let settings = match *key {
                 "file" => "{path: x}",
-                "http" | "stdin" => "{}",
+                "http" | "stdin" | "random" => "{}",
                 _ => "{ssl: false}",
             };
             let source = parse(&format!("{key}: {settings}")).unwrap();
@@ -339,12 +342,15 @@ mod tests {
                     assert_eq!(source.plugin_name(), kind.plugin_name());
                     assert!([kind.plugin_name(), kind.newer_name()].contains(key));
                 }
-                (Source::Http(_) | Source::File(_) | Source::Stdin(_), None) => {
+                (
+                    Source::Http(_) | Source::File(_) | Source::Stdin(_) | Source::Random(_),
+                    None,
+                ) => {
                     assert_eq!(source.plugin_name(), *key);
                 }
                 other => panic!("`{key}` read as {other:?}"),
             }
-            let kind = if *key == "file" {
+            let kind = if ["file", "random"].contains(key) {
                 SourceKind::Pull
             } else {
                 SourceKind::Push
