@@ -151,7 +151,7 @@ fn tier(item: serde_yaml::Value) -> Result<Tier, String> {
     }
     let (name, settings) = map.into_iter().next().expect("one entry");
     let name = name.as_str().unwrap_or_default().to_owned();
-    serde_yaml::from_value(crate::parse::tagged(&name, settings)).map_err(|e| e.to_string())
+    serde_yaml::from_value(crate::component::tagged(&name, settings)).map_err(|e| e.to_string())
 }
 
 /// `kafka: {...}` or `bounded_blocking: {...}`: every built-in, last first.

@@ -6,7 +6,6 @@ use serde_yaml::Value;
 
 use crate::error::closest;
 use crate::location::join;
-use crate::parse::Kind;
 
 /// Rewrites serde's message into ours: the key path, the plugin kind, a suggestion.
 /// Returns the path to point at and the message.
@@ -154,5 +153,27 @@ pub(crate) fn describe(value: &Value) -> String {
         Value::Sequence(_) => "a list".to_owned(),
         Value::Mapping(_) => "a map".to_owned(),
         Value::Tagged(_) => "a tagged value".to_owned(),
+    }
+}
+
+/// What sort of thing a key names, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Field,
+    Source,
+    Buffer,
+    Processor,
+    Sink,
+}
+
+impl Kind {
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            Kind::Field => "field",
+            Kind::Source => "source",
+            Kind::Buffer => "buffer",
+            Kind::Processor => "processor",
+            Kind::Sink => "sink",
+        }
     }
 }

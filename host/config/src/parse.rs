@@ -9,10 +9,10 @@ use serde_path_to_error::Segment;
 use serde_yaml::{Mapping, Value};
 use std::time::Duration;
 
-use crate::component::WithPlugins;
+use crate::component::{WithPlugins, tagged};
 use crate::context::Context;
 use crate::error::{ConfigError, ConfigErrors, Errors};
-use crate::explain::{describe, explain, quoted_and_expected, render, unknown_field};
+use crate::explain::{Kind, describe, explain, quoted_and_expected, render, unknown_field};
 use crate::location::{LocationIndex, join};
 use crate::pipeline::{PIPELINE_FIELDS, default_delay, default_workers};
 use crate::pipeline::{RoutedSink, SinkContext};
@@ -197,28 +197,6 @@ fn set<T>(slot: &mut T, value: Option<T>) {
 
 #[derive(Deserialize)]
 struct DelayValue(#[serde(deserialize_with = "units::duration")] Duration);
-
-/// What sort of thing a key names, for messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Field,
-    Source,
-    Buffer,
-    Processor,
-    Sink,
-}
-
-impl Kind {
-    pub(crate) fn noun(self) -> &'static str {
-        match self {
-            Kind::Field => "field",
-            Kind::Source => "source",
-            Kind::Buffer => "buffer",
-            Kind::Processor => "processor",
-            Kind::Sink => "sink",
-        }
-    }
-}
 
 /// A list of components (`processor`, `sink`): each item on its own.
 fn components<T: DeserializeOwned>(
@@ -405,20 +383,6 @@ fn component<T: DeserializeOwned>(
         }
     };
     field(value, path, kind, errors)
-}
-
-/// serde_yaml reads an enum from a `Value` only in its `!variant` tagged form, so the one-key
-/// map `{file: {path: x}}` becomes `!file {path: x}`. No settings means `{}`.
-pub(crate) fn tagged(name: &str, settings: Value) -> Value {
-    let settings = if settings.is_null() {
-        Value::Mapping(Mapping::new())
-    } else {
-        settings
-    };
-    Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
-        tag: serde_yaml::value::Tag::new(name),
-        value: settings,
-    }))
 }
 
 fn example(kind: Kind) -> &'static str {

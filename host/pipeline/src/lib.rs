@@ -4,11 +4,13 @@
 //! # Layout (the data flow)
 //! Each component kind comes from `sluice_config`'s list of that kind (`for_each_source!`,
 //! `for_each_buffer!`, `for_each_processor!`, `for_each_sink!`), which generates the one
-//! `build` match of its folder here; the runtime reads resolved settings, never the serde
-//! structs.
-//! - [`source`]: the `Source` trait; push sources (`http`, the OTLP sources on one `otlp`
-//!   module), each serving connections through one `listener` (TLS, refusals, connection
-//!   limits and timeouts), and the pull source `file`; all write raw bytes to the buffer.
+//! `build` match of its folder here. Sources, buffers and sinks are built from their resolved
+//! settings (`sluice_config::Resolve`), not from the serde structs; a built-in processor is
+//! built from its config (`sluice_processors::BuildProcessor`), which is what it runs with.
+//! - [`source`]: the `Source` trait, one file per source: push sources (`http`, the OTLP
+//!   sources on one `otlp` module, `pipeline`), each listener serving connections through one
+//!   `listener` (TLS, refusals, connection limits and timeouts), and the sources that can
+//!   wait (`file`, `stdin`, `random`); all write raw bytes to the buffer.
 //! - [`buffer`]: builds the configured `sluice_buffer::Buffer`: in memory (`memory`), Kafka
 //!   (`kafka`, through `sluice-kafka`), or a buffer policy component over built-in tiers
 //!   (`plugin`).
@@ -18,7 +20,8 @@
 //! - [`processor`]: the processor stages (built-in, or plugin components), each built from its
 //!   config; the workers run them between the deserializer and the sinks.
 //! - [`sink`]: one delivery machinery (staging, retries with backoff, dead letters, receipts)
-//!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`, `pipeline`;
+//!   over one `Output` per destination: `stdout`, `file`, `kafka`, `s3`, `http`, `pipeline`,
+//!   `noop`;
 //!   and the dead-letter file (`dlq`).
 //! - [`operate`]: the operator's loop (dead letters replayed, the running pipelines as the
 //!   admin endpoint reaches them).
