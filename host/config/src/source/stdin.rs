@@ -19,9 +19,9 @@ use crate::units;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StdinSource {
-    /// How long one write waits for room in the buffer before it is tried again (a warning
-    /// each time; no line is dropped). Integer milliseconds as Data Prepper's, or `5s`.
-    /// Default 5000.
+    /// How long one write waits for room in the buffer before it is tried again (no line is
+    /// dropped: the input waits). Integer milliseconds as Data Prepper's, or `5s`. Default
+    /// 5000.
     #[serde(default = "default_write_timeout", deserialize_with = "units::duration")]
     pub write_timeout: Duration,
 }

@@ -103,7 +103,10 @@ async fn run(
             line.clear();
         }
         if pending.len() >= LINES_PER_WRITE || (at_end && !pending.is_empty()) {
-            let _ = write_waiting(&*writer, std::mem::take(&mut pending), &counters, EACH_TRY).await;
+            let records = std::mem::take(&mut pending);
+            if write_waiting(&*writer, records, &counters, EACH_TRY).await.is_err() {
+                break;
+            }
         }
         if at_end {
             if !config.tail {

@@ -97,32 +97,69 @@ macro_rules! build_source {
 }
 sluice_config::for_each_source!(build_source);
 
-/// Writes `records` for a source that can wait (it pulls, or its input waits for it: a file,
-/// standard input, a generator), trying again while the buffer is full, each try waiting up to
-/// `each` for room; counted as accepted once written. An error only when the buffer refused
-/// them for good (it is closing): the source stops.
+/// Writes `records` for a source that can wait (a file, standard input, a generator: its input
+/// waits with it), counted as accepted once written. While the buffer is full, unavailable
+/// (Kafka down) or throttles, it tries again, each try waiting up to `each` for room; a batch
+/// larger than the buffer holds goes in parts. A record larger than the buffer takes can never
+/// be written: it is logged by its origin and counted refused, and the rest go on. An error
+/// only when the buffer is shutting down: the source stops.
 pub(crate) async fn write_waiting(
     writer: &dyn BufferWriter,
-    records: Vec<Record>,
+    mut records: Vec<Record>,
     counters: &Counters,
     each: Duration,
 ) -> Result<(), WriteError> {
-    let n = records.len() as u64;
-    loop {
+    while !records.is_empty() {
+        let n = records.len();
         match writer.write(records.clone(), each).await {
             Ok(()) => {
-                counters.accepted.add(n);
+                counters.accepted.add(n as u64);
                 return Ok(());
             }
             Err(WriteError::Full(_)) => {
                 tracing::debug!(records = n, "the buffer is full; the source waits for room");
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "the buffer refused records; the source stops");
+            Err(WriteError::Unavailable(reason)) => {
+                tracing::warn!(%reason, "the buffer is unavailable; the source tries again");
+                tokio::time::sleep(each).await;
+            }
+            Err(WriteError::Throttled { retry_after, .. }) => {
+                tokio::time::sleep(retry_after).await;
+            }
+            Err(WriteError::TooLarge { capacity, .. }) if n > 1 => {
+                let rest = records.split_off(capacity.clamp(1, n - 1));
+                Box::pin(write_waiting(writer, records, counters, each)).await?;
+                records = rest;
+            }
+            Err(e @ (WriteError::TooLarge { .. } | WriteError::RecordTooLarge { .. })) => {
+                // Which records: the one of a batch of one, else those over the limit.
+                let max = match e {
+                    WriteError::RecordTooLarge { max, .. } => max,
+                    _ => 0,
+                };
+                records.retain(|record| {
+                    let size = record.payload.len() + record.key.as_ref().map_or(0, Vec::len);
+                    let fits = n > 1 && size <= max;
+                    if !fits {
+                        tracing::error!(origin = %record.origin, size, error = %e, "a record the buffer can never take; refused");
+                        counters.refused.add(1);
+                    }
+                    fits
+                });
+                if records.len() == n {
+                    // None stood out: halves, down to the one that cannot go.
+                    let rest = records.split_off(n / 2);
+                    Box::pin(write_waiting(writer, records, counters, each)).await?;
+                    records = rest;
+                }
+            }
+            Err(e @ WriteError::Closed) => {
+                tracing::info!("the buffer is shutting down; the source stops");
                 return Err(e);
             }
         }
     }
+    Ok(())
 }
 
 /// Now, in ms since the Unix epoch.
@@ -130,4 +167,69 @@ pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use sluice_buffer::{BufferWriter, Record, WriteError};
+
+    use super::write_waiting;
+    use crate::counters::Counters;
+
+    /// A buffer of `capacity` records per write and `max` bytes per record, unavailable for
+    /// its first write, that keeps what it took.
+    struct Small {
+        capacity: usize,
+        max: usize,
+        took: Mutex<Vec<String>>,
+        tries: Mutex<usize>,
+    }
+
+    #[async_trait::async_trait]
+    impl BufferWriter for Small {
+        async fn write(&self, records: Vec<Record>, _: Duration) -> Result<(), WriteError> {
+            *self.tries.lock().unwrap() += 1;
+            if *self.tries.lock().unwrap() == 1 {
+                return Err(WriteError::Unavailable("starting".to_owned()));
+            }
+            if records.len() > self.capacity {
+                let (records, capacity) = (records.len(), self.capacity);
+                return Err(WriteError::TooLarge { records, capacity });
+            }
+            if let Some(r) = records.iter().find(|r| r.payload.len() > self.max) {
+                let (size, max) = (r.payload.len(), self.max);
+                return Err(WriteError::RecordTooLarge { size, max });
+            }
+            let mut took = self.took.lock().unwrap();
+            took.extend(records.iter().map(|r| r.origin.clone()));
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_waiting_source_writes_around_what_the_buffer_cannot_take() {
+        let buffer = Small {
+            capacity: 2,
+            max: 3,
+            took: Mutex::default(),
+            tries: Mutex::default(),
+        };
+        let records = ["a", "b", "toolong", "d", "e"]
+            .into_iter()
+            .map(|payload| Record {
+                payload: payload.as_bytes().to_vec(),
+                origin: payload.to_owned(),
+                ..Default::default()
+            })
+            .collect();
+        let counters = Counters::new("p", "t");
+        write_waiting(&buffer, records, &counters, Duration::from_millis(1))
+            .await
+            .unwrap();
+        assert_eq!(*buffer.took.lock().unwrap(), ["a", "b", "d", "e"]);
+        assert_eq!((counters.accepted.get(), counters.refused.get()), (4, 1));
+    }
 }
