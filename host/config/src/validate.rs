@@ -47,7 +47,13 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
         }
         for (i, processor) in p.processor.iter().enumerate() {
             let path = format!("{}[{i}]", join(name, "processor"));
-            check_processor(processor, &path, errors, context);
+            check_processor(
+                processor,
+                &path,
+                errors,
+                context.deserializers,
+                context.builtins,
+            );
         }
         for (i, sink) in p.sink.iter().enumerate() {
             let path = format!("{}[{i}]", join(name, "sink"));

@@ -22,7 +22,6 @@ use serde::Deserialize;
 use serde::de::Deserializer;
 
 use crate::component::{WithPlugins, kind_enum};
-use crate::context::Context;
 use crate::error::{Errors, closest};
 use crate::explain::list;
 use crate::limits::{PluginLimits, take_limits};
@@ -247,32 +246,39 @@ impl WithPlugins for Processor {
     }
 }
 
-/// A processor's rules: a built-in's own, or a plugin's (it must be loaded). `path` is its key
-/// path (`<pipeline>.processor[<i>]`).
+/// Builds a built-in processor to find what only building can (grok patterns compiled,
+/// pattern files read): the key inside its block at fault and why. The processors crate gives
+/// it to validation ([`Context::builtins`](crate::Context::builtins)).
+pub type CheckBuiltin = fn(&BuiltinProcessor) -> Result<(), (String, String)>;
+
+/// A processor's rules: a built-in's own, and what building it finds (`builtins`); or a
+/// plugin's: it must be one of the loaded `plugins`. `None` skips either check. `path` is its
+/// key path (`<pipeline>.processor[<i>]`).
 pub(crate) fn check_processor(
     p: &Processor,
     path: &str,
     errors: &mut Errors,
-    context: Context<'_>,
+    plugins: Option<&[String]>,
+    builtins: Option<CheckBuiltin>,
 ) {
     match p {
         Processor::Builtin(b) => {
             let path = join(path, b.plugin_name());
             let before = errors.list.len();
             b.config().check(&path, errors);
-            if let (true, Some(check)) = (errors.list.len() == before, context.builtins)
+            if let (true, Some(check)) = (errors.list.len() == before, builtins)
                 && let Err((key, message)) = check(b)
             {
                 let at = join(&path, &key);
                 errors.at(&at, format!("`{at}`: {message}"));
             }
         }
-        Processor::Plugin(p) => check_plugin(p, path, errors, context),
+        Processor::Plugin(p) => check_plugin(p, path, errors, plugins),
     }
 }
 
-fn check_plugin(p: &PluginProcessor, path: &str, errors: &mut Errors, context: Context<'_>) {
-    let Some(known) = context.deserializers else {
+fn check_plugin(p: &PluginProcessor, path: &str, errors: &mut Errors, plugins: Option<&[String]>) {
+    let Some(known) = plugins else {
         return;
     };
     if known.contains(&p.name) {
@@ -299,6 +305,7 @@ fn check_plugin(p: &PluginProcessor, path: &str, errors: &mut Errors, context: C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Context;
 
     /// The first processor of a pipeline whose `processor:` list is `list`.
     fn parse(list: &str) -> Result<PluginProcessor, String> {
