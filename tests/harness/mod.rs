@@ -11,11 +11,13 @@
 //!   and what Kafka holds (committed offsets; records, read with the one [`TopicReader`]).
 //! - [`kms`]: the test KMS server.
 //! - [`metrics`]: reading a Prometheus sample.
+//! - [`opensearch`]: a strict test server for the OpenSearch REST API (the opensearch sink).
 
 pub mod cli;
 pub mod kafka;
 pub mod kms;
 pub mod metrics;
+pub mod opensearch;
 pub mod process;
 pub mod s3;
 
@@ -29,6 +31,7 @@ pub use kafka::{
 };
 pub use kms::{kms_client, kms_endpoint, kms_key};
 pub use metrics::prometheus_value;
+pub use opensearch::OpenSearch;
 pub use process::{Signal, Sluice, close};
 pub use s3::S3Store;
 
