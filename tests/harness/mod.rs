@@ -12,6 +12,7 @@
 //! - [`kms`]: the test KMS server.
 //! - [`metrics`]: reading a Prometheus sample.
 //! - [`opensearch`]: a strict test server for the OpenSearch REST API (the opensearch sink).
+//! - [`sigv4`]: an independent SigV4 verifier, for test servers that check signed requests.
 
 pub mod cli;
 pub mod kafka;
@@ -20,6 +21,7 @@ pub mod metrics;
 pub mod opensearch;
 pub mod process;
 pub mod s3;
+pub mod sigv4;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
