@@ -11,6 +11,7 @@
 
 mod conformance;
 mod docs_examples;
+mod opensearch_examples;
 mod pipeline;
 
 /// Data Prepper processors the docs show that sluice has no built-in for yet: the stateful ones

@@ -242,3 +242,96 @@ fn two_hosts_sharing_the_buffer_each_see_whole_traces() {
         b.log()
     );
 }
+
+/// The same documented pipelines, their sinks Data Prepper's as written on its trace analytics
+/// page (`opensearch` with `index_type: trace-analytics-raw` and `trace-analytics-service-map`)
+/// against the OpenSearch test server: the types' templates, ISM policy and write alias are
+/// made before the first document; every span is one document, named `${spanId}`-style as Data
+/// Prepper names it, in the span index behind its alias; the service map's relationships are
+/// documents named by `hashId`.
+#[test]
+fn trace_analytics_into_opensearch_makes_the_types_indices_and_one_document_per_span() {
+    let server = sluice_tests::OpenSearch::start_with_credentials("admin", "admin");
+    let (bootstrap, topic) = (kafka_bootstrap(), unique("trace-os"));
+    let sink = |index_type: &str| {
+        format!(
+            "    - opensearch:\n        hosts: [\"{}\"]\n        insecure: true\n        username: admin\n        password: admin\n        index_type: {index_type}\n        flush_timeout: 200\n",
+            server.url()
+        )
+    };
+    let yaml = yaml(&bootstrap, &topic)
+        .replace(
+            "    - file:\n        path: {dir}/spans.jsonl\n",
+            &sink("trace-analytics-raw"),
+        )
+        .replace(
+            "    - file:\n        path: {dir}/service-map.jsonl\n",
+            &sink("trace-analytics-service-map"),
+        );
+    assert!(!yaml.contains("file:"), "{yaml}");
+    let s = Sluice::start(&yaml);
+    let sent = send(&s, 10);
+    let spans = || {
+        server
+            .documents_any()
+            .into_iter()
+            .filter(|(index, _, _)| index.starts_with("otel-v1-apm-span"))
+            .collect::<Vec<_>>()
+    };
+    s.wait_for("every span indexed", Duration::from_secs(90), || {
+        spans().len() >= sent.len()
+    });
+    s.wait_for(
+        "the service map's relationships indexed",
+        Duration::from_secs(60),
+        || {
+            server
+                .documents_any()
+                .iter()
+                .filter(|(index, _, _)| index == "otel-v1-apm-service-map")
+                .count()
+                >= 2
+        },
+    );
+    server.assert_understood();
+    let got = spans();
+    assert_eq!(got.len(), sent.len(), "one document per span");
+    for (index, id, span) in &got {
+        assert_eq!(
+            index, "otel-v1-apm-span-000001",
+            "written through the alias"
+        );
+        let span_id = span["spanId"].as_str().unwrap();
+        assert!(id.contains(span_id), "Data Prepper's id for a span: {id}");
+        assert_eq!(span["traceId"].as_str(), Some(sent[span_id].as_str()));
+        assert_eq!(span["traceGroup"], "GET /buy");
+    }
+    let aliases = server.aliases();
+    assert!(
+        aliases.contains_key("otel-v1-apm-span"),
+        "the write alias: {aliases:?}"
+    );
+    let templates = server.templates();
+    for name in [
+        "otel-v1-apm-span-index-template",
+        "otel-v1-apm-service-map-index-template",
+    ] {
+        assert!(
+            templates.contains_key(name),
+            "{name}: {:?}",
+            templates.keys()
+        );
+    }
+    assert!(
+        server.policies().contains_key("raw-span-policy"),
+        "{:?}",
+        server.policies().keys()
+    );
+    for (_, id, relationship) in server
+        .documents_any()
+        .iter()
+        .filter(|(index, _, _)| index == "otel-v1-apm-service-map")
+    {
+        assert_eq!(relationship["hashId"].as_str(), Some(id.as_str()));
+    }
+}

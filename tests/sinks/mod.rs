@@ -6,6 +6,7 @@
 pub(crate) mod http;
 mod kafka;
 mod noop;
+mod opensearch;
 mod s3;
 
 use std::collections::BTreeMap;

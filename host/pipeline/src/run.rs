@@ -382,7 +382,9 @@ async fn build(
         pipeline: name.clone(),
         event_type: p.source.event_type(),
         connected: p.source.carries_events(),
-        router: crate::worker::Router::new(&p.route, &p.sink).handing(&hands),
+        router: crate::worker::Router::new(&p.route, &p.sink)
+            .handing(&hands)
+            .encoding(sinks.iter().map(|s| s.encoder()).collect()),
         sinks,
         dead_letters,
         counters: counters.clone(),

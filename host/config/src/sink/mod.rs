@@ -44,6 +44,9 @@ macro_rules! for_each_sink {
             Pipeline(pipeline::PipelineSink) = "pipeline",
             /// Takes every event and keeps none (Data Prepper's `noop`).
             Noop(noop::NoopSink) = "noop",
+            /// Indexes each event as a document in OpenSearch (or Elasticsearch 6) through the
+            /// bulk API, with Data Prepper's index types, templates and ISM policies.
+            OpenSearch(opensearch::OpenSearchSink) = "opensearch",
         }
     };
 }
@@ -54,6 +57,10 @@ crate::for_each_sink!(list_modules);
 crate::for_each_sink! {
     kind_enum
     /// A sink: one key naming it (see [`for_each_sink!`](crate::for_each_sink)).
+    #[allow(
+        clippy::large_enum_variant,
+        reason = "read once at start, a few per pipeline; the opensearch sink has Data Prepper's many keys"
+    )]
     pub enum Sink: dyn SinkConfig;
 }
 

@@ -142,7 +142,9 @@ pub async fn rewind(
         pipeline: name.clone(),
         event_type: p.source.event_type(),
         connected: false,
-        router: crate::worker::Router::new(&p.route, &p.sink).handing(&hands),
+        router: crate::worker::Router::new(&p.route, &p.sink)
+            .handing(&hands)
+            .encoding(opened.iter().map(|s| s.encoder()).collect()),
         sinks: opened,
         dead_letters,
         counters: counters.clone(),

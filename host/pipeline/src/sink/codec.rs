@@ -40,16 +40,18 @@ pub(crate) fn encode(codec: &Codec, compression: Compression, events: &[Bytes]) 
     };
     match compression {
         Compression::None => body,
-        Compression::Gzip => {
-            let mut gz = flate2::write::GzEncoder::new(
-                Vec::with_capacity(body.len() / 4),
-                flate2::Compression::fast(),
-            );
-            gz.write_all(&body)
-                .expect("writing to memory does not fail");
-            gz.finish().expect("writing to memory does not fail")
-        }
+        Compression::Gzip => gzip(&body),
     }
+}
+
+/// `body` gzipped (fast level: request bodies, sent once).
+pub(crate) fn gzip(body: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(body).expect("writing to memory does not fail");
+    gz.finish().expect("writing to memory does not fail")
 }
 
 /// The file name extension of a body: `ndjson` / `json`, then `.gz` when gzipped.

@@ -158,7 +158,7 @@ impl Delivery {
                 let rejected = Rejected {
                     stage: dlq::Stage::Sink { name: &self.name },
                     origin: &origin,
-                    payload: event,
+                    payload: &self.output.payload(event),
                     key: None,
                     content_type: Some("application/json"),
                     received_at_ms: now,

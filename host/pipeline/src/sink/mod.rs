@@ -113,6 +113,29 @@ pub trait Output: Send + Sync + 'static {
     fn keyed(&self) -> bool {
         false
     }
+
+    /// How the output writes each event's line itself, from the whole event, instead of the
+    /// event serialized (the opensearch sink: an action line from the event and its metadata,
+    /// then the document).
+    fn encoder(&self) -> Option<Arc<dyn Encode>> {
+        None
+    }
+
+    /// What of a line goes to the dead-letter file as the event: the line, unless the
+    /// output's [`encoder`](Self::encoder) wrote more than the event.
+    fn payload(&self, line: &Bytes) -> Bytes {
+        line.clone()
+    }
+}
+
+/// Makes a document as a sink's `include_keys`, `exclude_keys` and `tags_target_key` say,
+/// from the object it is given.
+pub type Shape<'a> = &'a dyn Fn(&serde_json::Map<String, serde_json::Value>) -> serde_json::Value;
+
+/// An output's own writing of an event ([`Output::encoder`]).
+pub trait Encode: Send + Sync {
+    /// The line `event` becomes; `shape`: how the sink reshapes documents (none: as they are).
+    fn encode(&self, event: &sluice_event::Event, shape: Option<Shape<'_>>) -> Vec<u8>;
 }
 
 /// A sink as the workers use it.
@@ -274,6 +297,15 @@ impl Sink {
     /// For logs.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How the sink's output writes each event's line, if it does ([`Output::encoder`]).
+    pub fn encoder(&self) -> Option<Arc<dyn Encode>> {
+        match &self.route {
+            Route::Direct(delivery) => delivery.output.encoder(),
+            Route::Staged(stager) => stager.encoder(),
+            Route::Handoff(_) => None,
+        }
     }
 
     /// Whether the sink takes the events themselves ([`Take::Events`]), not their lines.

@@ -34,6 +34,7 @@ pub(crate) struct Stager {
     draining: tokio::sync::watch::Sender<bool>,
     name: String,
     keyed: bool,
+    encoder: Option<Arc<dyn super::Encode>>,
 }
 
 impl Stager {
@@ -46,6 +47,7 @@ impl Stager {
         let (draining, drain_rx) = tokio::sync::watch::channel(false);
         let name = delivery.name.clone();
         let keyed = delivery.output.keyed();
+        let encoder = delivery.output.encoder();
         let task = tokio::spawn(run(delivery, threshold, read_delay, rx, drain_rx));
         Self {
             tx: std::sync::Mutex::new(Some(tx)),
@@ -53,7 +55,13 @@ impl Stager {
             draining,
             name,
             keyed,
+            encoder,
         }
+    }
+
+    /// The output's [`encoder`](super::Output::encoder).
+    pub(crate) fn encoder(&self) -> Option<Arc<dyn super::Encode>> {
+        self.encoder.clone()
     }
 
     /// Whether the task cuts requests by offsets (the output is [`keyed`](super::Output::keyed)).
@@ -95,6 +103,8 @@ impl Stager {
 #[derive(Default)]
 struct Staged {
     events: VecDeque<Bytes>,
+    /// Where each staged event came from (`Provenance::at`), while every batch said so.
+    at: VecDeque<Option<(sluice_buffer::Position, u32)>>,
     bytes: u64,
     /// The number of events ever sent: the position of `events[0]`.
     sent: u64,
@@ -105,9 +115,14 @@ struct Staged {
 }
 
 impl Staged {
-    fn add(&mut self, events: Vec<Bytes>, receipt: Receipt) {
+    fn add(&mut self, events: Vec<Bytes>, from: Provenance, receipt: Receipt) {
         if self.events.is_empty() && !events.is_empty() {
             self.since = Some(Instant::now());
+        }
+        if from.at.len() == events.len() {
+            self.at.extend(from.at);
+        } else {
+            self.at.extend(events.iter().map(|_| None));
         }
         for e in events {
             self.bytes += e.len() as u64 + 1;
@@ -123,8 +138,9 @@ impl Staged {
             || t.maximum_size.is_some_and(|m| self.bytes >= m)
     }
 
-    /// Takes the next request's events: as many as the thresholds allow, at least one.
-    fn next_request(&mut self, t: &Threshold) -> Vec<Bytes> {
+    /// Takes the next request's events, as many as the thresholds allow, at least one, and
+    /// where they came from.
+    fn next_request(&mut self, t: &Threshold) -> (Vec<Bytes>, Provenance) {
         let max_events = t.event_count.unwrap_or(usize::MAX).max(1);
         let max_bytes = t.maximum_size.unwrap_or(u64::MAX);
         let mut out = Vec::new();
@@ -143,7 +159,17 @@ impl Staged {
         } else {
             Some(Instant::now())
         };
-        out
+        let at: Vec<_> = self.at.drain(..out.len()).collect();
+        let from = Provenance {
+            // All or nothing, as a batch's.
+            at: if at.iter().all(Option::is_some) {
+                at
+            } else {
+                Vec::new()
+            },
+            ..Provenance::default()
+        };
+        (out, from)
     }
 
     /// `n` more events were delivered: completes the receipts of batches now wholly delivered.
@@ -222,7 +248,7 @@ async fn run(
                     }
                     send_keyed(&delivery, &mut keyed, ready).await;
                 } else {
-                    staged.add(events, receipt);
+                    staged.add(events, from, receipt);
                     flush(&delivery, &threshold, &mut staged, draining).await;
                 }
             }
@@ -259,9 +285,9 @@ async fn send_keyed(delivery: &Delivery, keyed: &mut Keyed, ready: Vec<Ready>) {
 /// Sends requests while a threshold's worth is staged, or (`all`) until nothing is.
 async fn flush(delivery: &Delivery, threshold: &Threshold, staged: &mut Staged, all: bool) {
     while staged.full(threshold) || (all && !staged.events.is_empty()) {
-        let events = staged.next_request(threshold);
+        let (events, from) = staged.next_request(threshold);
         let n = events.len();
-        delivery.send(events, super::Provenance::default()).await;
+        delivery.send(events, from).await;
         staged.delivered(n);
     }
     // Batches without events (all dead-lettered) are done once everything before them is.
@@ -303,9 +329,13 @@ mod tests {
         let mut r = Receipt::split(1, move || {
             d.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         });
-        s.add(vec![ev("a"), ev("b"), ev("c")], r.remove(0));
+        s.add(
+            vec![ev("a"), ev("b"), ev("c")],
+            Provenance::default(),
+            r.remove(0),
+        );
         assert!(s.full(&t));
-        let first = s.next_request(&t);
+        let (first, _) = s.next_request(&t);
         assert_eq!(first, vec![ev("a"), ev("b")]);
         s.delivered(first.len());
         assert_eq!(
@@ -314,7 +344,7 @@ mod tests {
             "`c` is not sent yet"
         );
         assert!(!s.full(&t));
-        let rest = s.next_request(&t);
+        let (rest, _) = s.next_request(&t);
         assert_eq!(rest, vec![ev("c")]);
         s.delivered(1);
         assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -328,16 +358,34 @@ mod tests {
             event_collect_timeout: None,
         };
         let mut s = Staged::default();
+        let at = |offset| {
+            Some((
+                sluice_buffer::Position {
+                    topic: "t".into(),
+                    partition: 0,
+                    offset,
+                },
+                0,
+            ))
+        };
         s.add(
             vec![ev("1234"), ev("1234"), ev("123456789012")],
+            Provenance {
+                at: vec![at(7), at(8), at(9)],
+                ..Provenance::default()
+            },
             Receipt::split(1, || {}).remove(0),
         );
+        let (first, from) = s.next_request(&t);
+        assert_eq!(first.len(), 2, "5 + 5 bytes fit, the third does not");
         assert_eq!(
-            s.next_request(&t).len(),
-            2,
-            "5 + 5 bytes fit, the third does not"
+            from.at,
+            [at(7), at(8)],
+            "each event's position goes with it"
         );
-        assert_eq!(s.next_request(&t).len(), 1, "a lone large event still goes");
+        let (last, from) = s.next_request(&t);
+        assert_eq!(last.len(), 1, "a lone large event still goes");
+        assert_eq!(from.at, [at(9)]);
         s.delivered(3);
     }
 }

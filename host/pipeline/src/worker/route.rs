@@ -13,7 +13,8 @@ use sluice_config::{DEFAULT_ROUTE, Route, RoutedSink};
 use sluice_event::{Event, Key};
 
 use super::outcome::Split;
-use crate::sink::{Provenance, Take};
+use crate::sink::{Encode, Provenance, Take};
+use std::sync::Arc;
 
 /// A pipeline's routes and what each of its sinks takes.
 #[derive(Debug)]
@@ -39,6 +40,14 @@ struct Takes {
     /// The sink takes the events themselves (`Sink::hands_events`), moved when no later
     /// sink needs them.
     hands: bool,
+    /// The sink's output writes each event's line itself (`Sink::encoder`).
+    encoder: Option<Arc<dyn Encode>>,
+}
+
+impl std::fmt::Debug for dyn Encode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Encode")
+    }
 }
 
 /// How a sink reshapes each event it sends.
@@ -80,6 +89,7 @@ impl Router {
                     }),
                     connection: matches!(s.sink, sluice_config::Sink::Pipeline(_)),
                     hands: false,
+                    encoder: None,
                 }
             })
             .collect();
@@ -99,6 +109,7 @@ impl Router {
                 shape: None,
                 connection: false,
                 hands: false,
+                encoder: None,
             })
             .collect();
         Self {
@@ -111,6 +122,15 @@ impl Router {
     pub fn handing(mut self, hands: &[bool]) -> Self {
         for (sink, &hands) in self.sinks.iter_mut().zip(hands) {
             sink.hands = hands;
+        }
+        self
+    }
+
+    /// Sink `i`'s output writes each event's line itself with `encoders[i]`
+    /// (`Sink::encoder`).
+    pub fn encoding(mut self, encoders: Vec<Option<Arc<dyn Encode>>>) -> Self {
+        for (sink, encoder) in self.sinks.iter_mut().zip(encoders) {
+            sink.encoder = encoder;
         }
         self
     }
@@ -224,7 +244,7 @@ impl Takes {
     /// Whether the sink sends something other than the events' lines: reshaped events, or
     /// events with their metadata.
     fn reads_events(&self) -> bool {
-        self.shape.is_some() || self.connection
+        self.shape.is_some() || self.connection || self.encoder.is_some()
     }
 
     /// The event as this sink hands it over (reshaped, with its metadata).
@@ -237,6 +257,13 @@ impl Takes {
 
     /// The event as this sink sends it.
     fn write(&self, event: &Event) -> Vec<u8> {
+        if let Some(encoder) = &self.encoder {
+            let tags = &event.metadata.tags;
+            return match &self.shape {
+                Some(shape) => encoder.encode(event, Some(&|data| shape.shape(data, tags))),
+                None => encoder.encode(event, None),
+            };
+        }
         let shaped = self.shape.as_ref().map(|shape| shape.shaped(event));
         let data = shaped.as_ref().unwrap_or(&event.data);
         if self.connection {
@@ -254,6 +281,11 @@ impl Shape {
         let Value::Object(data) = &event.data else {
             unreachable!("an event's data is an object")
         };
+        self.shape(data, &event.metadata.tags)
+    }
+
+    /// `data` as this sink sends it, with `tags`.
+    fn shape(&self, data: &Map<String, Value>, tags: &[String]) -> Value {
         let mut out: Map<String, Value> = data
             .iter()
             .filter(|(k, _)| {
@@ -264,12 +296,7 @@ impl Shape {
             .collect();
         let mut out_value = Value::Object(std::mem::take(&mut out));
         if let Some(key) = &self.tags_target_key {
-            let tags = event
-                .metadata
-                .tags
-                .iter()
-                .map(|t| Value::String(t.clone()))
-                .collect();
+            let tags = tags.iter().map(|t| Value::String(t.clone())).collect();
             // A key through a non-object value: the tags are left out rather than the event.
             let _ = key.put(&mut out_value, Value::Array(tags));
         }
