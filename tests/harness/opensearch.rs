@@ -22,12 +22,19 @@
 //! `PUT`/`GET`/`HEAD /_index_template/<name>`, ISM policies
 //! `PUT /_plugins/_ism/policies/<id>` and `PUT /_opendistro/_ism/policies/<id>`,
 //! `HEAD`/`PUT /<index>`, `HEAD /_alias/<name>` and `GET /_data_stream/<name>` (no data
-//! streams: always 404). HTTP basic authentication (401 without credentials, 403 with wrong
-//! ones) and gzip request bodies.
+//! streams: always 404), and lookups: `POST /_msearch`, `POST /<index>/_msearch`,
+//! `POST /_search` and `POST /<index>/_search` with `term`, `terms` and `ids` queries on
+//! top-level source fields or `_id`, `size` and `_source` (see `search`). Either HTTP basic
+//! authentication (401 without credentials, 403 with wrong ones) or AWS SigV4, checked by the
+//! independent verifier in [`crate::sigv4`] on the body as received (before gzip inflation)
+//! and refused as Amazon OpenSearch Service does: 403 `{"message": "The request signature we
+//! calculated does not match ..."}`. Gzip request bodies.
 //!
 //! Not modelled: templates are stored but not applied to new indices, composable templates
 //! with overlapping patterns are not refused, settings and mappings are stored as given
-//! (OpenSearch normalizes them), scripts and ingest pipelines are not understood.
+//! (OpenSearch normalizes them), scripts and ingest pipelines are not understood. Searches do
+//! not analyse text: a term matches a stored value equal to it (numbers and booleans also as
+//! their text, as a `keyword` or numeric field would), and every hit scores 1.0.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read as _;
@@ -120,11 +127,18 @@ struct Inner {
     faults: Faults,
     /// `user:password` the server requires, if any.
     credentials: Option<String>,
+    /// The SigV4 scope every request must be signed for, if any.
+    sigv4: Option<SigV4>,
+    /// Requests refused for a missing or bad signature.
+    signature_failures: usize,
     /// Requests it did not understand: method, path and why.
     not_understood: Vec<String>,
     /// Bulk requests answered (any status), and their items.
     bulk_requests: usize,
     bulk_items: usize,
+    /// Search requests answered (`_search` and `_msearch`), and the searches they carried.
+    search_requests: usize,
+    search_queries: usize,
     /// Ids it made for items without one.
     next_id: u64,
     /// The next sequence number of each index (one shard each, as OpenSearch's default).
@@ -142,6 +156,15 @@ impl Inner {
     }
 }
 
+/// What a SigV4-signing server checks a signature against.
+#[derive(Debug, Clone)]
+struct SigV4 {
+    access_key: String,
+    secret: String,
+    region: String,
+    service: String,
+}
+
 /// A running test server on a free port; it stops when the test process ends.
 pub struct OpenSearch {
     address: SocketAddr,
@@ -151,19 +174,37 @@ pub struct OpenSearch {
 impl OpenSearch {
     /// Starts a server that takes any client.
     pub fn start() -> Self {
-        Self::start_with(None)
+        Self::start_with(Inner::default())
     }
 
     /// Starts a server that requires HTTP basic authentication with `user` and `password`.
     pub fn start_with_credentials(user: &str, password: &str) -> Self {
-        Self::start_with(Some(format!("{user}:{password}")))
+        Self::start_with(Inner {
+            credentials: Some(format!("{user}:{password}")),
+            ..Inner::default()
+        })
     }
 
-    fn start_with(credentials: Option<String>) -> Self {
-        let inner = Arc::new(Mutex::new(Inner {
-            credentials,
+    /// Starts a server that plays Amazon OpenSearch Service (`service` `es`) or Serverless
+    /// (`aoss`): every request must be SigV4-signed with `access_key` and `secret` for `region`
+    /// and `service`, and no basic authentication is asked for. A missing or bad signature is
+    /// answered 403 and counted in [`OpenSearch::signature_failures`]; the answer's `message`
+    /// ends with what the verifier found wrong.
+    pub fn start_with_sigv4(access_key: &str, secret: &str, region: &str, service: &str) -> Self {
+        let sigv4 = SigV4 {
+            access_key: access_key.to_owned(),
+            secret: secret.to_owned(),
+            region: region.to_owned(),
+            service: service.to_owned(),
+        };
+        Self::start_with(Inner {
+            sigv4: Some(sigv4),
             ..Inner::default()
-        }));
+        })
+    }
+
+    fn start_with(inner: Inner) -> Self {
+        let inner = Arc::new(Mutex::new(inner));
         let app = Router::new()
             .fallback(dispatch)
             .layer(axum::middleware::from_fn_with_state(
@@ -274,13 +315,31 @@ impl OpenSearch {
         (inner.bulk_requests, inner.bulk_items)
     }
 
+    /// How many requests it refused for a missing or bad SigV4 signature.
+    pub fn signature_failures(&self) -> usize {
+        self.inner.lock().unwrap().signature_failures
+    }
+
+    /// How many search requests (`_search` and `_msearch`, each once however many searches
+    /// it carries) it answered.
+    pub fn searches(&self) -> usize {
+        self.inner.lock().unwrap().search_requests
+    }
+
+    /// How many search requests it answered, and the searches in them (one per `_search`,
+    /// one per header and body pair of an `_msearch`).
+    pub fn search_counts(&self) -> (usize, usize) {
+        let inner = self.inner.lock().unwrap();
+        (inner.search_requests, inner.search_queries)
+    }
+
     /// Fails if any request was not understood.
     pub fn assert_understood(&self) {
-        let inner = self.inner.lock().unwrap();
+        // Copied out, so that the panic does not poison the lock for the test's later calls.
+        let not_understood = self.inner.lock().unwrap().not_understood.clone();
         assert!(
-            inner.not_understood.is_empty(),
-            "the test OpenSearch did not understand: {:#?}",
-            inner.not_understood
+            not_understood.is_empty(),
+            "the test OpenSearch did not understand: {not_understood:#?}"
         );
     }
 }
@@ -310,21 +369,31 @@ fn error(status: u16, kind: &str, reason: &str) -> Response {
 
 /// [`error`] with more fields in the cause (`index`, `resource.id`, ...).
 fn error_with(status: u16, kind: &str, reason: &str, extra: Value) -> Response {
+    answer(status, &error_body(status, kind, reason, extra))
+}
+
+/// The body of an [`error_with`] answer, also an `_msearch` response's failure.
+fn error_body(status: u16, kind: &str, reason: &str, extra: Value) -> Value {
     let mut cause = json!({"type": kind, "reason": reason});
     let cause_map = cause.as_object_mut().unwrap();
     cause_map.extend(extra.as_object().unwrap().clone());
     let mut outer = cause.clone();
     outer["root_cause"] = json!([cause]);
-    answer(status, &json!({"error": outer, "status": status}))
+    json!({"error": outer, "status": status})
 }
 
 /// OpenSearch's 404 for a missing index or alias.
 fn index_not_found(name: &str) -> Response {
+    answer(404, &index_not_found_body(name))
+}
+
+/// The body of [`index_not_found`].
+fn index_not_found_body(name: &str) -> Value {
     let extra = json!({
         "index": name, "index_uuid": "_na_",
         "resource.id": name, "resource.type": "index_or_alias",
     });
-    error_with(
+    error_body(
         404,
         "index_not_found_exception",
         &format!("no such index [{name}]"),
@@ -474,9 +543,12 @@ impl tokio::io::AsyncWrite for CutStream {
 /// One request, parsed enough to route it.
 struct Call {
     method: Method,
+    /// As sent on the request line: percent-encoded.
     path: String,
     segments: Vec<String>,
     query: BTreeMap<String, String>,
+    /// The query string as sent (percent-encoded, without `?`), for the signature.
+    raw_query: String,
     headers: HeaderMap,
     body: Bytes,
 }
@@ -487,6 +559,8 @@ enum Endpoint {
     Health,
     ClusterSettings,
     Bulk(Option<String>),
+    MultiSearch(Option<String>),
+    Search(Option<String>),
     Template(String),
     IndexTemplate(String),
     Policy(String),
@@ -522,6 +596,14 @@ impl Endpoint {
             ["_bulk"] if post || put => (Self::Bulk(None), BULK_PARAMS),
             [index, "_bulk"] if (post || put) && !index.starts_with('_') => {
                 (Self::Bulk(Some(index.to_owned())), BULK_PARAMS)
+            }
+            ["_msearch"] if post => (Self::MultiSearch(None), MSEARCH_PARAMS),
+            [index, "_msearch"] if post && !index.starts_with('_') => {
+                (Self::MultiSearch(Some(index.to_owned())), MSEARCH_PARAMS)
+            }
+            ["_search"] if post => (Self::Search(None), &[]),
+            [index, "_search"] if post && !index.starts_with('_') => {
+                (Self::Search(Some(index.to_owned())), &[])
             }
             ["_template", name] if get || head || put => {
                 (Self::Template(name.to_owned()), template_params)
@@ -559,6 +641,9 @@ const BULK_PARAMS: &[&str] = &[
     "wait_for_active_shards",
 ];
 
+/// The query parameters `_msearch` takes: only those that do not change the answer.
+const MSEARCH_PARAMS: &[&str] = &["max_concurrent_searches"];
+
 /// Every request: routed, its parameters checked, admitted, then answered.
 async fn dispatch(
     State(inner): State<Shared>,
@@ -573,9 +658,8 @@ async fn dispatch(
         .filter(|s| !s.is_empty())
         .map(decode)
         .collect::<Vec<_>>();
-    let query = uri
-        .query()
-        .unwrap_or("")
+    let raw_query = uri.query().unwrap_or("").to_owned();
+    let query = raw_query
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {
@@ -588,6 +672,7 @@ async fn dispatch(
         path,
         segments,
         query,
+        raw_query,
         headers,
         body,
     };
@@ -642,7 +727,7 @@ fn respond(inner: &mut Inner, call: &Call) -> Result<Response, NotUnderstood> {
             call.path
         ));
     }
-    if let Some(refused) = admit(inner, &call.headers) {
+    if let Some(refused) = admit(inner, call) {
         return Ok(refused);
     }
     let head = call.method == Method::HEAD;
@@ -655,6 +740,8 @@ fn respond(inner: &mut Inner, call: &Call) -> Result<Response, NotUnderstood> {
         )),
         Endpoint::ClusterSettings => Ok(cluster_settings(inner, call)),
         Endpoint::Bulk(index) => bulk(inner, index.as_deref(), call),
+        Endpoint::MultiSearch(index) => multi_search(inner, index.as_deref(), call),
+        Endpoint::Search(index) => search(inner, index.as_deref(), call),
         Endpoint::Template(name) if put => put_template(inner, &name, call),
         Endpoint::Template(name) => Ok(match inner.templates.get(&name) {
             None if head => empty(404),
@@ -697,10 +784,45 @@ fn respond(inner: &mut Inner, call: &Call) -> Result<Response, NotUnderstood> {
     }
 }
 
-/// Authentication, then an injected whole-request fault, if any.
-fn admit(inner: &mut Inner, headers: &HeaderMap) -> Option<Response> {
+/// What Amazon OpenSearch Service answers (403) to a request whose signature does not check.
+const SIGNATURE_MISMATCH: &str = "The request signature we calculated does not match the \
+    signature you provided. Check your AWS Secret Access Key and signing method. Consult the \
+    service documentation for details.";
+
+/// Authentication (SigV4 or basic), then an injected whole-request fault, if any.
+fn admit(inner: &mut Inner, call: &Call) -> Option<Response> {
+    if let Some(scope) = &inner.sigv4 {
+        let headers: Vec<(String, String)> = call
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_owned(), value)
+            })
+            .collect();
+        // The body as received: SigV4 signs the bytes sent, compressed or not.
+        let checked = crate::sigv4::verify(
+            call.method.as_str(),
+            &call.path,
+            &call.raw_query,
+            &headers,
+            &call.body,
+            &scope.access_key,
+            &scope.secret,
+            &scope.region,
+            &scope.service,
+        );
+        if let Err(why) = checked {
+            inner.signature_failures += 1;
+            // AWS appends the canonical request and string to sign it computed; this appends
+            // what the verifier found, which includes them when only the signature differs.
+            let message = format!("{SIGNATURE_MISMATCH}\n\n{why}");
+            return Some(answer(403, &json!({ "message": message })));
+        }
+    }
     if let Some(want) = &inner.credentials {
-        let given = headers
+        let given = call
+            .headers
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Basic "))
@@ -1596,6 +1718,316 @@ fn apply(inner: &mut Inner, item: Item) -> Value {
     }
 }
 
+/// One search: where, what, how many and which source fields. The query forms are the ones a
+/// lookup by key sends: `term`, `terms` and `ids`, each a field (or `_id`) equal to one of
+/// some values.
+struct Search {
+    /// Index names, aliases and `*` patterns; `None` for every index.
+    indices: Option<Vec<String>>,
+    field: String,
+    values: Vec<Value>,
+    size: usize,
+    source: SourceFilter,
+}
+
+/// A search body's `_source`.
+enum SourceFilter {
+    All,
+    Nothing,
+    Fields(Vec<String>),
+}
+
+/// The keys a search body may have.
+const SEARCH_KEYS: &[&str] = &["query", "size", "_source"];
+
+/// A search body, parsed strictly: `{"query": {...}, "size": N, "_source": ...}`.
+fn parse_search(
+    indices: Option<Vec<String>>,
+    body: &Map<String, Value>,
+) -> Result<Search, NotUnderstood> {
+    if let Some(key) = body.keys().find(|k| !SEARCH_KEYS.contains(&k.as_str())) {
+        return Err(format!("unknown key `{key}` in a search body"));
+    }
+    let query = body.get("query").ok_or("a search body without `query`")?;
+    let (field, values) = parse_query(query)?;
+    let size = match body.get("size") {
+        // OpenSearch's default `size`.
+        None => 10,
+        Some(size) => size
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| format!("`size` is {size}"))?,
+    };
+    let field_name = |name: &Value| match name.as_str() {
+        Some(name) if top_level(name) && !name.starts_with('_') && !name.contains('*') => {
+            Ok(name.to_owned())
+        }
+        _ => Err(format!(
+            "`_source` field {name} is not a top-level field name"
+        )),
+    };
+    let source = match body.get("_source") {
+        None | Some(Value::Bool(true)) => SourceFilter::All,
+        Some(Value::Bool(false)) => SourceFilter::Nothing,
+        Some(name @ Value::String(_)) => SourceFilter::Fields(vec![field_name(name)?]),
+        Some(Value::Array(names)) => {
+            SourceFilter::Fields(names.iter().map(field_name).collect::<Result<_, _>>()?)
+        }
+        Some(other) => return Err(format!("`_source` is {other}")),
+    };
+    Ok(Search {
+        indices,
+        field,
+        values,
+        size,
+        source,
+    })
+}
+
+/// A field this server can match: a top-level source field (no path into objects).
+fn top_level(name: &str) -> bool {
+    !name.is_empty() && !name.contains('.')
+}
+
+/// `{"terms": {"<field>": [values]}}`, `{"term": {"<field>": value}}` (or `{"value": value}`)
+/// or `{"ids": {"values": [ids]}}`: the field (`_id` for the document id) and the values.
+fn parse_query(query: &Value) -> Result<(String, Vec<Value>), NotUnderstood> {
+    let single = |value: &Value| -> Option<(String, Value)> {
+        let map = value.as_object().filter(|m| m.len() == 1)?;
+        map.iter().next().map(|(k, v)| (k.clone(), v.clone()))
+    };
+    let not_understood = || format!("query {query} is not a `term`, `terms` or `ids` query");
+    let (kind, body) = single(query).ok_or_else(not_understood)?;
+    let scalar =
+        |value: &Value| matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_));
+    let (field, values) = match kind.as_str() {
+        "ids" => {
+            let (key, values) = single(&body).ok_or_else(not_understood)?;
+            match (key.as_str(), values) {
+                ("values", Value::Array(ids)) if ids.iter().all(Value::is_string) => {
+                    ("_id".to_owned(), ids)
+                }
+                _ => return Err(not_understood()),
+            }
+        }
+        "terms" => match single(&body).ok_or_else(not_understood)? {
+            (field, Value::Array(values)) if values.iter().all(scalar) => (field, values),
+            _ => return Err(not_understood()),
+        },
+        "term" => match single(&body).ok_or_else(not_understood)? {
+            (field, value) if scalar(&value) => (field, vec![value]),
+            (field, long) => match single(&long) {
+                Some((key, value)) if key == "value" && scalar(&value) => (field, vec![value]),
+                _ => return Err(not_understood()),
+            },
+        },
+        _ => return Err(not_understood()),
+    };
+    if field != "_id" && (!top_level(&field) || field.starts_with('_')) {
+        return Err(format!(
+            "query field `{field}` is neither `_id` nor a top-level source field"
+        ));
+    }
+    Ok((field, values))
+}
+
+/// A stored value matches a term when equal to it, or (scalars) when their texts are equal,
+/// as a `keyword` or numeric field matches a term given as a string; a list matches when one
+/// of its elements does.
+fn same_term(stored: &Value, term: &Value) -> bool {
+    let text = |value: &Value| match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
+        _ => None,
+    };
+    match stored {
+        Value::Array(items) => items.iter().any(|item| same_term(item, term)),
+        _ => stored == term || text(stored).is_some_and(|s| Some(s) == text(term)),
+    }
+}
+
+/// `*` matching any run of characters, as index patterns do.
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, rest)) => name.strip_prefix(head).is_some_and(|tail| {
+            (0..=tail.len())
+                .filter(|&at| tail.is_char_boundary(at))
+                .any(|at| glob(rest, &tail[at..]))
+        }),
+    }
+}
+
+/// The concrete indices an index expression names: names, aliases (their members) and `*`
+/// patterns (which may match nothing), comma-separated; `None` is every index. `Err` is the
+/// first name that is neither an index nor an alias.
+fn resolve(inner: &Inner, expression: Option<&[String]>) -> Result<Vec<String>, String> {
+    let Some(expression) = expression else {
+        return Ok(inner.indices.keys().cloned().collect());
+    };
+    let mut found = std::collections::BTreeSet::new();
+    let members = |alias: &str| inner.aliases[alias].keys().cloned().collect::<Vec<_>>();
+    for name in expression.iter().flat_map(|e| e.split(',')) {
+        if name.contains('*') {
+            let indices = inner.indices.keys().filter(|i| glob(name, i)).cloned();
+            found.extend(indices);
+            let aliases = inner.aliases.keys().filter(|a| glob(name, a));
+            found.extend(aliases.flat_map(|a| members(a)));
+        } else if inner.aliases.contains_key(name) {
+            found.extend(members(name));
+        } else if inner.indices.contains_key(name) {
+            found.insert(name.to_owned());
+        } else {
+            return Err(name.to_owned());
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// Runs one search: its answer as `_search` gives it (`status` 200 added for `_msearch`), or a
+/// missing index's 404 body.
+fn run_search(inner: &Inner, search: &Search) -> Result<Value, Value> {
+    let indices =
+        resolve(inner, search.indices.as_deref()).map_err(|n| index_not_found_body(&n))?;
+    let mut hits = Vec::new();
+    let mut total = 0;
+    for index in &indices {
+        let Some(documents) = inner.documents.get(index) else {
+            continue;
+        };
+        for (id, document) in documents {
+            let stored = if search.field == "_id" {
+                Some(Value::String(id.clone()))
+            } else {
+                document.source.get(&search.field).cloned()
+            };
+            let matched = stored.is_some_and(|s| search.values.iter().any(|v| same_term(&s, v)));
+            if !matched {
+                continue;
+            }
+            total += 1;
+            if hits.len() >= search.size {
+                continue;
+            }
+            let mut hit = json!({"_index": index, "_id": id, "_score": 1.0});
+            match &search.source {
+                SourceFilter::All => hit["_source"] = document.source.clone(),
+                SourceFilter::Nothing => {}
+                SourceFilter::Fields(fields) => {
+                    let source = document.source.as_object().into_iter().flatten();
+                    let kept: Map<String, Value> = source
+                        .filter(|(key, _)| fields.contains(key))
+                        .map(|(key, value)| (key.clone(), value.clone()))
+                        .collect();
+                    hit["_source"] = Value::Object(kept);
+                }
+            }
+            hits.push(hit);
+        }
+    }
+    let shards = indices.len();
+    let max_score = if hits.is_empty() {
+        Value::Null
+    } else {
+        json!(1.0)
+    };
+    Ok(json!({
+        "took": 1,
+        "timed_out": false,
+        "_shards": {"total": shards, "successful": shards, "skipped": 0, "failed": 0},
+        "hits": {
+            "total": {"value": total, "relation": "eq"},
+            "max_score": max_score,
+            "hits": hits,
+        },
+    }))
+}
+
+/// `POST /_search` and `POST /<index>/_search`: one search; a missing index is the request's 404.
+fn search(inner: &mut Inner, index: Option<&str>, call: &Call) -> Result<Response, NotUnderstood> {
+    let body = json_body(call)?.ok_or("a search without a body")?;
+    let search = parse_search(index.map(|i| vec![i.to_owned()]), &body)?;
+    inner.search_requests += 1;
+    inner.search_queries += 1;
+    Ok(match run_search(inner, &search) {
+        Ok(found) => answer(200, &found),
+        Err(missing) => answer(404, &missing),
+    })
+}
+
+/// `POST /_msearch` and `POST /<index>/_msearch`: NDJSON header and body pairs, parsed
+/// strictly first, then each search run; a missing index is that response's 404.
+fn multi_search(
+    inner: &mut Inner,
+    index: Option<&str>,
+    call: &Call,
+) -> Result<Response, NotUnderstood> {
+    let content_type = call
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !(content_type.starts_with("application/json")
+        || content_type.starts_with("application/x-ndjson"))
+    {
+        return Err(format!(
+            "Content-Type `{content_type}` is not application/json or application/x-ndjson"
+        ));
+    }
+    let body = inflate(&call.headers, &call.body)?;
+    let text = std::str::from_utf8(&body).map_err(|e| format!("not UTF-8: {e}"))?;
+    let Some(text) = text.strip_suffix('\n') else {
+        return Err("the msearch request must be terminated by a newline [\\n]".to_owned());
+    };
+    let lines: Vec<&str> = text.split('\n').collect();
+    if !lines.len().is_multiple_of(2) {
+        return Err("a header line without its search body".to_owned());
+    }
+    let mut searches = Vec::new();
+    for (n, pair) in lines.chunks(2).enumerate() {
+        let at = |why: String| format!("line {}: {why}", 2 * n + 1);
+        // An empty header line is `{}`, as OpenSearch takes it.
+        let header: Map<String, Value> = match pair[0] {
+            "" => Map::new(),
+            line => serde_json::from_str(line).map_err(|e| at(format!("header: {e}")))?,
+        };
+        if let Some(key) = header.keys().find(|k| k.as_str() != "index") {
+            return Err(at(format!("unknown key `{key}` in a header")));
+        }
+        let indices = match header.get("index") {
+            None => index.map(|i| vec![i.to_owned()]),
+            Some(Value::String(names)) => Some(vec![names.clone()]),
+            Some(Value::Array(names)) if names.iter().all(Value::is_string) => Some(
+                names
+                    .iter()
+                    .map(|n| n.as_str().unwrap().to_owned())
+                    .collect(),
+            ),
+            Some(other) => return Err(at(format!("`index` is {other}"))),
+        };
+        let at = |why: String| format!("line {}: {why}", 2 * n + 2);
+        let body: Map<String, Value> =
+            serde_json::from_str(pair[1]).map_err(|e| at(format!("search body: {e}")))?;
+        searches.push(parse_search(indices, &body).map_err(at)?);
+    }
+    if searches.is_empty() {
+        return Err("no requests added".to_owned());
+    }
+    inner.search_requests += 1;
+    inner.search_queries += searches.len();
+    let responses: Vec<Value> = searches
+        .iter()
+        .map(|search| match run_search(inner, search) {
+            Ok(mut found) => {
+                found["status"] = json!(200);
+                found
+            }
+            Err(missing) => missing,
+        })
+        .collect();
+    Ok(answer(200, &json!({"took": 1, "responses": responses})))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -2065,5 +2497,358 @@ mod tests {
         assert_eq!(call(&server, "GET", "/_cat/indices", None).0, 400);
         let understood = std::panic::catch_unwind(|| server.assert_understood());
         assert!(understood.is_err());
+    }
+
+    /// A request signed by `sluice_sigv4::sign_with` as key `AKID` for `us-east-1`: the
+    /// answer's status and JSON body. `headers` are sent and signed; `body` is sent as given.
+    fn signed(
+        server: &OpenSearch,
+        (secret, service): (&str, &str),
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, Value) {
+        let url = format!("{}{path}", server.url());
+        let mut sent: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        let added = sluice_sigv4::sign_with(
+            ("AKID", secret, None),
+            "us-east-1",
+            service,
+            std::time::SystemTime::now(),
+            method,
+            &url,
+            &sent,
+            body,
+        )
+        .unwrap();
+        sent.extend(added);
+        send(method, &url, &sent, body)
+    }
+
+    /// Sends a request with exactly these headers (and the client's own, unsigned ones).
+    fn send(method: &str, url: &str, headers: &[(String, String)], body: &[u8]) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let response = match method {
+            "GET" => {
+                let mut request = agent.get(url);
+                for (name, value) in headers {
+                    request = request.header(name, value);
+                }
+                request.call()
+            }
+            "POST" => {
+                let mut request = agent.post(url);
+                for (name, value) in headers {
+                    request = request.header(name, value);
+                }
+                request.send(body)
+            }
+            other => panic!("no helper for {other}"),
+        };
+        let mut response = response.unwrap();
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap())
+    }
+
+    fn gzip(body: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(body).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn sigv4_requests_are_verified_on_the_bytes_sent() {
+        let server = OpenSearch::start_with_sigv4("AKID", "secret/key", "us-east-1", "es");
+        let good = ("secret/key", "es");
+        assert_eq!(signed(&server, good, "GET", "/", &[], b"").0, 200);
+        let bulk = b"{\"index\":{\"_index\":\"logs\",\"_id\":\"1\"}}\n{\"m\":1}\n";
+        let compressed = gzip(bulk);
+        let headers = [
+            ("content-type", "application/x-ndjson"),
+            ("content-encoding", "gzip"),
+        ];
+        let path = "/_bulk?refresh=wait_for&filter_path=errors,items.*.status";
+        let (status, answer) = signed(&server, good, "POST", path, &headers, &compressed);
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["items"][0]["index"]["status"], 201);
+        assert_eq!(server.documents("logs")["1"].source, json!({"m": 1}));
+        assert_eq!(server.signature_failures(), 0);
+
+        let (status, answer) = send("GET", &server.url(), &[], b"");
+        assert_eq!(status, 403);
+        let message = answer["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(
+                "The request signature we calculated does not match the signature you provided."
+            ),
+            "{message}"
+        );
+        let wrong = ("another", "es");
+        assert_eq!(signed(&server, wrong, "GET", "/", &[], b"").0, 403);
+        let other_service = ("secret/key", "aoss");
+        assert_eq!(signed(&server, other_service, "GET", "/", &[], b"").0, 403);
+        // Signed for one body, sent with another (the inflated one).
+        let url = format!("{}/_bulk", server.url());
+        let mut sent: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        let added = sluice_sigv4::sign_with(
+            ("AKID", "secret/key", None),
+            "us-east-1",
+            "es",
+            std::time::SystemTime::now(),
+            "POST",
+            &url,
+            &sent,
+            bulk,
+        )
+        .unwrap();
+        sent.extend(added);
+        let (status, answer) = send("POST", &url, &sent, &compressed);
+        assert_eq!(status, 403);
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains("canonical request"), "{message}");
+        assert_eq!(server.signature_failures(), 4);
+        assert_eq!(server.bulk_counts(), (1, 1));
+        server.assert_understood();
+    }
+
+    #[test]
+    fn sigv4_for_serverless_needs_the_content_hash() {
+        let server = OpenSearch::start_with_sigv4("AKID", "s", "us-east-1", "aoss");
+        let body = json!({"query": {"ids": {"values": ["a"]}}}).to_string();
+        let headers = [("content-type", "application/json")];
+        let (status, answer) = signed(
+            &server,
+            ("s", "aoss"),
+            "POST",
+            "/_search",
+            &headers,
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["hits"]["total"]["value"], 0);
+        // Signed for `es`: the wrong scope.
+        let (status, answer) = signed(
+            &server,
+            ("s", "es"),
+            "POST",
+            "/_search",
+            &headers,
+            body.as_bytes(),
+        );
+        assert_eq!(status, 403);
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains("credential `AKID/"), "{message}");
+        // Signed (with its hash) for one body, sent with another.
+        let url = format!("{}/_search", server.url());
+        let mut sent = vec![("content-type".to_owned(), "application/json".to_owned())];
+        let added = sluice_sigv4::sign_with(
+            ("AKID", "s", None),
+            "us-east-1",
+            "aoss",
+            std::time::SystemTime::now(),
+            "POST",
+            &url,
+            &sent,
+            b"{}",
+        )
+        .unwrap();
+        sent.extend(added);
+        let (status, answer) = send("POST", &url, &sent, body.as_bytes());
+        assert_eq!(status, 403);
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains("`x-amz-content-sha256`"), "{message}");
+        assert_eq!(server.signature_failures(), 2);
+        assert_eq!(server.searches(), 1);
+        // Without basic authentication, and not understood before the signature is checked.
+        let (status, _) = send("POST", &format!("{}/_count", server.url()), &[], b"{}");
+        assert_eq!(status, 400);
+        assert_eq!(server.signature_failures(), 2);
+        assert!(std::panic::catch_unwind(|| server.assert_understood()).is_err());
+    }
+
+    /// A lookup server: `people` (alias `folk` → `people-1`) and `pets`.
+    fn lookup_server() -> OpenSearch {
+        let server = OpenSearch::start();
+        let aliases = json!({"aliases": {"folk": {}}});
+        assert_eq!(call(&server, "PUT", "/people-1", Some(aliases)).0, 200);
+        server.seed(
+            "people-1",
+            "p1",
+            json!({"name": "ann", "age": 30, "tags": ["a", "b"]}),
+        );
+        server.seed(
+            "people-1",
+            "p2",
+            json!({"name": "bob", "age": 40, "tags": ["b"]}),
+        );
+        server.seed(
+            "people-1",
+            "p3",
+            json!({"name": "cy", "age": 30, "nested": {"name": "ann"}}),
+        );
+        server.seed("pets", "x1", json!({"name": "ann", "kind": "cat"}));
+        server
+    }
+
+    fn json_post(server: &OpenSearch, path: &str, body: &Value) -> (u16, Value) {
+        let headers = [("content-type".to_owned(), "application/json".to_owned())];
+        let url = format!("{}{path}", server.url());
+        send("POST", &url, &headers, body.to_string().as_bytes())
+    }
+
+    /// Each response's hit ids, or its error type.
+    fn found(answer: &Value) -> Vec<Result<Vec<String>, String>> {
+        let responses = answer["responses"].as_array().unwrap().iter();
+        responses
+            .map(|r| match r.get("error") {
+                Some(error) => Err(error["type"].as_str().unwrap().to_owned()),
+                None => Ok(r["hits"]["hits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| h["_id"].as_str().unwrap().to_owned())
+                    .collect()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn msearch_answers_term_terms_and_ids_lookups() {
+        let server = lookup_server();
+        let body = concat!(
+            "{\"index\":\"folk\"}\n",
+            "{\"query\":{\"terms\":{\"name\":[\"ann\",\"bob\"]}},\"size\":10,\"_source\":[\"age\"]}\n",
+            "{}\n",
+            "{\"query\":{\"term\":{\"age\":\"30\"}},\"_source\":false}\n",
+            "{\"index\":[\"people-1\",\"pets\"]}\n",
+            "{\"query\":{\"terms\":{\"_id\":[\"p2\",\"x1\"]}},\"size\":1}\n",
+            "{\"index\":\"pe*\"}\n",
+            "{\"query\":{\"ids\":{\"values\":[\"x1\",\"p3\"]}}}\n",
+            "{\"index\":\"gone\"}\n",
+            "{\"query\":{\"term\":{\"name\":{\"value\":\"ann\"}}}}\n",
+            "{\"index\":\"people-1,pets\"}\n",
+            "{\"query\":{\"term\":{\"tags\":\"b\"}}}\n",
+        );
+        let (status, answer) = post(&server, "/people-1/_msearch", body, None);
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            found(&answer),
+            [
+                Ok(vec!["p1".to_owned(), "p2".to_owned()]),
+                Ok(vec!["p1".to_owned(), "p3".to_owned()]),
+                Ok(vec!["p2".to_owned()]),
+                Ok(vec!["p3".to_owned(), "x1".to_owned()]),
+                Err("index_not_found_exception".to_owned()),
+                Ok(vec!["p1".to_owned(), "p2".to_owned()]),
+            ]
+        );
+        let responses = &answer["responses"];
+        assert_eq!(
+            responses[0]["hits"]["hits"][0],
+            json!({"_index": "people-1", "_id": "p1", "_score": 1.0, "_source": {"age": 30}})
+        );
+        assert_eq!(responses[0]["status"], 200);
+        assert!(responses[1]["hits"]["hits"][0].get("_source").is_none());
+        assert_eq!(
+            responses[2]["hits"]["total"],
+            json!({"value": 2, "relation": "eq"})
+        );
+        assert_eq!(responses[4]["status"], 404);
+        assert_eq!(
+            responses[4]["error"]["root_cause"][0]["reason"],
+            "no such index [gone]"
+        );
+        assert_eq!(server.search_counts(), (1, 6));
+        assert_eq!(server.searches(), 1);
+
+        let gz = gzip(body.as_bytes());
+        let headers = [
+            ("content-type".to_owned(), "application/x-ndjson".to_owned()),
+            ("content-encoding".to_owned(), "gzip".to_owned()),
+        ];
+        let (status, again) = send("POST", &format!("{}/_msearch", server.url()), &headers, &gz);
+        assert_eq!(status, 200);
+        // No default index now: the `{}` header searches every index.
+        assert_eq!(found(&again)[1], Ok(vec!["p1".to_owned(), "p3".to_owned()]));
+        assert_eq!(server.searches(), 2);
+        server.assert_understood();
+    }
+
+    #[test]
+    fn search_answers_one_lookup_and_a_missing_index_is_404() {
+        let server = lookup_server();
+        let query = json!({"query": {"terms": {"name": ["ann"]}}, "_source": "kind"});
+        let (status, answer) = json_post(&server, "/pets/_search", &query);
+        assert_eq!(status, 200);
+        assert_eq!(
+            answer["hits"],
+            json!({"total": {"value": 1, "relation": "eq"}, "max_score": 1.0, "hits": [
+                {"_index": "pets", "_id": "x1", "_score": 1.0, "_source": {"kind": "cat"}},
+            ]})
+        );
+        let (status, answer) = json_post(&server, "/_search", &query);
+        assert_eq!(
+            (status, answer["hits"]["total"]["value"].clone()),
+            (200, json!(2))
+        );
+        let (status, answer) = json_post(&server, "/nope/_search", &query);
+        assert_eq!(status, 404);
+        assert_eq!(answer["error"]["type"], "index_not_found_exception");
+        let none = json!({"query": {"term": {"name": "zed"}}, "size": 0});
+        let (_, answer) = json_post(&server, "/folk/_search", &none);
+        assert_eq!(
+            answer["hits"],
+            json!({"total": {"value": 0, "relation": "eq"}, "max_score": null, "hits": []})
+        );
+        assert_eq!(server.searches(), 4);
+        server.assert_understood();
+    }
+
+    #[test]
+    fn other_searches_are_not_understood() {
+        let refused = [
+            json!({"query": {"match": {"name": "ann"}}}),
+            json!({"query": {"terms": {"name": ["ann"], "boost": 2.0}}}),
+            json!({"query": {"term": {"nested.name": "ann"}}}),
+            json!({"query": {"term": {"name": {"value": "ann", "case_insensitive": true}}}}),
+            json!({"query": {"terms": {"name": {"index": "i", "id": "1", "path": "p"}}}}),
+            json!({"query": {"ids": {"values": [1]}}}),
+            json!({"query": {"ids": {"values": ["a"]}}, "from": 5}),
+            json!({"query": {"ids": {"values": ["a"]}}, "_source": {"includes": ["a"]}}),
+            json!({"query": {"ids": {"values": ["a"]}}, "size": -1}),
+            json!({"size": 1}),
+        ];
+        for body in refused {
+            let server = lookup_server();
+            let (status, _) = json_post(&server, "/people-1/_search", &body);
+            assert_eq!(status, 400, "{body}");
+            let understood = std::panic::catch_unwind(|| server.assert_understood());
+            assert!(understood.is_err(), "{body}");
+            assert_eq!(server.searches(), 0);
+        }
+        let malformed = [
+            "{\"index\":\"pets\"}\n{\"query\":{\"ids\":{\"values\":[\"a\"]}}}",
+            "{\"index\":\"pets\"}\n",
+            "{\"index\":\"pets\",\"preference\":\"_local\"}\n{\"query\":{\"ids\":{\"values\":[\"a\"]}}}\n",
+            "",
+        ];
+        for body in malformed {
+            let server = lookup_server();
+            assert_eq!(post(&server, "/_msearch", body, None).0, 400, "{body:?}");
+            let understood = std::panic::catch_unwind(|| server.assert_understood());
+            assert!(understood.is_err(), "{body:?}");
+        }
     }
 }
