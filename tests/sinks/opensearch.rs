@@ -43,7 +43,7 @@ fn documents_land_once_and_refused_ones_are_dead_lettered_with_the_items_error()
     let (buffer, group) = names("os");
     let sinks = opensearch_sink(
         &server,
-        "        username: admin\n        password: ${env:OS_PASSWORD}\n        index: app-%{yyyy.MM.dd}\n        bulk_size: 1\n",
+        "        username: admin\n        password: ${env:OS_PASSWORD}\n        index: app-%{yyyy.MM.dd}\n        bulk_size: 1\n        exclude_keys: [host]\n",
     );
     let sluice = Sluice::start_with_env(
         &pipeline(&buffer, &group, &sinks),
@@ -66,6 +66,11 @@ fn documents_land_once_and_refused_ones_are_dead_lettered_with_the_items_error()
             && id.starts_with(&format!("{buffer}/0/"))),
         "the index's date pattern is filled, ids are buffer positions: {:?}",
         &docs[..2.min(docs.len())]
+    );
+    assert!(
+        docs.iter()
+            .all(|(_, _, source)| source.get("host").is_none() && source["message"].is_string()),
+        "exclude_keys shapes the documents"
     );
     // The 429s were retried alone and taken; the poison document is not indexed.
     assert_all_once(&counts(stored_ids(&server)), &ids, 0);
@@ -99,10 +104,91 @@ fn a_cluster_down_holds_the_commit_and_nothing_is_lost_or_doubled() {
         &group,
         50,
         || server.faults(|f| f.requests = std::iter::repeat_n(503, 100_000).collect()),
-        || server.faults(|f| f.requests.clear()),
+        || {
+            // `/health` says which sink fails and why, and stays 200: the buffer takes events.
+            let (status, health) = sluice.get_metrics_server("/health");
+            assert_eq!(status, 200, "{health}");
+            assert!(
+                health.contains("\"degraded\"")
+                    && health.contains("opensearch:")
+                    && health.contains("503"),
+                "{health}"
+            );
+            server.faults(|f| f.requests.clear());
+        },
     );
     assert_all_once(&counts(stored_ids(&server)), &ids, 0);
     server.assert_understood();
+    let (_, health) = sluice.get_metrics_server("/health");
+    assert!(health.contains("\"ready\""), "{health}");
+}
+
+/// A memory buffer in front of a cluster that is down: once the buffer is full the source
+/// answers 503, the clients send again, and when the cluster is back every event is indexed
+/// once.
+#[test]
+fn a_cluster_down_behind_a_full_memory_buffer_makes_the_source_answer_503() {
+    let server = OpenSearch::start();
+    server.faults(|f| f.requests = std::iter::repeat_n(503, 100_000).collect());
+    let yaml = format!(
+        r#"
+sink-pipeline:
+  workers: 1
+  source:
+    http:
+      port: {{port}}
+      request_timeout: 1s
+  buffer:
+    bounded_blocking:
+      buffer_size: 8
+      batch_size: 2
+  sink:
+{}
+"#,
+        opensearch_sink(&server, "        index: events\n")
+    );
+    let sluice = Sluice::start(&yaml);
+    // The first request fails and is retried: the sink holds its events and takes no more.
+    let mut ids = post_events(&sluice, "first", 10, 10);
+    wait_until(
+        "the sink to retry",
+        Duration::from_secs(30),
+        &sluice,
+        || sink_metric(&sluice, "sluice_sink_retries") >= 1.0,
+    );
+    let mut refused = 0;
+    let mut pending = Vec::new();
+    for i in 0..20 {
+        let (body, batch) = super::events("m", i * 10, 10);
+        if sluice.post("/log/ingest", &body) == 200 {
+            ids.extend(batch);
+        } else {
+            refused += 1;
+            pending.push((body, batch));
+        }
+    }
+    assert!(
+        refused > 0,
+        "the full buffer refused nothing:\n{}",
+        sluice.log()
+    );
+    server.faults(|f| f.requests.clear());
+    for (body, batch) in pending {
+        wait_until(
+            "the source to take a post again",
+            Duration::from_secs(60),
+            &sluice,
+            || sluice.post("/log/ingest", &body) == 200,
+        );
+        ids.extend(batch);
+    }
+    wait_until(
+        "every event indexed",
+        Duration::from_secs(60),
+        &sluice,
+        || server.documents("events").len() >= ids.len(),
+    );
+    assert_all_once(&counts(stored_ids(&server)), &ids, 0);
 }
 
 #[test]
@@ -276,4 +362,219 @@ log-pipeline:
         .collect();
     assert_eq!(requests.len(), 20, "grok's fields are in the documents");
     assert!(docs.values().all(|d| d.source["response"] == "200"));
+}
+
+/// A pipeline with a memory buffer in front of `sinks` (YAML list items, indented for
+/// `sink:`): for what does not need the kafka buffer.
+fn in_memory(sinks: &str) -> String {
+    format!(
+        "sink-pipeline:\n  source:\n    http:\n      port: {{port}}\n  sink:\n{sinks}  dlq_path: {{dir}}/dlq.jsonl\n"
+    )
+}
+
+/// Amazon OpenSearch Service and Serverless: every request signed with SigV4 (service `es`,
+/// `aoss` with the content hash), credentials from the standard AWS chain, checked by the
+/// server with a verifier written apart from the signer.
+#[test]
+fn requests_to_amazon_opensearch_are_signed_with_sigv4() {
+    for (service, aws) in [
+        ("es", "{region: eu-west-1}"),
+        ("aoss", "{region: eu-west-1, serverless: true}"),
+    ] {
+        let server =
+            OpenSearch::start_with_sigv4("AKIDSLUICETEST", "s3cr3t/key", "eu-west-1", service);
+        let sink = opensearch_sink(
+            &server,
+            &format!("        aws: {aws}\n        index: signed\n"),
+        );
+        let sluice = Sluice::start_with_env(
+            &in_memory(&sink),
+            &[
+                ("AWS_ACCESS_KEY_ID", "AKIDSLUICETEST"),
+                ("AWS_SECRET_ACCESS_KEY", "s3cr3t/key"),
+                ("AWS_SESSION_TOKEN", ""),
+                ("AWS_PROFILE", "sluice-none"),
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+            ],
+        );
+        let ids = post_events(&sluice, service, 30, 10);
+        wait_until(
+            "the documents indexed",
+            Duration::from_secs(60),
+            &sluice,
+            || server.documents("signed").len() == ids.len(),
+        );
+        assert_eq!(
+            server.signature_failures(),
+            0,
+            "{service}: {}",
+            sluice.log()
+        );
+        server.assert_understood();
+    }
+}
+
+/// `query_lookup`, as the docs page's example: events whose condition holds are looked up by
+/// `query_term` first, and one already indexed is dropped.
+#[test]
+fn query_lookup_drops_documents_already_indexed() {
+    let server = OpenSearch::start();
+    server.seed(
+        "events",
+        "old-1",
+        serde_json::json!({"document_id": "d1", "v": 0}),
+    );
+    server.seed(
+        "events",
+        "old-2",
+        serde_json::json!({"document_id": "d2", "v": 0}),
+    );
+    let sink = opensearch_sink(
+        &server,
+        "        index: events\n        query_lookup:\n          query_when: '/maybe_duplicate == true'\n          query_term: document_id\n          query_duration: PT5M\n",
+    );
+    let sluice = Sluice::start(&in_memory(&sink));
+    let events = serde_json::json!([
+        {"id": "a", "document_id": "d1", "maybe_duplicate": true},
+        {"id": "b", "document_id": "d3", "maybe_duplicate": true},
+        {"id": "c", "document_id": "d2", "maybe_duplicate": false},
+        {"id": "d", "document_id": "d2", "maybe_duplicate": true},
+    ]);
+    assert_eq!(
+        sluice.post("/log/ingest", events.to_string().as_bytes()),
+        200
+    );
+    wait_until(
+        "the lookups and writes",
+        Duration::from_secs(60),
+        &sluice,
+        || {
+            sink_metric(
+                &sluice,
+                "sluice_opensearch_eventsDroppedAndReleasedAfterQuery",
+            ) >= 2.0
+                && sink_metric(&sluice, "sluice_opensearch_documentsSuccess") >= 2.0
+        },
+    );
+    let mut indexed = stored_ids(&server);
+    indexed.sort();
+    // `a` and `d` were found (d1, d2) and dropped; `b` was not found, `c` not looked for.
+    assert_eq!(
+        indexed,
+        ["?", "?", "b", "c"],
+        "the two seeded have no id field"
+    );
+    assert!(server.searches() >= 1);
+    server.assert_understood();
+}
+
+/// `custom` with Data Prepper's index management keys: the policy from `ism_policy_file`, the
+/// composable template from `template_file` with `number_of_shards`, then `<index>-000001`
+/// behind the write alias, before the first document; on an ISM that refuses `ism_template`,
+/// the policy goes without it and the template names it.
+#[test]
+fn a_custom_index_is_set_up_from_the_template_and_policy_files_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.json");
+    std::fs::write(
+        &template,
+        r#"{"version": 2, "template": {"mappings": {"properties": {"message": {"type": "text"}}}}}"#,
+    )
+    .unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"policy": {"description": "app", "default_state": "hot", "states": [{"name": "hot", "actions": [{"rollover": {"min_size": "1gb"}}]}], "ism_template": {"index_patterns": ["x-*"]}}}"#,
+    )
+    .unwrap();
+    for old_ism in [false, true] {
+        let server = OpenSearch::start();
+        server.cluster(|c| c.ism_template_unsupported = old_ism);
+        let sink = opensearch_sink(
+            &server,
+            &format!(
+                "        index: app\n        template_type: index-template\n        template_file: {}\n        ism_policy_file: {}\n        number_of_shards: 3\n",
+                template.display(),
+                policy.display()
+            ),
+        );
+        let sluice = Sluice::start(&in_memory(&sink));
+        let ids = post_events(&sluice, "m", 20, 10);
+        wait_until(
+            "the documents indexed",
+            Duration::from_secs(60),
+            &sluice,
+            || server.documents("app-000001").len() == ids.len(),
+        );
+        server.assert_understood();
+        let t = &server.index_templates()["app-index-template"];
+        assert_eq!(t["index_patterns"], serde_json::json!(["app-*"]), "{t}");
+        let settings = &t["template"]["settings"];
+        assert_eq!(settings["number_of_shards"], 3, "{t}");
+        assert_eq!(
+            settings["opendistro.index_state_management.rollover_alias"], "app",
+            "{t}"
+        );
+        let stored = &server.policies()["app-policy"];
+        if old_ism {
+            assert!(stored["policy"].get("ism_template").is_none(), "{stored}");
+            assert_eq!(
+                settings["opendistro.index_state_management.policy_id"],
+                "app-policy"
+            );
+        } else {
+            assert_eq!(
+                stored["policy"]["ism_template"]["index_patterns"],
+                serde_json::json!(["app-*"]),
+                "{stored}"
+            );
+        }
+        assert_eq!(
+            server.aliases()["app"]["app-000001"]["is_write_index"],
+            true
+        );
+    }
+}
+
+/// Two hosts, one not listening: requests go to the other. Answers cut off mid-body and
+/// answers slower than `socket_timeout` are sent again; from the kafka buffer the ids are
+/// chosen, so what the server had already stored is overwritten, not doubled.
+#[test]
+fn a_dead_host_a_cut_answer_and_a_slow_one_lose_and_double_nothing() {
+    let server = OpenSearch::start();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    server.faults(|f| f.close_mid_response = 3);
+    let (buffer, group) = names("ohost");
+    let sinks = format!(
+        "    - opensearch:\n        hosts: [\"http://127.0.0.1:{dead_port}\", \"{}\"]\n        flush_timeout: 300\n        socket_timeout: 1000\n        index: events\n",
+        server.url()
+    );
+    let sluice = Sluice::start(&pipeline(&buffer, &group, &sinks));
+    let mut ids = post_events(&sluice, "cut", 100, 20);
+    wait_until(
+        "the cut answers retried",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    server.faults(|f| f.slow = Some(Duration::from_secs(3)));
+    ids.extend(post_events(&sluice, "slow", 40, 20));
+    wait_until(
+        "a slow answer timed out",
+        Duration::from_secs(60),
+        &sluice,
+        || sink_metric(&sluice, "sluice_sink_retries") >= 6.0,
+    );
+    server.faults(|f| f.slow = None);
+    wait_until(
+        "every batch acknowledged",
+        Duration::from_secs(60),
+        &sluice,
+        || committed_to_end(&buffer, &group),
+    );
+    assert_all_once(&counts(stored_ids(&server)), &ids, 0);
+    assert_eq!(server.documents("events").len(), ids.len());
+    server.assert_understood();
 }

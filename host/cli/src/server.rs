@@ -148,7 +148,30 @@ async fn health_check(State(health): State<Health>) -> impl IntoResponse {
     }
     let stalled = health.watchdog.stalled();
     if stalled.is_empty() {
-        return (StatusCode::OK, "{\"status\":\"ready\"}\n".to_owned());
+        // A failing sink does not make the process unready: the buffer keeps taking events
+        // (a Kafka buffer for as long as it has room) and the sink catches up once its
+        // destination is back. The answer says which, and since when.
+        let failing = sluice_pipeline::sink::failing();
+        if failing.is_empty() {
+            return (StatusCode::OK, "{\"status\":\"ready\"}\n".to_owned());
+        }
+        let sinks: Vec<serde_json::Value> = failing
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "pipeline": f.pipeline,
+                    "sink": f.sink,
+                    "failing_seconds": f.since.elapsed().as_secs(),
+                    "reason": f.reason,
+                })
+            })
+            .collect();
+        let body = serde_json::json!({
+            "status": "degraded",
+            "reason": "a sink's destination is failing; its events wait in the buffer",
+            "failing_sinks": sinks,
+        });
+        return (StatusCode::OK, format!("{body}\n"));
     }
     let stalled: Vec<serde_json::Value> = stalled
         .iter()

@@ -135,9 +135,10 @@ pub struct OpenSearchSink {
     /// Not supported yet (Painless scripts for `update`/`upsert`).
     #[serde(default)]
     pub script: Option<serde_yaml::Value>,
-    /// Not supported yet.
+    /// Look for a document already indexed before indexing one whose `query_when` holds:
+    /// found (by `query_term`), the event is dropped as a duplicate.
     #[serde(default)]
-    pub query_lookup: Option<serde_yaml::Value>,
+    pub query_lookup: Option<QueryLookup>,
     /// Not supported (experimental in Data Prepper).
     #[serde(default)]
     pub pull_indexing: Option<serde_yaml::Value>,
@@ -269,6 +270,49 @@ pub struct Aws {
     /// Not supported yet.
     #[serde(default)]
     pub semantic_enrichment: Option<serde_yaml::Value>,
+}
+
+/// `query_lookup` of the opensearch sink (Data Prepper's `QueryManagerConfiguration`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryLookup {
+    /// Which events are looked for first: a condition. Required.
+    pub query_when: String,
+    /// The key whose value finds the indexed document (a term query on that field).
+    /// Required.
+    pub query_term: String,
+    /// How long Data Prepper holds a document to look for it. sluice looks once, when the
+    /// document's request is sent (and again on each retry of it). Default `3m`.
+    #[serde(
+        default = "default_query_duration",
+        deserialize_with = "crate::units::duration"
+    )]
+    pub query_duration: Duration,
+    /// Look documents up again when their request failed with 500 or 504 (they may be indexed
+    /// after all). sluice looks them up on every retry. Default false.
+    #[serde(default)]
+    pub query_on_bulk_errors: bool,
+    /// How many documents may wait for a lookup in Data Prepper; in sluice a document waits
+    /// only inside its request, so this is read and checked, not needed. Default 5000.
+    #[serde(default = "default_async_limit")]
+    pub async_limit: u32,
+}
+
+fn default_query_duration() -> Duration {
+    Duration::from_secs(180)
+}
+
+const fn default_async_limit() -> u32 {
+    5000
+}
+
+/// `query_lookup` as it runs.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    pub when: Expression,
+    pub term: Key,
+    /// The field's name, as the term query names it.
+    pub field: String,
 }
 
 /// An entry of `actions`.
@@ -435,6 +479,7 @@ pub struct OpenSearchSettings {
     pub document_version: Option<Template>,
     pub version_type: Option<VersionType>,
     pub document_root_key: Option<Key>,
+    pub query_lookup: Option<Lookup>,
     pub template_type: TemplateType,
     /// The user's template: `template_content`, else `template_file` (read at start).
     pub template_content: Option<String>,
@@ -771,11 +816,6 @@ impl OpenSearchSink {
                 "Painless scripts are not supported yet; use `action: update` with the document",
             ),
             (
-                "query_lookup",
-                self.query_lookup.is_some(),
-                "looking documents up before indexing is not supported yet",
-            ),
-            (
                 "pull_indexing",
                 self.pull_indexing.is_some(),
                 "pull-based ingestion (experimental in Data Prepper) is not supported",
@@ -794,6 +834,11 @@ impl OpenSearchSink {
             if given {
                 bad(key, format!("`{key}`: {what}"));
             }
+        }
+        if let Some(q) = &self.query_lookup
+            && let Err(e) = lookup(q)
+        {
+            bad("query_lookup", e);
         }
         if let Some(content) = &self.template_content
             && let Err(e) = serde_json::from_str::<serde_json::Value>(content)
@@ -838,6 +883,18 @@ impl OpenSearchSink {
         }
         out
     }
+}
+
+/// `query_lookup`'s condition and key, read.
+fn lookup(q: &QueryLookup) -> Result<Lookup, String> {
+    let when = Expression::parse_condition(&q.query_when)
+        .map_err(|e| format!("`query_lookup.query_when`: {e}"))?;
+    let term = Key::parse(&q.query_term).map_err(|e| format!("`query_lookup.query_term`: {e}"))?;
+    Ok(Lookup {
+        when,
+        term,
+        field: q.query_term.trim_start_matches('/').replace('/', "."),
+    })
 }
 
 /// Reads an `index` value: at most one `%{...}` date pattern, of hours or coarser.
@@ -1016,6 +1073,12 @@ impl crate::Resolve for OpenSearchSink {
                 .map_err(|e| invalid(e.to_string()))?,
             version_type: self.document_version_type,
             document_root_key: self.document_root_key.clone(),
+            query_lookup: self
+                .query_lookup
+                .as_ref()
+                .map(lookup)
+                .transpose()
+                .map_err(invalid)?,
             template_type: self.template_type(),
             template_content: self.template_content.clone(),
             template_file: self.template_file.clone(),

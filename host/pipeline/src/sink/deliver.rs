@@ -45,6 +45,31 @@ impl SinkMetrics {
     }
 }
 
+/// A sink whose destination is failing: requests are being retried.
+#[derive(Debug, Clone)]
+pub struct Failing {
+    pub pipeline: String,
+    pub sink: String,
+    /// Since when its requests fail.
+    pub since: std::time::Instant,
+    /// The last failure.
+    pub reason: String,
+}
+
+/// The sinks of this process whose requests are being retried, by `(pipeline, sink)`.
+static FAILING: std::sync::Mutex<std::collections::BTreeMap<(String, String), Failing>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// The sinks of this process being retried now (for `/health`).
+pub fn failing() -> Vec<Failing> {
+    FAILING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .cloned()
+        .collect()
+}
+
 /// One output with what it needs to deliver: its retry policy, the pipeline's dead-letter
 /// file, its counters.
 pub(crate) struct Delivery {
@@ -91,6 +116,7 @@ impl Delivery {
                         self.metrics.requests.increment(1);
                         self.metrics.written.increment(todo.len() as u64);
                     }
+                    self.mark(None);
                     return;
                 }
                 Err(SendError::Reject(reason)) => {
@@ -117,6 +143,7 @@ impl Delivery {
                     }
                     if retry.is_empty() {
                         self.metrics.requests.increment(1);
+                        self.mark(None);
                         return;
                     }
                     todo = retry.iter().filter_map(|i| todo.get(*i).cloned()).collect();
@@ -137,11 +164,32 @@ impl Delivery {
                 self.dead_letter(&dead).await;
                 return;
             }
+            self.mark(Some(&reason));
             let wait = backoff(&self.retry, attempt);
             tracing::warn!(pipeline = %self.pipeline, sink, events = todo.len(), %reason, retry_in = ?wait, attempt = attempt + 1, "the sink failed to take events; retrying");
             self.metrics.retries.increment(1);
             attempt = attempt.saturating_add(1);
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Records that the sink's requests fail for `reason`, or (`None`) that one was taken.
+    fn mark(&self, reason: Option<&str>) {
+        let mut failing = FAILING.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (self.pipeline.clone(), self.name.clone());
+        match reason {
+            None => {
+                failing.remove(&key);
+            }
+            Some(reason) => {
+                let entry = failing.entry(key).or_insert_with(|| Failing {
+                    pipeline: self.pipeline.clone(),
+                    sink: self.name.clone(),
+                    since: std::time::Instant::now(),
+                    reason: String::new(),
+                });
+                entry.reason = reason.to_owned();
+            }
         }
     }
 

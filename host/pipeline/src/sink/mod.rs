@@ -37,6 +37,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use sluice_buffer::Position;
 
+pub use self::deliver::{Failing, failing};
 use self::dlq::DeadLetters;
 pub use self::receipt::{Receipt, Tally};
 pub use sluice_config::sink::batching::{Retry, Threshold};

@@ -142,16 +142,6 @@ impl Client {
         path: &str,
         body: Option<(&[u8], &'static str)>,
     ) -> Result<Answer, String> {
-        let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        let now = self.epoch.elapsed().as_millis() as u64;
-        let n = self.hosts.len();
-        // The next host that is not down; when all are, the next in turn.
-        let chosen = (0..n)
-            .map(|k| (turn + k) % n)
-            .find(|&h| self.down_until[h].load(Ordering::Relaxed) <= now)
-            .unwrap_or(turn % n);
-        let host = &self.hosts[chosen];
-        let url = format!("{host}{path}");
         let mut headers: Vec<(String, String)> = Vec::new();
         let mut payload = Vec::new();
         if let Some((bytes, content_type)) = body {
@@ -163,40 +153,78 @@ impl Client {
                 payload = bytes.to_vec();
             }
         }
-        match &self.auth {
-            Auth::None => {}
-            Auth::Basic(b) => {
-                use base64::Engine as _;
-                let token = base64::engine::general_purpose::STANDARD
-                    .encode(format!("{}:{}", b.username, b.password));
-                headers.push(("authorization".into(), format!("Basic {token}")));
-            }
-            Auth::Bearer(t) => headers.push(("authorization".into(), format!("Bearer {t}"))),
-            Auth::SigV4(signer) => {
-                let signed = signer
-                    .sign(method.as_str(), &url, &headers, &payload)
-                    .await
-                    .map_err(|e| format!("signing the request: {e}"))?;
-                headers.extend(signed);
+        let payload = Bytes::from(payload);
+        // Each host once, from the next in turn, those that did not fail lately first: a
+        // host that does not answer (or cuts its answer) is left for the next one, as Data
+        // Prepper's REST client does.
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let n = self.hosts.len();
+        let mut order: Vec<usize> = (0..n).map(|k| (turn + k) % n).collect();
+        order.sort_by_key(|&h| self.down_until[h].load(Ordering::Relaxed) > now);
+        let mut last = String::new();
+        for chosen in order {
+            match self
+                .send_to(chosen, &method, path, &headers, &payload, body.is_some())
+                .await
+            {
+                Ok(answer) => return Ok(answer),
+                Err(Failure::Signing(reason)) => return Err(reason),
+                Err(Failure::Host(reason)) => {
+                    let until = self.epoch.elapsed() + HOST_DOWN_FOR;
+                    self.down_until[chosen].store(until.as_millis() as u64, Ordering::Relaxed);
+                    last = reason;
+                }
             }
         }
-        let mut request = self.http.request(method, &url);
-        for (name, value) in &headers {
+        Err(last)
+    }
+
+    /// One request to host `chosen`.
+    async fn send_to(
+        &self,
+        chosen: usize,
+        method: &reqwest::Method,
+        path: &str,
+        headers: &[(String, String)],
+        payload: &Bytes,
+        has_body: bool,
+    ) -> Result<Answer, Failure> {
+        let host = &self.hosts[chosen];
+        let url = format!("{host}{path}");
+        let mut request = self.http.request(method.clone(), &url);
+        for (name, value) in headers {
             request = request.header(name, value);
         }
-        if body.is_some() {
-            request = request.body(payload);
+        match &self.auth {
+            Auth::None => {}
+            Auth::Basic(b) => request = request.basic_auth(&b.username, Some(&b.password)),
+            Auth::Bearer(t) => request = request.bearer_auth(t),
+            Auth::SigV4(signer) => {
+                let signed = signer
+                    .sign(method.as_str(), &url, headers, payload)
+                    .await
+                    .map_err(|e| Failure::Signing(format!("signing the request: {e}")))?;
+                for (name, value) in signed {
+                    request = request.header(name, value);
+                }
+            }
         }
-        let failed = |e: reqwest::Error| {
-            let until = self.epoch.elapsed() + HOST_DOWN_FOR;
-            self.down_until[chosen].store(until.as_millis() as u64, Ordering::Relaxed);
-            format!("{host}: {}", error_chain(&e))
-        };
+        if has_body {
+            request = request.body(payload.clone());
+        }
+        let failed = |e: reqwest::Error| Failure::Host(format!("{host}: {}", error_chain(&e)));
         let response = request.send().await.map_err(failed)?;
         let status = response.status().as_u16();
         let body = response.bytes().await.map_err(failed)?;
         Ok(Answer { status, body })
     }
+}
+
+/// Why one host did not answer, or the request could not be made.
+enum Failure {
+    Host(String),
+    Signing(String),
 }
 
 /// How long a host that failed to answer is left out.

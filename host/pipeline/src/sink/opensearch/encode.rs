@@ -15,6 +15,10 @@ use crate::sink::Shape;
 /// The key of an error line's only member.
 pub(super) const ERROR_KEY: &str = "_sluice_error";
 
+/// The action metadata key that marks a document to look up first (`query_lookup`), with the
+/// value of its `query_term`; the sink removes it before sending.
+pub(super) const LOOKUP_KEY: &str = "_sluice_lookup";
+
 /// What makes each event's line.
 pub(super) struct Encoder {
     /// `None`: the index type's alias (already the whole name).
@@ -28,6 +32,7 @@ pub(super) struct Encoder {
     version: Option<Template>,
     version_type: Option<VersionType>,
     root: Option<Key>,
+    lookup: Option<sluice_config::sink::opensearch::Lookup>,
     /// Fill the date pattern from the record's receive time (so a record read again goes to the
     /// same index), not the clock.
     receive_time: bool,
@@ -50,6 +55,7 @@ impl Encoder {
             version: s.document_version.clone(),
             version_type: s.version_type,
             root: s.document_root_key.clone(),
+            lookup: s.query_lookup.clone(),
             receive_time: s.exactly_once,
         }
     }
@@ -118,6 +124,12 @@ impl Encoder {
         }
         if let Some(routing) = value(&self.routing, event) {
             meta.insert("routing".into(), Value::String(routing));
+        }
+        if let Some(lookup) = &self.lookup
+            && lookup.when.matches(event).unwrap_or(false)
+            && let Some(term) = event.get(&lookup.term).filter(|v| !v.is_null())
+        {
+            meta.insert(LOOKUP_KEY.into(), term.clone());
         }
         if action != Action::Create {
             if let Some(version) = &self.version {

@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 use sluice_config::sink::opensearch::{OpenSearchSettings, VersionType};
 
 use self::client::Client;
-use self::encode::{ERROR_KEY, Encoder};
+use self::encode::{ERROR_KEY, Encoder, LOOKUP_KEY};
 use super::{Output, Provenance, Retry, SendError, Threshold};
 
 pub use self::client::ClientError;
@@ -69,6 +69,7 @@ struct Metrics {
     /// By the status class of a whole request's error answer, as Data Prepper groups them.
     status_errors: [metrics::Counter; 6],
     dynamic_index_dropped: metrics::Counter,
+    duplicates_dropped: metrics::Counter,
 }
 
 /// Data Prepper's counters of whole-request error answers, by status.
@@ -105,6 +106,7 @@ impl Metrics {
             ),
             status_errors: STATUS_COUNTERS.map(c),
             dynamic_index_dropped: c("sluice_opensearch_dynamicIndexDroppedEvents"),
+            duplicates_dropped: c("sluice_opensearch_eventsDroppedAndReleasedAfterQuery"),
         }
     }
 
@@ -139,6 +141,8 @@ pub struct OpenSearchSink {
     es6: bool,
     /// `document_version_type` is `external`/`external_gte`: a version conflict is expected.
     external_versions: bool,
+    /// `query_lookup`'s field.
+    lookup_field: Option<String>,
     metrics: Metrics,
 }
 
@@ -214,6 +218,7 @@ impl super::BuildOutput for OpenSearchSettings {
                 s.version_type,
                 Some(VersionType::External | VersionType::ExternalGte)
             ),
+            lookup_field: s.query_lookup.as_ref().map(|q| q.field.clone()),
             metrics: Metrics::new(cx.pipeline, name),
         }))
     }
@@ -308,6 +313,8 @@ struct Item {
     index: String,
     /// sluice chose the `_id` (from the event's buffer position).
     chosen_id: bool,
+    /// `query_lookup`: the `query_term` value to look for before indexing.
+    lookup: Option<Value>,
 }
 
 /// What became of one document.
@@ -342,6 +349,7 @@ impl OpenSearchSink {
                 refused.push((i, "not an opensearch bulk line".to_owned()));
                 continue;
             };
+            let lookup = meta.remove(LOOKUP_KEY);
             let mut chosen_id = false;
             if self.exactly_once
                 && (op == "index" || op == "create")
@@ -371,6 +379,7 @@ impl OpenSearchSink {
                 op,
                 index,
                 chosen_id,
+                lookup,
             });
         }
         (items, refused)
@@ -400,6 +409,71 @@ impl OpenSearchSink {
             ready.insert(item.index.clone());
         }
         Ok(())
+    }
+
+    /// `query_lookup`: the events of `items` whose document is already indexed (an indexed
+    /// document's `query_term` field holds the same value), found with one `_msearch` of a
+    /// `terms` query per index.
+    async fn look_up(&self, items: &[Item]) -> Result<HashSet<usize>, String> {
+        let Some(field) = self.lookup_field.as_deref() else {
+            return Ok(HashSet::new());
+        };
+        let mut by_index: std::collections::BTreeMap<&str, Vec<&Item>> = Default::default();
+        for item in items.iter().filter(|i| i.lookup.is_some()) {
+            by_index.entry(&item.index).or_default().push(item);
+        }
+        if by_index.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let mut body = Vec::new();
+        for (index, items) in &by_index {
+            let values: Vec<&Value> = items.iter().filter_map(|i| i.lookup.as_ref()).collect();
+            let search = serde_json::json!({
+                "query": {"terms": {field: values}},
+                "size": values.len(),
+                "_source": [field],
+            });
+            serde_json::to_writer(&mut body, &serde_json::json!({ "index": index }))
+                .expect("JSON serializes");
+            body.push(b'\n');
+            serde_json::to_writer(&mut body, &search).expect("JSON serializes");
+            body.push(b'\n');
+        }
+        let answer = self
+            .client
+            .call(Method::POST, "/_msearch", Some((&body, "application/x-ndjson")))
+            .await?;
+        if !answer.ok() {
+            return Err(format!(
+                "looking documents up (query_lookup): {} {}",
+                answer.status,
+                answer.reason()
+            ));
+        }
+        let parsed: Value = serde_json::from_slice(&answer.body)
+            .map_err(|e| format!("the _msearch answer is not JSON: {e}"))?;
+        let responses = parsed
+            .get("responses")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut found = HashSet::new();
+        for ((_, items), response) in by_index.iter().zip(responses) {
+            // A missing index holds nothing yet.
+            let Some(hits) = response.pointer("/hits/hits").and_then(Value::as_array) else {
+                continue;
+            };
+            let held: Vec<&Value> = hits
+                .iter()
+                .filter_map(|h| h.get("_source")?.pointer(&format!("/{}", field.replace('.', "/"))))
+                .collect();
+            for item in items {
+                if item.lookup.as_ref().is_some_and(|v| held.contains(&v)) {
+                    found.insert(item.event);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Sends `items` as one bulk request (split in halves while the cluster answers 413).
@@ -554,12 +628,22 @@ impl Output for OpenSearchSink {
         if let Err(reason) = self.ensure_indices(&items).await {
             return Err(SendError::Retry(reason));
         }
-        let refs: Vec<&Item> = items.iter().collect();
-        let fates = self.bulk(&refs).await;
+        let found = match self.look_up(&items).await {
+            Ok(found) => found,
+            Err(reason) => return Err(SendError::Retry(reason)),
+        };
+        let (duplicates, refs): (Vec<&Item>, Vec<&Item>) =
+            items.iter().partition(|item| found.contains(&item.event));
+        self.metrics.duplicates_dropped.increment(duplicates.len() as u64);
+        let fates = if refs.is_empty() {
+            Vec::new()
+        } else {
+            self.bulk(&refs).await
+        };
         let mut retry = Vec::new();
         let mut retry_reason = String::new();
         let mut taken = 0;
-        for (item, fate) in items.iter().zip(fates) {
+        for (item, fate) in refs.into_iter().zip(fates) {
             match fate {
                 Fate::Taken => taken += 1,
                 Fate::Refused(reason) => rejected.push((item.event, reason)),

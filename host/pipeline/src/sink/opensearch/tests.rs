@@ -29,6 +29,7 @@ async fn sink(yaml: &str) -> OpenSearchSink {
         exactly_once: s.exactly_once,
         es6: false,
         external_versions: false,
+        lookup_field: None,
         metrics: Metrics::new("p", "s"),
     }
 }
