@@ -12,6 +12,8 @@
 //! - `otlp`: OTLP spans end to end against their protobuf through raw librdkafka; the otlp
 //!   component against its own code compiled natively.
 //! - `sinks`: the s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
+//! - `opensearch`: the opensearch sink against a plain bulk client posting the same documents
+//!   to the same test server; exactly once against `exactly_once: false`.
 //! - `processors`: Data Prepper's processors built in (grok, date, drop_events, add_entries)
 //!   end to end against the same pipeline without them, and tapped (`sluice tap`) against
 //!   untapped; grok against the grok crate natively.
@@ -24,6 +26,7 @@ mod abi;
 mod chart;
 mod kafka;
 mod measure;
+mod opensearch;
 mod otlp_native;
 mod policy;
 mod sinks;
@@ -53,6 +56,8 @@ enum Bench {
     Otlp(kafka::otlp::Args),
     /// The s3 and kafka sinks against aws-sdk-s3 and raw librdkafka doing the same.
     Sinks(sinks::Args),
+    /// The opensearch sink against a plain bulk client; exactly once against at least once.
+    Opensearch(opensearch::Args),
     /// Built-in processors end to end, and grok against the grok crate natively.
     Processors(kafka::processors::Args),
     /// How cost grows with the work, against raw librdkafka, with SVG charts.
@@ -68,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         Bench::Policy(args) => policy::run(&args),
         Bench::Otlp(args) => kafka::otlp::run(&args),
         Bench::Sinks(args) => sinks::run(&args),
+        Bench::Opensearch(args) => opensearch::run(&args),
         Bench::Processors(args) => kafka::processors::run(&args),
         Bench::Curves(args) => kafka::curves::run(&args),
     }

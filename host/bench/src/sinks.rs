@@ -68,7 +68,7 @@ impl Took {
 }
 
 /// The events of one request body.
-fn body(request: usize, events: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+pub(crate) fn body(request: usize, events: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
     let events: Vec<Vec<u8>> = (0..events)
         .map(|i| {
             serde_json::to_vec(&serde_json::json!({
@@ -452,7 +452,7 @@ fn through_sluice(
     Ok(Took { most, all: took })
 }
 
-fn wait(done: &dyn Fn() -> bool, within: Duration) -> anyhow::Result<()> {
+pub(crate) fn wait(done: &dyn Fn() -> bool, within: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
     while !done() {
         ensure!(started.elapsed() < within, "not done within {within:?}");
@@ -462,7 +462,7 @@ fn wait(done: &dyn Fn() -> bool, within: Duration) -> anyhow::Result<()> {
 }
 
 /// Posts every body once, from `clients` threads.
-fn post(url: &str, bodies: &[Vec<u8>], clients: usize) -> anyhow::Result<()> {
+pub(crate) fn post(url: &str, bodies: &[Vec<u8>], clients: usize) -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
     let shared = Arc::new(bodies.to_vec());
     let threads: Vec<_> = (0..clients)
