@@ -90,6 +90,34 @@ fn documents_land_once_and_refused_ones_are_dead_lettered_with_the_items_error()
         sink_metric(&sluice, "sluice_opensearch_documentsSuccess"),
         ids.len() as f64
     );
+
+    // The cluster takes it now; sluice stopped, `dlq replay` indexes the document.
+    let mut sluice = sluice;
+    sluice.terminate();
+    server.faults(|f| f.unmappable = None);
+    let out = std::process::Command::new(sluice_tests::sluice_bin())
+        .args(["dlq", "replay", "sink-pipeline", "-f"])
+        .arg(sluice.path("pipelines.yaml"))
+        .arg("--data-dir")
+        .arg(sluice.path("data"))
+        .env("OS_PASSWORD", "s3cret")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("replayed 1 of 1 chosen entries: 1 to the sink opensearch:"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed = stored_ids(&server);
+    assert_eq!(
+        replayed
+            .iter()
+            .filter(|id| id.starts_with("poison"))
+            .count(),
+        1
+    );
+    server.assert_understood();
 }
 
 #[test]

@@ -166,7 +166,27 @@ fn record(entry: &Entry, content_type: Option<String>) -> Record {
 /// Sends `entries`' events to `output`, trying a few times; what it still refuses is
 /// dead-lettered anew with every reason. Returns how many were.
 async fn to_sink(target: &Target<'_>, output: &dyn Output, entries: &[&Entry]) -> usize {
-    let events: Vec<Bytes> = entries.iter().map(|e| Bytes::from(e.payload())).collect();
+    // An output that writes its lines itself (opensearch: an action line, then the document)
+    // gets each event's line made again from the event.
+    let encoder = output.encoder();
+    let events: Vec<Bytes> = entries
+        .iter()
+        .map(|e| {
+            let payload = e.payload();
+            let event = encoder.as_ref().and_then(|encoder| {
+                let data: serde_json::Value = serde_json::from_slice(&payload).ok()?;
+                data.is_object().then(|| {
+                    let received = e.value["received_at_ms"].as_u64().unwrap_or(0);
+                    let event = sluice_event::Event::new(
+                        data,
+                        sluice_event::Metadata::new("LOG", received),
+                    );
+                    encoder.encode(&event, None)
+                })
+            });
+            Bytes::from(event.unwrap_or(payload))
+        })
+        .collect();
     let mut todo: Vec<usize> = (0..events.len()).collect();
     let mut refused: Vec<(usize, String)> = Vec::new();
     for attempt in 1..=SINK_ATTEMPTS {

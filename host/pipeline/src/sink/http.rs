@@ -11,7 +11,7 @@ use sluice_config::sink::Compression;
 use sluice_config::sink::batching::Batching;
 use sluice_config::sink::http::{HttpMethod, HttpSettings};
 
-use super::{Output, Provenance, Retry, SendError, Threshold, codec};
+use super::{Output, Provenance, Retry, SendError, Threshold, codec, error_chain};
 
 pub struct HttpSink {
     client: reqwest::Client,
@@ -159,16 +159,4 @@ impl Output for HttpSink {
     fn keyed(&self) -> bool {
         self.exactly_once
     }
-}
-
-/// The error and its causes, as one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

@@ -354,6 +354,18 @@ impl Sink {
     }
 }
 
+/// The error and its causes, as one line (an HTTP client's errors say little alone).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// The events of a batch's JSON lines, one [`Bytes`] each (slices of one buffer).
 pub fn events(lines: Vec<u8>) -> Vec<Bytes> {
     let all = Bytes::from(lines);

@@ -7,6 +7,8 @@
 //! A pipeline without routes whose sinks reshape nothing gives every sink the same lines,
 //! parsed by nobody.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use sluice_config::{DEFAULT_ROUTE, Route, RoutedSink};
@@ -14,7 +16,6 @@ use sluice_event::{Event, Key};
 
 use super::outcome::Split;
 use crate::sink::{Encode, Provenance, Take};
-use std::sync::Arc;
 
 /// A pipeline's routes and what each of its sinks takes.
 #[derive(Debug)]

@@ -8,6 +8,8 @@ use bytes::Bytes;
 use sluice_config::secret::BasicAuth;
 use sluice_config::sink::opensearch::OpenSearchSettings;
 
+use crate::sink::error_chain;
+
 /// Why the client cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -229,15 +231,3 @@ enum Failure {
 
 /// How long a host that failed to answer is left out.
 const HOST_DOWN_FOR: Duration = Duration::from_secs(5);
-
-/// The error and its causes, as one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}

@@ -2,7 +2,7 @@
 //! opensearch sink writes them (`docs/design/opensearch.md`).
 //!
 //! - `encode`: each event's action line and document, made by the router from the whole event
-//!   ([`Output::encoder`](super::Output::encoder)).
+//!   ([`Output::encoder`]).
 //! - `client`: the cluster's hosts, authentication (basic, bearer, SigV4), gzip.
 //! - `setup`: templates, ISM policies and first indices, before an index's first document.
 //! - `builtin`: Data Prepper's index types with their templates and policies.
