@@ -31,6 +31,7 @@ use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 
 mod credentials;
+mod sts;
 #[cfg(test)]
 mod tests;
 
@@ -70,11 +71,10 @@ pub struct Settings {
     pub sts_role_arn: Option<String>,
     /// The external id sent with `AssumeRole` (only with `sts_role_arn`).
     pub sts_external_id: Option<String>,
-    /// Data Prepper sends these headers with the `AssumeRole` request. `aws-config`'s
-    /// [`AssumeRoleProvider`] (1.13) has no way to add headers to that request (its builder takes
-    /// the role, external id, session name and length, policies, tags, region and an
-    /// `SdkConfig`, and `SdkConfig` carries no interceptors), so [`Signer::new`] refuses a
-    /// non-empty map with [`Error::StsHeaderOverridesUnsupported`] rather than ignore it.
+    /// Headers sent with the `AssumeRole` request, as Data Prepper does (only with
+    /// `sts_role_arn`). `aws-config`'s [`AssumeRoleProvider`] cannot add headers, so with these
+    /// the role is assumed by the STS client itself (`sts.rs`), the headers set on the request
+    /// before it is signed.
     pub sts_header_overrides: BTreeMap<String, String>,
 }
 
@@ -96,12 +96,10 @@ pub enum Error {
          assuming a role; set `sts_role_arn` or remove `sts_external_id`"
     )]
     ExternalIdWithoutRole,
-    /// `sts_header_overrides` is not empty; see [`Settings::sts_header_overrides`].
-    #[error(
-        "`sts_header_overrides` is not supported: aws-config's AssumeRoleProvider cannot add \
-         headers to the AssumeRole request; remove `sts_header_overrides`"
-    )]
-    StsHeaderOverridesUnsupported,
+    /// `sts_header_overrides` without `sts_role_arn`: there is no AssumeRole call to send them
+    /// with.
+    #[error("`sts_header_overrides` goes with `sts_role_arn`; give the role, or remove it")]
+    StsHeaderOverridesWithoutRole,
     /// The credentials provider failed (no credentials in the chain, or STS refused the role).
     #[error("no AWS credentials for signing: {0}")]
     Credentials(String),
@@ -140,6 +138,14 @@ impl Signer {
             .load()
             .await;
         let provider = match settings.sts_role_arn {
+            Some(role_arn) if !settings.sts_header_overrides.is_empty() => {
+                SharedCredentialsProvider::new(sts::AssumeRoleWithHeaders {
+                    client: aws_sdk_sts::Client::new(&shared),
+                    role_arn,
+                    external_id: settings.sts_external_id,
+                    headers: settings.sts_header_overrides,
+                })
+            }
             Some(role_arn) => {
                 let mut builder = AssumeRoleProvider::builder(role_arn)
                     .session_name(session_name(SystemTime::now()))
@@ -356,8 +362,8 @@ fn validate(settings: &Settings) -> Result<(), Error> {
         None if settings.sts_external_id.is_some() => return Err(Error::ExternalIdWithoutRole),
         None => {}
     }
-    if !settings.sts_header_overrides.is_empty() {
-        return Err(Error::StsHeaderOverridesUnsupported);
+    if !settings.sts_header_overrides.is_empty() && settings.sts_role_arn.is_none() {
+        return Err(Error::StsHeaderOverridesWithoutRole);
     }
     Ok(())
 }

@@ -288,11 +288,10 @@ fn settings_errors_name_the_key() {
         ),
         (
             Settings {
-                sts_role_arn: Some("arn:aws:iam::123456789012:role/sink".into()),
                 sts_header_overrides: BTreeMap::from([("x-trace".into(), "1".into())]),
                 ..settings()
             },
-            Error::StsHeaderOverridesUnsupported,
+            Error::StsHeaderOverridesWithoutRole,
         ),
     ];
     for (settings, expected) in cases {

@@ -122,6 +122,10 @@ pub struct OpenSearchSink {
     /// Deprecated: routing is this key's value (wins over `routing`).
     #[serde(default)]
     pub routing_field: Option<String>,
+    /// The ingest pipeline each `index` and `create` operation goes through: a format as
+    /// `document_id` (Data Prepper's README key; its current code no longer reads it).
+    #[serde(default)]
+    pub pipeline: Option<String>,
     /// Each operation's `version`: a `${...}` format giving a whole number.
     #[serde(default)]
     pub document_version: Option<String>,
@@ -254,7 +258,7 @@ pub struct Aws {
     /// The external id of the AssumeRole call.
     #[serde(default)]
     pub sts_external_id: Option<String>,
-    /// Headers of the AssumeRole call (at most 5).
+    /// Headers sent with the AssumeRole call (at most 5; with `sts_role_arn`).
     #[serde(default)]
     pub sts_header_overrides: BTreeMap<String, String>,
     /// Amazon OpenSearch Serverless: service `aoss`, `index_type` defaults to
@@ -476,6 +480,8 @@ pub struct OpenSearchSettings {
     pub actions: Vec<(ActionSource, Option<Expression>)>,
     pub document_id: Option<ValueSource>,
     pub routing: Option<ValueSource>,
+    /// The ingest pipeline of `index` and `create` operations.
+    pub pipeline: Option<Template>,
     pub document_version: Option<Template>,
     pub version_type: Option<VersionType>,
     pub document_root_key: Option<Key>,
@@ -738,10 +744,17 @@ impl OpenSearchSink {
                     format!("`sts_role_arn` is `{arn}`; it must be an IAM role ARN, e.g. `arn:aws:iam::123456789012:role/ingest`"),
                 );
             }
-            if !signing.sts_header_overrides.is_empty() {
+            if signing.sts_header_overrides.len() > 5 {
                 bad(
                     "aws.sts_header_overrides",
-                    "`sts_header_overrides` is not supported yet (the AWS SDK's role provider sends no extra headers); remove it".into(),
+                    "`sts_header_overrides` takes at most 5 headers".into(),
+                );
+            }
+            if !signing.sts_header_overrides.is_empty() && signing.sts_role_arn.is_none() {
+                bad(
+                    "aws.sts_header_overrides",
+                    "`sts_header_overrides` goes with `sts_role_arn`; give the role, or remove it"
+                        .into(),
                 );
             }
             if signing.sts_external_id.is_some() && signing.sts_role_arn.is_none() {
@@ -798,6 +811,11 @@ impl OpenSearchSink {
             Self::value_source(&self.routing_field, &self.routing, "routing_field", "routing")
         {
             bad("routing", e);
+        }
+        if let Some(pipeline) = &self.pipeline
+            && let Err(e) = Template::parse(pipeline)
+        {
+            bad("pipeline", format!("`pipeline`: {e}"));
         }
         if let Some(version) = &self.document_version {
             if !version.contains("${") {
@@ -1065,6 +1083,12 @@ impl crate::Resolve for OpenSearchSink {
                 "routing",
             )
             .map_err(invalid)?,
+            pipeline: self
+                .pipeline
+                .as_deref()
+                .map(Template::parse)
+                .transpose()
+                .map_err(|e| invalid(e.to_string()))?,
             document_version: self
                 .document_version
                 .as_deref()

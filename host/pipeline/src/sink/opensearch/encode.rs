@@ -29,6 +29,7 @@ pub(super) struct Encoder {
     actions: Vec<(ActionSource, Option<Expression>)>,
     document_id: Option<ValueSource>,
     routing: Option<ValueSource>,
+    pipeline: Option<Template>,
     version: Option<Template>,
     version_type: Option<VersionType>,
     root: Option<Key>,
@@ -52,6 +53,7 @@ impl Encoder {
                 (other, None) => other.clone(),
             },
             routing: s.routing.clone(),
+            pipeline: s.pipeline.clone(),
             version: s.document_version.clone(),
             version_type: s.version_type,
             root: s.document_root_key.clone(),
@@ -124,6 +126,12 @@ impl Encoder {
         }
         if let Some(routing) = value(&self.routing, event) {
             meta.insert("routing".into(), Value::String(routing));
+        }
+        if matches!(action, Action::Index | Action::Create)
+            && let Some(pipeline) = self.pipeline.as_ref().and_then(|p| p.render(event).ok())
+            && !pipeline.is_empty()
+        {
+            meta.insert("pipeline".into(), Value::String(pipeline));
         }
         if let Some(lookup) = &self.lookup
             && lookup.when.matches(event).unwrap_or(false)
@@ -270,13 +278,13 @@ mod tests {
     #[test]
     fn index_id_routing_come_from_the_event_and_the_date_from_its_receive_time() {
         let e = encoder(
-            "hosts: [http://x]\nindex: logs-${/service}-%{yyyy.MM}\ndocument_id: ${/id}\nrouting: ${/service}\n",
+            "hosts: [http://x]\nindex: logs-${/service}-%{yyyy.MM}\ndocument_id: ${/id}\nrouting: ${/service}\npipeline: ingest-${/service}\n",
         );
         let out = e.encode(&event(json!({"service": "web", "id": "a1", "n": 1})), None);
         assert_eq!(
             lines(out),
             [
-                json!({"index": {"_index": "logs-web-2026.01", "_id": "a1", "routing": "web"}}),
+                json!({"index": {"_index": "logs-web-2026.01", "_id": "a1", "routing": "web", "pipeline": "ingest-web"}}),
                 json!({"service": "web", "id": "a1", "n": 1}),
             ]
         );
