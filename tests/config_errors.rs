@@ -20,6 +20,7 @@ fn check_with(path: &Path, known: &[String]) -> Result<sluice_config::Config, St
         &text,
         sluice_config::Context {
             deserializers: Some(known),
+            processors: None,
             builtins: Some(sluice_pipeline::check_builtin),
         },
     )
@@ -91,6 +92,7 @@ fn defaults_follow_data_prepper() {
         "p:\n  source:\n    http:\n  sink:\n    - stdout:\n",
         sluice_config::Context {
             deserializers: Some(&known),
+            processors: None,
             builtins: Some(sluice_pipeline::check_builtin),
         },
     )
@@ -296,6 +298,7 @@ fn every_kafka_key_sluice_sets_is_refused_in_the_properties() {
             &yaml,
             sluice_config::Context {
                 deserializers: Some(&known()),
+                processors: None,
                 builtins: Some(sluice_pipeline::check_builtin),
             },
         )

@@ -1,4 +1,4 @@
-//! Builds the built-in deserializers (`json`, `ndjson`, and `otlp`, which the OTLP sources use) from `plugins/` for `wasm32-wasip2` and
+//! Builds the built-in deserializers (`json`, `ndjson`, `plain`, and `otlp`, which the OTLP sources use) from `plugins/` for `wasm32-wasip2` and
 //! embeds them, so every build of the binary has them: `cargo build`, `cargo build --release`
 //! and `cargo install --path host/cli` from a fresh clone alike. A build that cannot make them
 //! fails and says what to run; it never produces a binary without its built-ins.
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The built-in plugins: package names in `plugins/Cargo.toml`, and the component file names.
-const BUILTIN: [&str; 3] = ["json", "ndjson", "otlp"];
+const BUILTIN: [&str; 4] = ["json", "ndjson", "otlp", "plain"];
 
 fn main() {
     // Read at run time, not with `env!`: a build script binary compiled for a checkout at
@@ -111,6 +111,8 @@ fn main() {
 
 /// Stops the build with a message naming what went wrong and what to run.
 fn fail(why: &str) -> ! {
-    eprintln!("error: cannot build sluice's built-in deserializers (json, ndjson, otlp): {why}");
+    eprintln!(
+        "error: cannot build sluice's built-in deserializers (json, ndjson, otlp, plain): {why}"
+    );
     std::process::exit(1);
 }

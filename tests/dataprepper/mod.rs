@@ -35,6 +35,7 @@ pub(crate) fn validate(
     let known: Vec<String> = ["json", "ndjson", "otlp"].map(str::to_owned).to_vec();
     let context = sluice_config::Context {
         deserializers: Some(&known),
+        processors: None,
         builtins: Some(sluice_pipeline::check_builtin),
     };
     sluice_config::parse(file, yaml, context)

@@ -65,8 +65,15 @@ pub(crate) fn load_config(
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading pipeline file `{}`", file.display()))?;
     let names = plugins.names();
+    let processors: Vec<String> = plugins
+        .plugins()
+        .iter()
+        .filter(|p| p.kind() == sluice_plugin::PluginKind::Processor)
+        .map(|p| p.name().to_owned())
+        .collect();
     let context = sluice_config::Context {
         deserializers: Some(&names),
+        processors: Some(&processors),
         builtins: Some(sluice_pipeline::check_builtin),
     };
     match sluice_config::parse(&file.display().to_string(), &text, context) {

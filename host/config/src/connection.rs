@@ -37,8 +37,9 @@ fn downstream(p: &Pipeline) -> impl Iterator<Item = (usize, &str)> {
 /// source names this one back, and every `pipeline` source names pipelines that send to it;
 /// no chain comes back to where it started; a pipeline whose buffer is kafka does not feed
 /// one whose buffer policy has memory tiers (its commits would count events as delivered
-/// that only memory holds).
-pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
+/// that only memory holds). A pipeline named in `refused` is in the file but was refused:
+/// its own error says so, naming it is no second one.
+pub(crate) fn check_chains(pipelines: &[Pipeline], refused: &[String], errors: &mut Errors) {
     let by_name: BTreeMap<&str, &Pipeline> =
         pipelines.iter().map(|p| (p.name.as_str(), p)).collect();
     let names = || list(&by_name.keys().copied().collect::<Vec<_>>());
@@ -47,6 +48,9 @@ pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
         for (i, to) in downstream(p) {
             let path = format!("{}[{i}].pipeline.name", join(from, "sink"));
             let Some(down) = by_name.get(to) else {
+                if refused.iter().any(|r| r == to) {
+                    continue;
+                }
                 errors.at(
                     &path,
                     format!("`{path}` is `{to}`, but no pipeline of this file has that name; pipelines: {}", names()),
@@ -89,6 +93,7 @@ pub(crate) fn check_chains(pipelines: &[Pipeline], errors: &mut Errors) {
         for up in upstream(p).unwrap_or_default() {
             let path = join(from, "source.pipeline.name");
             match by_name.get(up.as_str()) {
+                None if refused.contains(up) => {}
                 None => errors.at(
                     &path,
                     format!("`{path}` names `{up}`, but no pipeline of this file has that name; pipelines: {}", names()),

@@ -9,6 +9,9 @@ pub use crate::processor::CheckBuiltin;
 pub struct Context<'a> {
     /// The plugins that exist (every kind). `None` skips the check.
     pub deserializers: Option<&'a [String]>,
+    /// The processor plugins among them: only one of these replaces a built-in processor of
+    /// its name (a deserializer named `csv` does not replace `csv`). `None`: none does.
+    pub processors: Option<&'a [String]>,
     /// Builds a built-in processor to find what only building can. `None` skips it.
     pub builtins: Option<CheckBuiltin>,
 }

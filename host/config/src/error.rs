@@ -49,18 +49,58 @@ impl fmt::Display for ConfigErrors {
     }
 }
 
+/// Keys Data Prepper names differently in different plugins (its otel sources' camel case,
+/// its http source's snake case): one is what a user of the other means.
+const SAME_MEANING: &[(&str, &str)] = &[
+    ("sslKeyCertChainFile", "ssl_certificate_file"),
+    ("sslKeyFile", "ssl_key_file"),
+];
+
 /// The candidate closest to `wrong`, when it is close enough to be what the user meant.
 pub fn closest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let wrong_lower = wrong.to_ascii_lowercase().replace('-', "_");
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    let same = SAME_MEANING.iter().find_map(|&(a, b)| {
+        let other = if wrong == a {
+            b
+        } else if wrong == b {
+            a
+        } else {
+            return None;
+        };
+        candidates.iter().copied().find(|c| *c == other)
+    });
+    if same.is_some() {
+        return same;
+    }
+    let wrong_lower = snake_case(wrong);
     candidates
         .into_iter()
         .map(|c| (strsim::damerau_levenshtein(&wrong_lower, c), c))
         .filter(|(distance, c)| {
             *distance <= (c.len().max(wrong.len()) / 3).max(1)
-                || (wrong_lower.len() >= 4 && (c.contains(&wrong_lower) || wrong_lower.contains(c)))
+                || (wrong_lower.len() >= 4 && c.contains(&wrong_lower))
+                || (c.len() >= 4 && wrong_lower.contains(c))
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, c)| c)
+}
+
+/// `sslKeyFile` and `ssl-key-file` as `ssl_key_file`.
+fn snake_case(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, ch) in key.chars().enumerate() {
+        match ch {
+            '-' => out.push('_'),
+            c if c.is_ascii_uppercase() => {
+                if i > 0 && !out.ends_with('_') {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The errors found so far in one file, and where each key is.
@@ -94,5 +134,24 @@ mod tests {
             Some("bootstrap_servers")
         );
         assert_eq!(closest("color", fields), None);
+    }
+
+    #[test]
+    fn data_preppers_other_spelling_of_a_key_is_suggested_not_a_part_of_it() {
+        let http = ["port", "ssl", "ssl_certificate_file", "ssl_key_file"];
+        assert_eq!(
+            closest("sslKeyCertChainFile", http),
+            Some("ssl_certificate_file")
+        );
+        assert_eq!(closest("sslKeyFile", http), Some("ssl_key_file"));
+        let otel = ["port", "ssl", "sslKeyCertChainFile", "sslKeyFile"];
+        assert_eq!(
+            closest("ssl_certificate_file", otel),
+            Some("sslKeyCertChainFile")
+        );
+        assert_eq!(
+            closest("maxConnectionCount", ["max_connection_count"]),
+            Some("max_connection_count")
+        );
     }
 }

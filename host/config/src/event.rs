@@ -42,9 +42,35 @@ pub(crate) fn opt_keys<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Key
 
 /// A condition (`*_when`, a route).
 pub(crate) fn condition<'de, D: Deserializer<'de>>(d: D) -> Result<Expression, D::Error> {
-    let text = String::deserialize(d)?;
+    let text = d.deserialize_any(ExpressionText)?;
     Expression::parse_condition(&text)
         .map_err(|e| D::Error::custom(format!("expression `{text}` {e}")))
+}
+
+/// An expression's text. A YAML scalar that is not a string (`drop_when: true`, `1 == 1`
+/// never is, but `true` and `42` are) is read as its text, as Data Prepper's Jackson does.
+struct ExpressionText;
+
+impl serde::de::Visitor<'_> for ExpressionText {
+    type Value = String;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an expression, e.g. `/status == 200`")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
 }
 
 pub(crate) fn opt_condition<'de, D: Deserializer<'de>>(

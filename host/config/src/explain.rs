@@ -91,15 +91,6 @@ pub(crate) fn misplaced(wrong: &str, parent: &str) -> Option<String> {
         };
         return Some(format!("`{wrong}` is not a field of `kafka`; {fix}"));
     }
-    if parent.ends_with("buffer.kafka.encryption")
-        && matches!(wrong, "type" | "certificate" | "insecure")
-    {
-        return Some(format!(
-            "`{wrong}` is not a field of `encryption` (encryption at rest: `kms`, `key`, \
-             `key_file`); TLS to the brokers is `encryption_in_transit: {{type: ssl, certificate: ca.pem}}`, \
-             Data Prepper's `encryption: {{type: ssl}}`"
-        ));
-    }
     if parent.ends_with("buffer.kafka.authentication") && wrong.starts_with("sasl_") {
         return Some(format!(
             "`{wrong}` is not a field of `authentication`; write \

@@ -39,6 +39,7 @@ pub mod context;
 pub mod error;
 mod event;
 mod explain;
+mod extension;
 pub mod http;
 pub mod kafka;
 pub mod limits;

@@ -74,6 +74,9 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
     };
 
     let mut pipelines = Vec::new();
+    // Pipelines that are in the file but were refused: others naming them are not told
+    // a second time that no such pipeline exists.
+    let mut refused = Vec::new();
     for (name, body) in root {
         let Some(name) = name.as_str().map(str::to_owned) else {
             errors.at(
@@ -82,6 +85,17 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
             );
             continue;
         };
+        match name.as_str() {
+            "version" => {
+                crate::extension::check_version(&name, &body, errors);
+                continue;
+            }
+            "extension" | "pipeline_configurations" => {
+                crate::extension::check_extensions(&name, &body, errors);
+                continue;
+            }
+            _ => {}
+        }
         if PIPELINE_FIELDS.contains(&name.as_str()) {
             errors.at(
                 &name,
@@ -93,18 +107,20 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
             continue;
         }
         match body {
-            Value::Mapping(body) => {
-                if let Some(p) = parse_pipeline(&name, body, errors, context) {
-                    pipelines.push(p);
-                }
+            Value::Mapping(body) => match parse_pipeline(&name, body, errors, context) {
+                Some(p) => pipelines.push(p),
+                None => refused.push(name),
+            },
+            _ => {
+                errors.at(
+                    &name,
+                    format!("pipeline `{name}` must be a map with `source`, `buffer`, `processor` and `sink`"),
+                );
+                refused.push(name);
             }
-            _ => errors.at(
-                &name,
-                format!("pipeline `{name}` must be a map with `source`, `buffer`, `processor` and `sink`"),
-            ),
         }
     }
-    crate::validate::validate(&pipelines, errors, context);
+    crate::validate::validate(&pipelines, &refused, errors, context);
     Some(Config { pipelines })
 }
 
@@ -231,15 +247,16 @@ fn components<T: DeserializeOwned>(
     }
 }
 
-/// The `processor` list: components, except that a built-in's name that is also a plugin's
-/// (in the plugin folder) is the plugin: a user's component replaces the built-in.
+/// The `processor` list: components, except that a built-in's name that is also a processor
+/// plugin's (in the plugin folder) is the plugin: a user's component replaces the built-in.
+/// A plugin of another kind with that name replaces nothing.
 fn processors(
     value: Value,
     path: &str,
     errors: &mut Errors,
     context: Context<'_>,
 ) -> Option<Vec<Processor>> {
-    let plugins = context.deserializers.unwrap_or_default();
+    let plugins = context.processors.unwrap_or_default();
     let Value::Sequence(items) = value else {
         return components(value, path, Kind::Processor, errors);
     };

@@ -14,7 +14,12 @@ use crate::sink::check_sink;
 use crate::{Buffer, Pipeline, SourceKind};
 
 /// Runs every pipeline's component rules, then the rules that span fields and pipelines.
-pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Context<'_>) {
+pub(crate) fn validate(
+    pipelines: &[Pipeline],
+    refused: &[String],
+    errors: &mut Errors,
+    context: Context<'_>,
+) {
     let mut ports: HashMap<u16, &str> = HashMap::new();
     for p in pipelines {
         let name = p.name.as_str();
@@ -74,5 +79,5 @@ pub(crate) fn validate(pipelines: &[Pipeline], errors: &mut Errors, context: Con
             );
         }
     }
-    crate::connection::check_chains(pipelines, errors);
+    crate::connection::check_chains(pipelines, refused, errors);
 }

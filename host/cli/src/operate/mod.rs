@@ -36,6 +36,7 @@ impl PipelineArgs {
             .with_context(|| format!("reading pipeline file `{}`", self.file.display()))?;
         let context = sluice_config::Context {
             deserializers: None,
+            processors: None,
             builtins: None,
         };
         let config = sluice_config::parse(&self.file.display().to_string(), &text, context)

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::processor::Unsupported;
 use crate::units::{self, ByteSize};
 
 pub use crate::secret::{Credentials, SecretError, resolve_secret};
@@ -61,7 +62,10 @@ pub struct KafkaBuffer {
     /// SASL credentials for the brokers. Default: none.
     #[serde(default)]
     pub authentication: Option<KafkaAuthentication>,
-    /// Encryption of records at rest in Kafka (AES-256-GCM envelopes). Default: none.
+    /// Encryption of records at rest in Kafka (AES-256-GCM envelopes): `kms`, `key` or
+    /// `key_file`. Default: none. Data Prepper's block of the same name, with `type: ssl` or
+    /// `type: none` (and `certificate`, `insecure`), is TLS to the brokers and is read as
+    /// `encryption_in_transit`.
     #[serde(default)]
     pub encryption: Option<BufferEncryption>,
     /// TLS to the brokers. Default: none (plaintext). Data Prepper's `encryption: {type: ssl}`.
@@ -121,6 +125,52 @@ pub struct BufferEncryption {
     /// A file holding the static key (base64, or 32 raw bytes), instead of `key`.
     #[serde(default)]
     pub key_file: Option<PathBuf>,
+    /// Data Prepper's encryption in transit, `ssl` or `none`: with it, this block is TLS to
+    /// the brokers, as `encryption_in_transit` (whose keys it then takes: `certificate`,
+    /// `insecure`), and holds no key for records at rest.
+    #[serde(default, rename = "type")]
+    pub kind: Option<TransitType>,
+    /// With `type`: the CA's PEM file, as `encryption_in_transit.certificate`.
+    #[serde(default)]
+    pub certificate: Option<PathBuf>,
+    /// With `type`: skip verifying the brokers' certificates, as
+    /// `encryption_in_transit.insecure`.
+    #[serde(default)]
+    pub insecure: Option<bool>,
+    /// Data Prepper's Java trust store: refused; give the CA as a PEM file in `certificate`.
+    #[serde(default)]
+    pub trust_store_file_path: Option<Unsupported>,
+    /// Data Prepper's Java trust store password: refused with `trust_store_file_path`.
+    #[serde(default)]
+    pub trust_store_password: Option<Unsupported>,
+}
+
+impl BufferEncryption {
+    /// Whether this is Data Prepper's encryption in transit rather than sluice's at rest.
+    pub fn is_in_transit(&self) -> bool {
+        self.kind.is_some() || self.certificate.is_some() || self.insecure.is_some()
+    }
+}
+
+impl KafkaBuffer {
+    /// The encryption of records at rest: `encryption`, unless it is Data Prepper's TLS block.
+    pub fn at_rest(&self) -> Option<&BufferEncryption> {
+        self.encryption.as_ref().filter(|e| !e.is_in_transit())
+    }
+
+    /// TLS to the brokers: `encryption_in_transit`, or Data Prepper's `encryption: {type: ...}`.
+    pub fn in_transit(&self) -> Option<InTransit> {
+        match (&self.encryption_in_transit, &self.encryption) {
+            (Some(t), _) => Some(t.clone()),
+            (None, Some(e)) if e.is_in_transit() => Some(InTransit {
+                // Data Prepper's default type is ssl.
+                kind: e.kind.unwrap_or(TransitType::Ssl),
+                certificate: e.certificate.clone(),
+                insecure: e.insecure.unwrap_or(false),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// `encryption.kms`.

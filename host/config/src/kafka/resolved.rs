@@ -234,8 +234,8 @@ impl crate::Resolve for KafkaBuffer {
             },
         };
         let sasl = resolve_sasl(self.authentication.as_ref())?;
-        let tls = resolve_tls(self.encryption_in_transit.as_ref());
-        let encryption = match &self.encryption {
+        let tls = resolve_tls(self.in_transit().as_ref());
+        let encryption = match self.at_rest() {
             None => None,
             Some(e) => Some(match (&e.kms, &e.key, &e.key_file) {
                 (Some(kms), _, _) => Encryption::Kms(Kms {
@@ -353,6 +353,29 @@ mod tests {
         assert_eq!(s.topic.membership, Membership::Static { instance_id: None });
         assert_eq!(s.metric_prefix, "kafka_buffer");
         assert!(s.sasl.is_none() && s.tls.is_none() && s.encryption.is_none());
+    }
+
+    #[test]
+    fn data_preppers_encryption_type_is_tls_to_the_brokers_not_at_rest() {
+        let ssl = kafka(&format!(
+            "{BASE}      encryption:\n        type: ssl\n        insecure: true\n"
+        ))
+        .resolve("p")
+        .unwrap();
+        assert!(ssl.encryption.is_none());
+        let tls = ssl.tls.expect("type: ssl is TLS");
+        assert!(tls.insecure && tls.ca.is_none());
+        let none = kafka(&format!("{BASE}      encryption:\n        type: none\n"))
+            .resolve("p")
+            .unwrap();
+        assert!(none.encryption.is_none() && none.tls.is_none());
+        // Data Prepper's type defaults to ssl.
+        let implied = kafka(&format!(
+            "{BASE}      encryption:\n        certificate: ca.pem\n"
+        ))
+        .resolve("p")
+        .unwrap();
+        assert_eq!(implied.tls.unwrap().ca, Some(PathBuf::from("ca.pem")));
     }
 
     #[test]

@@ -40,7 +40,29 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
         );
     }
     check_authentication(kafka.authentication.as_ref(), path, errors);
-    if let Some(e) = &kafka.encryption {
+    if let Some(e) = kafka.encryption.as_ref().filter(|e| e.is_in_transit()) {
+        let at = join(path, "encryption");
+        if e.kms.is_some() || e.key.is_some() || e.key_file.is_some() {
+            errors.at(
+                &at,
+                format!(
+                    "`{at}` has both Data Prepper's TLS keys (`type`, `certificate`, `insecure`) \
+                     and keys for encryption at rest (`kms`, `key`, `key_file`); write TLS as \
+                     `encryption_in_transit` and keep `encryption` for the records"
+                ),
+            );
+        }
+        if kafka.encryption_in_transit.is_some() {
+            errors.at(
+                &at,
+                format!(
+                    "`{at}` with `type` is Data Prepper's TLS to the brokers, and \
+                     `encryption_in_transit` is given too; keep one"
+                ),
+            );
+        }
+    }
+    if let Some(e) = kafka.at_rest() {
         let at = join(path, "encryption");
         let given = [e.kms.is_some(), e.key.is_some(), e.key_file.is_some()]
             .iter()

@@ -346,9 +346,16 @@ mod tests {
     #[test]
     fn a_plugin_with_a_built_ins_name_replaces_it_with_its_block_as_options() {
         let yaml = "p:\n  source:\n    http:\n  processor:\n    - grok:\n        anything: [1]\n    - trim_string:\n        with_keys: [a]\n  sink:\n    - stdout:\n";
-        let plugins = ["json".to_owned(), "grok".to_owned()];
+        let plugins = [
+            "json".to_owned(),
+            "grok".to_owned(),
+            "trim_string".to_owned(),
+        ];
+        // `trim_string` is a deserializer here: it replaces no processor.
+        let processors = ["grok".to_owned()];
         let context = Context {
             deserializers: Some(&plugins),
+            processors: Some(&processors),
             ..Context::default()
         };
         let mut config = crate::parse("t.yaml", yaml, context).unwrap();
@@ -365,7 +372,7 @@ mod tests {
         }
         assert!(
             matches!(list.next(), Some(Processor::Builtin(_))),
-            "no plugin of that name"
+            "no processor plugin of that name"
         );
     }
 

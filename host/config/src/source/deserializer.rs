@@ -98,6 +98,13 @@ pub(crate) fn deserializer_name_or_map<'de, D: Deserializer<'de>>(
     d.deserialize_any(V)
 }
 
+/// `deserializer_name_or_map` for a key that may be left out.
+pub(crate) fn opt_deserializer<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<DeserializerConfig>, D::Error> {
+    deserializer_name_or_map(d).map(Some)
+}
+
 /// The deserializer's own rules, and that it names a loaded plugin (when `context` knows them).
 pub(crate) fn check_deserializer(
     d: &DeserializerConfig,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer};
 
-use super::deserializer::{DeserializerConfig, check_deserializer, deserializer_name_or_map};
+use super::deserializer::{DeserializerConfig, check_deserializer, opt_deserializer};
 use super::{CheckSource, SourceConfig, SourceKind};
 use crate::context::Context;
 use crate::error::Errors;
@@ -22,9 +22,40 @@ pub struct FileSource {
     /// Keep reading lines appended after the end, like `tail -f`. Default false: stop at the end.
     #[serde(default)]
     pub tail: bool,
-    /// The deserializer for each line. Default `json`.
-    #[serde(default, deserialize_with = "deserializer_name_or_map")]
-    pub deserializer: DeserializerConfig,
+    /// Data Prepper's way to read each line: `plain` (the event is `{"message": "<line>"}`) or
+    /// `json` (a line that is a JSON object is the event; any other line is still
+    /// `{"message": ...}`). It picks the built-in `plain` deserializer; give it or
+    /// `deserializer`, not both. Without either, each line is read by `json` (sluice's
+    /// default: a line that is not JSON is dead-lettered), not as Data Prepper's `plain`.
+    #[serde(default)]
+    pub format: Option<FileFormat>,
+    /// Data Prepper's record type, `event` or `string` (its 1.x string records). Accepted for
+    /// its configurations; sluice's records are events either way.
+    #[serde(default)]
+    pub record_type: Option<RecordType>,
+    /// The deserializer for each line. Default `json` (or `plain` with `format`).
+    #[serde(default, deserialize_with = "opt_deserializer")]
+    pub deserializer: Option<DeserializerConfig>,
+}
+
+/// Data Prepper's `format` of the `file` source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileFormat {
+    /// Each line is `{"message": "<line>"}`.
+    Plain,
+    /// Each line that is a JSON object is the event; any other is `{"message": "<line>"}`.
+    Json,
+}
+
+/// Data Prepper's `record_type` (both read as events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordType {
+    /// Events.
+    Event,
+    /// Data Prepper 1.x's strings.
+    String,
 }
 
 /// What the `file` source reads.
@@ -42,7 +73,21 @@ impl SourceConfig for FileSource {
         Self::deserialize(d)
     }
     fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
-        Cow::Borrowed(&self.deserializer)
+        match (&self.deserializer, self.format) {
+            (Some(d), _) => Cow::Borrowed(d),
+            (None, None) => Cow::Owned(DeserializerConfig::default()),
+            (None, Some(format)) => {
+                let format = match format {
+                    FileFormat::Plain => "plain",
+                    FileFormat::Json => "json",
+                };
+                Cow::Owned(DeserializerConfig {
+                    name: "plain".to_owned(),
+                    options: [("format".to_owned(), format.into())].into(),
+                    ..DeserializerConfig::default()
+                })
+            }
+        }
     }
 }
 
@@ -59,8 +104,17 @@ impl crate::Resolve for FileSource {
 
 impl CheckSource for FileSource {
     fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>) {
+        if self.format.is_some() && self.deserializer.is_some() {
+            errors.at(
+                &join(path, "format"),
+                format!(
+                    "`{path}` has both `format` and `deserializer`: `format` picks the `plain` \
+                     deserializer; remove one"
+                ),
+            );
+        }
         check_deserializer(
-            &self.deserializer,
+            &self.deserializer(),
             &join(path, "deserializer"),
             errors,
             context,

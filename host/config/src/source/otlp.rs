@@ -224,6 +224,10 @@ listener_source! {
         /// How clients are told to back off when refused.
         #[serde(default)]
         pub retry_info: RetryInfo,
+        /// Data Prepper 1.x's `record_type` of `otel_trace_source`, `otlp` or `event`:
+        /// accepted for its configurations; the records are sluice's events either way.
+        #[serde(default)]
+        pub record_type: Option<OtelRecordType>,
         /// `opensearch` or `otel`: the shape of the events. Default `opensearch` for the
         /// single-signal sources, `otel` for `otlp`.
         #[serde(default)]
@@ -245,6 +249,16 @@ listener_source! {
         )]
         pub deserializer: DeserializerConfig,
     }
+}
+
+/// Data Prepper 1.x's `record_type` of the trace source (both read as events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OtelRecordType {
+    /// OTLP records.
+    Otlp,
+    /// Events.
+    Event,
 }
 
 /// One of the four OTLP sources, as configured: which one, and its keys.
