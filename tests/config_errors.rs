@@ -21,6 +21,7 @@ fn check_with(path: &Path, known: &[String]) -> Result<sluice_config::Config, St
         sluice_config::Context {
             deserializers: Some(known),
             processors: None,
+            no_environment: false,
             builtins: Some(sluice_pipeline::check_builtin),
         },
     )
@@ -93,6 +94,7 @@ fn defaults_follow_data_prepper() {
         sluice_config::Context {
             deserializers: Some(&known),
             processors: None,
+            no_environment: false,
             builtins: Some(sluice_pipeline::check_builtin),
         },
     )
@@ -299,6 +301,7 @@ fn every_kafka_key_sluice_sets_is_refused_in_the_properties() {
             sluice_config::Context {
                 deserializers: Some(&known()),
                 processors: None,
+                no_environment: false,
                 builtins: Some(sluice_pipeline::check_builtin),
             },
         )

@@ -10,6 +10,7 @@
 //!   documented processor block, gives the documented output.
 
 mod conformance;
+mod corpus;
 mod docs_examples;
 mod opensearch_examples;
 mod pipeline;
@@ -36,6 +37,7 @@ pub(crate) fn validate(
     let context = sluice_config::Context {
         deserializers: Some(&known),
         processors: None,
+        no_environment: false,
         builtins: Some(sluice_pipeline::check_builtin),
     };
     sluice_config::parse(file, yaml, context)

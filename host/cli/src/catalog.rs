@@ -57,10 +57,12 @@ pub(crate) fn per_user_plugin_cache() -> Option<PathBuf> {
     Some(base?.join("sluice").join("plugin-cache"))
 }
 
-/// Parses and validates; prints the errors and returns `None` when there are any.
+/// Parses and validates; prints the errors and returns `None` when there are any. With
+/// `no_environment`, the files the config names are not checked.
 pub(crate) fn load_config(
     file: &Path,
     plugins: &Catalog,
+    no_environment: bool,
 ) -> anyhow::Result<Option<sluice_config::Config>> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading pipeline file `{}`", file.display()))?;
@@ -74,6 +76,7 @@ pub(crate) fn load_config(
     let context = sluice_config::Context {
         deserializers: Some(&names),
         processors: Some(&processors),
+        no_environment,
         builtins: Some(sluice_pipeline::check_builtin),
     };
     match sluice_config::parse(&file.display().to_string(), &text, context) {

@@ -66,6 +66,10 @@ enum Command {
     Validate {
         /// The pipeline file.
         file: PathBuf,
+        /// Check the file only, not this machine: files it names (certificates, templates)
+        /// need not exist here. For a file written for another machine.
+        #[arg(long)]
+        no_environment: bool,
         #[command(flatten)]
         plugins: PluginArgs,
     },
@@ -257,10 +261,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             operate::buffer::run(command)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Validate { file, plugins } => {
+        Command::Validate {
+            file,
+            no_environment,
+            plugins,
+        } => {
             let host = PluginHost::new(plugins.cache_or_per_user())?;
             let (plugins, _) = load_plugins(host, plugins.plugins.as_deref(), Start::Optimized)?;
-            Ok(match load_config(&file, &plugins)? {
+            Ok(match load_config(&file, &plugins, no_environment)? {
                 Some(config) => {
                     println!(
                         "{}: {} pipeline(s) valid",

@@ -64,7 +64,7 @@ pub(crate) fn run(run: Run) -> anyhow::Result<ExitCode> {
     let host = PluginHost::new(Some(cache))?;
     let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref(), Start::Quickly)?;
     optimize_in_background(&plugins);
-    let Some(config) = load_config(&file, &plugins)? else {
+    let Some(config) = load_config(&file, &plugins, false)? else {
         return Ok(ExitCode::from(EXIT_INVALID));
     };
     let watchdog = sluice_pipeline::Watchdog::default();

@@ -107,9 +107,17 @@ fn snake_case(key: &str) -> String {
 pub(crate) struct Errors {
     pub(crate) index: LocationIndex,
     pub(crate) list: Vec<ConfigError>,
+    /// Whether the files the config names are checked (not with `--no-environment`).
+    pub(crate) files: bool,
 }
 
 impl Errors {
+    /// Whether `file` is to be reported as missing: it is not a readable file here, and
+    /// files are checked.
+    pub(crate) fn unreadable(&self, file: &std::path::Path) -> bool {
+        self.files && !file.is_file()
+    }
+
     /// An error about the key at `path` (its position is looked up).
     pub(crate) fn at(&mut self, path: &str, message: impl Into<String>) {
         let position = self.index.find(path);

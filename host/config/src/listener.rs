@@ -374,8 +374,6 @@ pub(crate) struct TlsWording {
     pub(crate) key: &'static str,
     /// `ssl` is true by default (the OTLP sources, as Data Prepper's): messages say so.
     pub(crate) on_by_default: bool,
-    /// What `ssl: true` serves, for messages: `HTTPS` or `TLS`.
-    pub(crate) serves: &'static str,
 }
 
 /// The listener's rules, the same for every push source; `path` is the source's key path
@@ -427,20 +425,15 @@ pub(crate) fn check_listener(
                      set `ssl: false`"
                 ),
             ),
-            (true, Some(file)) if !file.is_file() => errors.at(
+            (true, Some(file)) if errors.unreadable(file) => errors.at(
                 &join(path, key),
                 format!(
                     "`{path}.{key}`: `{}` is not a readable file",
                     file.display()
                 ),
             ),
-            (false, Some(_)) => errors.at(
-                &join(path, key),
-                format!(
-                    "`{path}.{key}` is set but `ssl` is false: set `ssl: true` to serve {}",
-                    tls.serves
-                ),
-            ),
+            // With `ssl: false` the files are not read, as in Data Prepper (whose own
+            // examples keep them beside `ssl: false`).
             _ => {}
         }
     }

@@ -24,6 +24,7 @@ pub fn parse(file: &str, text: &str, context: Context<'_>) -> Result<Config, Con
     let mut errors = Errors {
         index: LocationIndex::new(text),
         list: Vec::new(),
+        files: !context.no_environment,
     };
     let config = parse_inner(text, &mut errors, context);
     if let (true, Some(config)) = (errors.list.is_empty(), config) {

@@ -37,6 +37,7 @@ impl PipelineArgs {
         let context = sluice_config::Context {
             deserializers: None,
             processors: None,
+            no_environment: false,
             builtins: None,
         };
         let config = sluice_config::parse(&self.file.display().to_string(), &text, context)

@@ -292,7 +292,7 @@ fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
         );
     }
     if let Some(ca) = &h.ssl_certificate_file
-        && !ca.is_file()
+        && errors.unreadable(ca)
     {
         errors.at(
             &join(path, "ssl_certificate_file"),

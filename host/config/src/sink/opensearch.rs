@@ -10,6 +10,7 @@
 //!       insecure: true
 //! ```
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +28,8 @@ use crate::secret::{BasicAuth, SecretError, resolve_secret};
 pub struct OpenSearchSink {
     // --- connection ---
     /// The cluster's node URLs (`https://host:9200`). Requests are spread over them, and a
-    /// node that does not answer is skipped until it does. Required.
+    /// node that does not answer is skipped until it does. A host without a scheme is
+    /// `http://` (as Data Prepper's `HttpHost.create` reads it). Required.
     pub hosts: Vec<String>,
     /// HTTP Basic user name.
     #[serde(default)]
@@ -620,8 +622,9 @@ impl OpenSearchSink {
         }
     }
 
-    /// Every rule, as messages relative to the sink (`key`: message).
-    fn problems(&self) -> Vec<(String, String)> {
+    /// Every rule, as messages relative to the sink (`key`: message); with `files`, that the
+    /// files it names are readable.
+    fn problems(&self, files: bool) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
         let mut bad = |key: &str, message: String| out.push((key.to_owned(), message));
         if self.hosts.is_empty() {
@@ -632,8 +635,9 @@ impl OpenSearchSink {
             );
         }
         for (i, host) in self.hosts.iter().enumerate() {
-            if !(host.starts_with("http://") || host.starts_with("https://"))
-                || host.split("://").nth(1).is_none_or(str::is_empty)
+            let url = with_scheme(host);
+            if !(url.starts_with("http://") || url.starts_with("https://"))
+                || url.split("://").nth(1).is_none_or(str::is_empty)
             {
                 bad(
                     &format!("hosts[{i}]"),
@@ -677,6 +681,7 @@ impl OpenSearchSink {
         }
         if let Some(cert) = &self.cert
             && !self.insecure
+            && files
             && !cert.is_file()
         {
             bad(
@@ -873,7 +878,7 @@ impl OpenSearchSink {
             if let Some(file) = file {
                 if file.to_string_lossy().starts_with("s3://") {
                     bad(key, format!("`{key}`: reading it from S3 is not supported yet; give a local file"));
-                } else if !file.is_file() {
+                } else if files && !file.is_file() {
                     bad(
                         key,
                         format!("`{key}`: `{}` is not a readable file", file.display()),
@@ -1018,7 +1023,7 @@ impl crate::Resolve for OpenSearchSink {
     type Error = OpenSearchConfigError;
     /// Reads the password and token.
     fn resolve(&self, _pipeline: &str) -> Result<OpenSearchSettings, OpenSearchConfigError> {
-        if let Some((key, message)) = self.problems().into_iter().next() {
+        if let Some((key, message)) = self.problems(true).into_iter().next() {
             return Err(OpenSearchConfigError::Invalid(format!("{key}: {message}")));
         }
         let invalid = OpenSearchConfigError::Invalid;
@@ -1044,7 +1049,7 @@ impl crate::Resolve for OpenSearchSink {
             hosts: self
                 .hosts
                 .iter()
-                .map(|h| format!("{}{prefix}", h.trim_end_matches('/')))
+                .map(|h| format!("{}{prefix}", with_scheme(h).trim_end_matches('/')))
                 .collect(),
             basic,
             api_token: token.map(|t| resolve_secret(t)).transpose()?,
@@ -1122,9 +1127,18 @@ impl crate::Resolve for OpenSearchSink {
     }
 }
 
+/// A host as Data Prepper's `HttpHost.create` reads it: without a scheme, `http://`.
+fn with_scheme(host: &str) -> Cow<'_, str> {
+    if host.contains("://") {
+        Cow::Borrowed(host)
+    } else {
+        Cow::Owned(format!("http://{host}"))
+    }
+}
+
 impl super::SinkConfig for OpenSearchSink {
     fn check(&self, path: &str, errors: &mut Errors) {
-        for (key, message) in self.problems() {
+        for (key, message) in self.problems(errors.files) {
             errors.at(&join(path, &key), format!("`{path}`: {message}"));
         }
     }

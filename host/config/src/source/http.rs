@@ -78,7 +78,6 @@ impl CheckSource for HttpSource {
             certificate: "ssl_certificate_file",
             key: "ssl_key_file",
             on_by_default: false,
-            serves: "HTTPS",
         };
         check_listener(&self.listener(), tls, path, errors);
         check_deserializer(

@@ -217,8 +217,9 @@ listener_source! {
         ..thread_count,
         ..health_check_service,
         ..unauthenticated_health_check,
-        /// Data Prepper's gRPC reflection service. sluice does not serve reflection: `true` is
-        /// refused with that reason. Default false.
+        /// Data Prepper's gRPC reflection service (for tools such as grpcurl; OTLP clients do
+        /// not use it). sluice does not serve reflection: `true` is accepted, and the source
+        /// says at start that it is not served. Default false.
         #[serde(default)]
         pub proto_reflection_service: bool,
         /// How clients are told to back off when refused.
@@ -333,6 +334,8 @@ pub struct OtlpSettings {
     pub unframed_requests: bool,
     /// How refused clients are told to back off.
     pub retry_info: RetryInfo,
+    /// `proto_reflection_service: true` was asked for (and is not served).
+    pub proto_reflection_service: bool,
     /// The port and how it is served.
     pub listener: ListenerSettings,
 }
@@ -369,6 +372,7 @@ impl OtlpSource {
             grpc,
             http,
             unframed_requests: self.unframed_requests,
+            proto_reflection_service: self.proto_reflection_service,
             retry_info: self.retry_info,
             listener: self.listener().settings(self.port(kind))?,
         })
@@ -493,18 +497,8 @@ fn check_otlp(
         certificate,
         key,
         on_by_default: true,
-        serves: "TLS",
     };
     check_listener(&otlp.listener(), tls, path, errors);
-    if otlp.proto_reflection_service {
-        errors.at(
-            &join(path, "proto_reflection_service"),
-            format!(
-                "`{path}.proto_reflection_service`: sluice does not serve gRPC reflection; remove \
-                 the key (OTLP clients do not need it)"
-            ),
-        );
-    }
     if otlp.retry_info.min_delay.is_zero() {
         errors.at(
             &join(path, "retry_info.min_delay"),

@@ -129,6 +129,14 @@ pub async fn bind(
         http = ?settings.http,
         "OTLP source listening"
     );
+    if settings.proto_reflection_service {
+        tracing::warn!(
+            pipeline = %cx.pipeline,
+            source = settings.source,
+            "proto_reflection_service is true, but sluice serves no gRPC reflection (OTLP \
+             clients do not need it)"
+        );
+    }
     Ok(bound.serve(router(settings, state), cx.pipeline))
 }
 
