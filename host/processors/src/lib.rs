@@ -40,6 +40,7 @@ mod parse_json;
 mod rename_keys;
 mod select_entries;
 mod service_map;
+mod split_event;
 mod split_string;
 mod substitute_string;
 mod truncate;
@@ -52,12 +53,15 @@ use sluice_config::BuiltinProcessor;
 use sluice_event::{Event, Expression};
 
 /// What becomes of an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Fate {
     /// It goes on (changed or not).
     Keep,
     /// Dropped on purpose (`drop_events`): counted, not dead-lettered.
     Drop,
+    /// It goes on after these events made from it (`split_event`), in this order; they belong
+    /// to its record and its batch, as Data Prepper adds them to its acknowledgement set.
+    Split(Vec<Event>),
 }
 
 /// A built-in processor, ready to run: its options read, regexes compiled. Shared by a
@@ -66,8 +70,8 @@ pub trait Processor: Send + Sync {
     /// Its name in the file (`add_entries`).
     fn name(&self) -> &'static str;
 
-    /// Changes `event` in place, or drops it. Never fails: what Data Prepper logs or tags on
-    /// failure, this does too, and the event goes on.
+    /// Changes `event` in place, drops it, or splits it. Never fails: what Data Prepper logs
+    /// or tags on failure, this does too, and the event goes on.
     fn process(&self, event: &mut Event) -> Fate;
 }
 
@@ -484,6 +488,22 @@ pub(crate) mod testing {
         match processor.process(&mut event) {
             Fate::Keep => Some(event.data),
             Fate::Drop => None,
+            Fate::Split(_) => panic!("split: use `run_all`"),
+        }
+    }
+
+    /// Every event's data after `processor`, in order (those it split off, then the event;
+    /// none if dropped).
+    pub(crate) fn run_all(processor: &dyn Processor, data: Value) -> Vec<Value> {
+        let mut event = Event::new(data, Metadata::new("LOG", 0));
+        match processor.process(&mut event) {
+            Fate::Keep => vec![event.data],
+            Fate::Drop => Vec::new(),
+            Fate::Split(before) => before
+                .into_iter()
+                .map(|e| e.data)
+                .chain([event.data])
+                .collect(),
         }
     }
 

@@ -93,6 +93,8 @@ macro_rules! for_each_processor {
             ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
             /// Groups events by keys and merges, counts, samples or de-duplicates each group.
             Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
+            /// Makes one event per part of a text value or element of a list.
+            SplitEvent($crate::processor::split_event::SplitEvent) = "split_event",
         }
     };
 }
@@ -116,6 +118,7 @@ pub mod parse_json;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod service_map;
+pub mod split_event;
 pub mod split_string;
 pub mod substitute_string;
 pub mod truncate;
