@@ -42,6 +42,7 @@ mod select_entries;
 mod service_map;
 mod split_event;
 mod split_string;
+mod string_converter;
 mod substitute_string;
 mod truncate;
 mod with_keys;

@@ -95,6 +95,8 @@ macro_rules! for_each_processor {
             Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
             /// Makes one event per part of a text value or element of a list.
             SplitEvent($crate::processor::split_event::SplitEvent) = "split_event",
+            /// Upper- or lowercases the text values at the top level.
+            StringConverter($crate::processor::string_converter::StringConverter) = "string_converter",
         }
     };
 }
@@ -120,6 +122,7 @@ pub mod select_entries;
 pub mod service_map;
 pub mod split_event;
 pub mod split_string;
+pub mod string_converter;
 pub mod substitute_string;
 pub mod truncate;
 pub mod with_keys;
