@@ -46,6 +46,7 @@ mod string_converter;
 mod substitute_string;
 mod truncate;
 mod with_keys;
+mod write_json;
 
 use std::time::Instant;
 

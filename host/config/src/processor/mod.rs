@@ -97,6 +97,8 @@ macro_rules! for_each_processor {
             SplitEvent($crate::processor::split_event::SplitEvent) = "split_event",
             /// Upper- or lowercases the text values at the top level.
             StringConverter($crate::processor::string_converter::StringConverter) = "string_converter",
+            /// Writes a value as JSON text.
+            WriteJson($crate::processor::write_json::WriteJson) = "write_json",
         }
     };
 }
@@ -126,6 +128,7 @@ pub mod string_converter;
 pub mod substitute_string;
 pub mod truncate;
 pub mod with_keys;
+pub mod write_json;
 
 crate::for_each_processor! {
     kind_enum
