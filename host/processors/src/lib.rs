@@ -38,6 +38,7 @@ mod obfuscate;
 mod otel_traces;
 mod parse_json;
 mod rename_keys;
+mod replace_string;
 mod select_entries;
 mod service_map;
 mod split_event;

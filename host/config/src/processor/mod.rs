@@ -99,6 +99,8 @@ macro_rules! for_each_processor {
             StringConverter($crate::processor::string_converter::StringConverter) = "string_converter",
             /// Writes a value as JSON text.
             WriteJson($crate::processor::write_json::WriteJson) = "write_json",
+            /// Replaces occurrences of a text in text values.
+            ReplaceString($crate::processor::replace_string::ReplaceString) = "replace_string",
         }
     };
 }
@@ -120,6 +122,7 @@ pub mod obfuscate;
 pub mod otel_traces;
 pub mod parse_json;
 pub mod rename_keys;
+pub mod replace_string;
 pub mod select_entries;
 pub mod service_map;
 pub mod split_event;
