@@ -47,6 +47,7 @@ mod string_converter;
 mod substitute_string;
 mod truncate;
 mod with_keys;
+mod wrap_entries;
 mod write_json;
 
 use std::time::Instant;

@@ -101,6 +101,8 @@ macro_rules! for_each_processor {
             WriteJson($crate::processor::write_json::WriteJson) = "write_json",
             /// Replaces occurrences of a text in text values.
             ReplaceString($crate::processor::replace_string::ReplaceString) = "replace_string",
+            /// Wraps each element of a list into an object of one key.
+            WrapEntries($crate::processor::wrap_entries::WrapEntries) = "wrap_entries",
         }
     };
 }
@@ -131,6 +133,7 @@ pub mod string_converter;
 pub mod substitute_string;
 pub mod truncate;
 pub mod with_keys;
+pub mod wrap_entries;
 pub mod write_json;
 
 crate::for_each_processor! {
