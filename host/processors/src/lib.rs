@@ -28,6 +28,7 @@ mod csv;
 mod date;
 mod delete_entries;
 mod drop_events;
+mod filter_list;
 mod flatten;
 mod grok;
 pub mod java_time;

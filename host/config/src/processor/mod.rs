@@ -103,6 +103,8 @@ macro_rules! for_each_processor {
             ReplaceString($crate::processor::replace_string::ReplaceString) = "replace_string",
             /// Wraps each element of a list into an object of one key.
             WrapEntries($crate::processor::wrap_entries::WrapEntries) = "wrap_entries",
+            /// Keeps the elements of a list a condition selects.
+            FilterList($crate::processor::filter_list::FilterList) = "filter_list",
         }
     };
 }
@@ -115,6 +117,7 @@ pub mod csv;
 pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
+pub mod filter_list;
 pub mod flatten;
 pub mod grok;
 pub mod key_value;
