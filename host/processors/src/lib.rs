@@ -26,6 +26,7 @@ mod convert_entry_type;
 mod copy_values;
 mod csv;
 mod date;
+mod delay;
 mod delete_entries;
 mod drop_events;
 mod filter_list;
@@ -78,6 +79,10 @@ pub trait Processor: Send + Sync {
     /// Changes `event` in place, drops it, or splits it. Never fails: what Data Prepper logs
     /// or tags on failure, this does too, and the event goes on.
     fn process(&self, event: &mut Event) -> Fate;
+
+    /// Called once before each batch's events go through it, on the worker's thread (`delay`
+    /// waits there, as Data Prepper's waits once per batch). Nothing by default.
+    fn batch(&self) {}
 }
 
 /// A processor that keeps events past their batch (Data Prepper's stateful processors:
@@ -170,6 +175,9 @@ pub trait Apply: Send + Sync {
     /// the failure stays). `name` is the processor's name in the file (`convert_type` or
     /// `convert_entry_type`), for what it logs and for its entries' conditions.
     fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure>;
+
+    /// Called once before each batch ([`Processor::batch`]). Nothing by default.
+    fn batch(&self) {}
 }
 
 /// Why a processor's own logic failed on an event: the frame logs the reason (with the
@@ -257,6 +265,10 @@ struct Framed<P> {
 impl<P: Apply> Processor for Framed<P> {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn batch(&self) {
+        self.processor.batch();
     }
 
     fn process(&self, event: &mut Event) -> Fate {

@@ -105,6 +105,8 @@ macro_rules! for_each_processor {
             WrapEntries($crate::processor::wrap_entries::WrapEntries) = "wrap_entries",
             /// Keeps the elements of a list a condition selects.
             FilterList($crate::processor::filter_list::FilterList) = "filter_list",
+            /// Waits before each batch (testing, debugging).
+            Delay($crate::processor::delay::Delay) = "delay",
         }
     };
 }
@@ -115,6 +117,7 @@ pub mod convert_entry_type;
 pub mod copy_values;
 pub mod csv;
 pub mod date;
+pub mod delay;
 pub mod delete_entries;
 pub mod drop_events;
 pub mod filter_list;

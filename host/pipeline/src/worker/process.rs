@@ -152,6 +152,7 @@ pub(crate) fn left(
 /// One built-in over the parsed events; returns how many it dropped.
 fn run_builtin(processor: &dyn sluice_processors::Processor, split: &mut Split) -> u64 {
     let events = std::mem::take(split.parsed());
+    processor.batch();
     let mut kept = Vec::with_capacity(events.len());
     let mut owners = Vec::with_capacity(events.len());
     let mut dropped = 0;
