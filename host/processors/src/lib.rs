@@ -39,6 +39,7 @@ mod map_to_list;
 mod obfuscate;
 mod otel_traces;
 mod parse_json;
+mod rate_limiter;
 mod rename_keys;
 mod replace_string;
 mod select_entries;

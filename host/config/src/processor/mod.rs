@@ -107,6 +107,8 @@ macro_rules! for_each_processor {
             FilterList($crate::processor::filter_list::FilterList) = "filter_list",
             /// Waits before each batch (testing, debugging).
             Delay($crate::processor::delay::Delay) = "delay",
+            /// Lets at most so many events a second through, dropping or holding the rest.
+            RateLimiter($crate::processor::rate_limiter::RateLimiter) = "rate_limiter",
         }
     };
 }
@@ -129,6 +131,7 @@ pub mod map_to_list;
 pub mod obfuscate;
 pub mod otel_traces;
 pub mod parse_json;
+pub mod rate_limiter;
 pub mod rename_keys;
 pub mod replace_string;
 pub mod select_entries;
