@@ -26,8 +26,10 @@ mod convert_entry_type;
 mod copy_values;
 mod csv;
 mod date;
+mod delay;
 mod delete_entries;
 mod drop_events;
+mod filter_list;
 mod flatten;
 mod grok;
 pub mod java_time;
@@ -37,13 +39,19 @@ mod map_to_list;
 mod obfuscate;
 mod otel_traces;
 mod parse_json;
+mod rate_limiter;
 mod rename_keys;
+mod replace_string;
 mod select_entries;
 mod service_map;
+mod split_event;
 mod split_string;
+mod string_converter;
 mod substitute_string;
 mod truncate;
 mod with_keys;
+mod wrap_entries;
+mod write_json;
 
 use std::time::Instant;
 
@@ -52,12 +60,15 @@ use sluice_config::BuiltinProcessor;
 use sluice_event::{Event, Expression};
 
 /// What becomes of an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Fate {
     /// It goes on (changed or not).
     Keep,
     /// Dropped on purpose (`drop_events`): counted, not dead-lettered.
     Drop,
+    /// It goes on after these events made from it (`split_event`), in this order; they belong
+    /// to its record and its batch, as Data Prepper adds them to its acknowledgement set.
+    Split(Vec<Event>),
 }
 
 /// A built-in processor, ready to run: its options read, regexes compiled. Shared by a
@@ -66,9 +77,13 @@ pub trait Processor: Send + Sync {
     /// Its name in the file (`add_entries`).
     fn name(&self) -> &'static str;
 
-    /// Changes `event` in place, or drops it. Never fails: what Data Prepper logs or tags on
-    /// failure, this does too, and the event goes on.
+    /// Changes `event` in place, drops it, or splits it. Never fails: what Data Prepper logs
+    /// or tags on failure, this does too, and the event goes on.
     fn process(&self, event: &mut Event) -> Fate;
+
+    /// Called once before each batch's events go through it, on the worker's thread (`delay`
+    /// waits there, as Data Prepper's waits once per batch). Nothing by default.
+    fn batch(&self) {}
 }
 
 /// A processor that keeps events past their batch (Data Prepper's stateful processors:
@@ -161,6 +176,9 @@ pub trait Apply: Send + Sync {
     /// the failure stays). `name` is the processor's name in the file (`convert_type` or
     /// `convert_entry_type`), for what it logs and for its entries' conditions.
     fn apply(&self, event: &mut Event, name: &'static str) -> Result<Fate, Failure>;
+
+    /// Called once before each batch ([`Processor::batch`]). Nothing by default.
+    fn batch(&self) {}
 }
 
 /// Why a processor's own logic failed on an event: the frame logs the reason (with the
@@ -248,6 +266,10 @@ struct Framed<P> {
 impl<P: Apply> Processor for Framed<P> {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn batch(&self) {
+        self.processor.batch();
     }
 
     fn process(&self, event: &mut Event) -> Fate {
@@ -484,6 +506,22 @@ pub(crate) mod testing {
         match processor.process(&mut event) {
             Fate::Keep => Some(event.data),
             Fate::Drop => None,
+            Fate::Split(_) => panic!("split: use `run_all`"),
+        }
+    }
+
+    /// Every event's data after `processor`, in order (those it split off, then the event;
+    /// none if dropped).
+    pub(crate) fn run_all(processor: &dyn Processor, data: Value) -> Vec<Value> {
+        let mut event = Event::new(data, Metadata::new("LOG", 0));
+        match processor.process(&mut event) {
+            Fate::Keep => vec![event.data],
+            Fate::Drop => Vec::new(),
+            Fate::Split(before) => before
+                .into_iter()
+                .map(|e| e.data)
+                .chain([event.data])
+                .collect(),
         }
     }
 

@@ -93,6 +93,22 @@ macro_rules! for_each_processor {
             ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
             /// Groups events by keys and merges, counts, samples or de-duplicates each group.
             Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
+            /// Makes one event per part of a text value or element of a list.
+            SplitEvent($crate::processor::split_event::SplitEvent) = "split_event",
+            /// Upper- or lowercases the text values at the top level.
+            StringConverter($crate::processor::string_converter::StringConverter) = "string_converter",
+            /// Writes a value as JSON text.
+            WriteJson($crate::processor::write_json::WriteJson) = "write_json",
+            /// Replaces occurrences of a text in text values.
+            ReplaceString($crate::processor::replace_string::ReplaceString) = "replace_string",
+            /// Wraps each element of a list into an object of one key.
+            WrapEntries($crate::processor::wrap_entries::WrapEntries) = "wrap_entries",
+            /// Keeps the elements of a list a condition selects.
+            FilterList($crate::processor::filter_list::FilterList) = "filter_list",
+            /// Waits before each batch (testing, debugging).
+            Delay($crate::processor::delay::Delay) = "delay",
+            /// Lets at most so many events a second through, dropping or holding the rest.
+            RateLimiter($crate::processor::rate_limiter::RateLimiter) = "rate_limiter",
         }
     };
 }
@@ -103,8 +119,10 @@ pub mod convert_entry_type;
 pub mod copy_values;
 pub mod csv;
 pub mod date;
+pub mod delay;
 pub mod delete_entries;
 pub mod drop_events;
+pub mod filter_list;
 pub mod flatten;
 pub mod grok;
 pub mod key_value;
@@ -113,13 +131,19 @@ pub mod map_to_list;
 pub mod obfuscate;
 pub mod otel_traces;
 pub mod parse_json;
+pub mod rate_limiter;
 pub mod rename_keys;
+pub mod replace_string;
 pub mod select_entries;
 pub mod service_map;
+pub mod split_event;
 pub mod split_string;
+pub mod string_converter;
 pub mod substitute_string;
 pub mod truncate;
 pub mod with_keys;
+pub mod wrap_entries;
+pub mod write_json;
 
 crate::for_each_processor! {
     kind_enum

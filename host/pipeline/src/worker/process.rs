@@ -2,7 +2,8 @@
 //! over the events a batch deserialized into.
 //!
 //! - A run of consecutive built-in processors works on the events parsed once (`Split::parsed`):
-//!   each processor changes an event in place or drops it (counted).
+//!   each processor changes an event in place, drops it (counted) or splits it into several
+//!   (`split_event`: they keep its record).
 //! - A plugin processor works on the events' text: an event it keeps stays as it was; one it
 //!   replaces becomes the events it returned (each checked: one JSON object, made one line,
 //!   with the metadata of the event it came from); one it drops is gone; one it fails (or
@@ -151,18 +152,25 @@ pub(crate) fn left(
 /// One built-in over the parsed events; returns how many it dropped.
 fn run_builtin(processor: &dyn sluice_processors::Processor, split: &mut Split) -> u64 {
     let events = std::mem::take(split.parsed());
+    processor.batch();
     let mut kept = Vec::with_capacity(events.len());
     let mut owners = Vec::with_capacity(events.len());
+    let mut dropped = 0;
     for (mut event, &owner) in events.into_iter().zip(&split.owners) {
         match processor.process(&mut event) {
             sluice_processors::Fate::Keep => {
                 kept.push(event);
                 owners.push(owner);
             }
-            sluice_processors::Fate::Drop => {}
+            sluice_processors::Fate::Drop => dropped += 1,
+            // The events split off keep their record's provenance.
+            sluice_processors::Fate::Split(before) => {
+                owners.extend(std::iter::repeat_n(owner, before.len() + 1));
+                kept.extend(before);
+                kept.push(event);
+            }
         }
     }
-    let dropped = (split.owners.len() - owners.len()) as u64;
     split.owners = owners;
     split.parsed = Some(kept);
     dropped
