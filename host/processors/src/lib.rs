@@ -27,6 +27,7 @@ mod copy_values;
 mod csv;
 mod date;
 mod delete_entries;
+mod dissect;
 mod drop_events;
 mod flatten;
 mod grok;

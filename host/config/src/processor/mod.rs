@@ -93,6 +93,8 @@ macro_rules! for_each_processor {
             ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
             /// Groups events by keys and merges, counts, samples or de-duplicates each group.
             Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
+            /// Splits text into keys at the literal text between a pattern's `%{fields}`.
+            Dissect($crate::processor::dissect::Dissect) = "dissect",
         }
     };
 }
@@ -104,6 +106,7 @@ pub mod copy_values;
 pub mod csv;
 pub mod date;
 pub mod delete_entries;
+pub mod dissect;
 pub mod drop_events;
 pub mod flatten;
 pub mod grok;
