@@ -43,6 +43,7 @@ mod select_entries;
 mod service_map;
 mod split_string;
 mod substitute_string;
+mod translate;
 mod truncate;
 mod with_keys;
 

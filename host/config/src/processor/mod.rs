@@ -95,6 +95,8 @@ macro_rules! for_each_processor {
             Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
             /// Splits text into keys at the literal text between a pattern's `%{fields}`.
             Dissect($crate::processor::dissect::Dissect) = "dissect",
+            /// Looks values up in maps, number ranges and regular expressions and writes what they map to.
+            Translate($crate::processor::translate::Translate) = "translate",
         }
     };
 }
@@ -121,6 +123,7 @@ pub mod select_entries;
 pub mod service_map;
 pub mod split_string;
 pub mod substitute_string;
+pub mod translate;
 pub mod truncate;
 pub mod with_keys;
 
