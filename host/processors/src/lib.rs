@@ -45,6 +45,7 @@ mod split_string;
 mod substitute_string;
 mod translate;
 mod truncate;
+mod user_agent;
 mod with_keys;
 
 use std::time::Instant;

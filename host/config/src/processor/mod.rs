@@ -97,6 +97,8 @@ macro_rules! for_each_processor {
             Dissect($crate::processor::dissect::Dissect) = "dissect",
             /// Looks values up in maps, number ranges and regular expressions and writes what they map to.
             Translate($crate::processor::translate::Translate) = "translate",
+            /// Parses a user agent string into browser, version, operating system and device.
+            UserAgent($crate::processor::user_agent::UserAgent) = "user_agent",
         }
     };
 }
@@ -125,6 +127,7 @@ pub mod split_string;
 pub mod substitute_string;
 pub mod translate;
 pub mod truncate;
+pub mod user_agent;
 pub mod with_keys;
 
 crate::for_each_processor! {
