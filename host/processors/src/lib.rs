@@ -38,6 +38,7 @@ mod map_to_list;
 mod obfuscate;
 mod otel_traces;
 mod parse_json;
+mod parse_xml;
 mod rename_keys;
 mod select_entries;
 mod service_map;

@@ -99,6 +99,8 @@ macro_rules! for_each_processor {
             Translate($crate::processor::translate::Translate) = "translate",
             /// Parses a user agent string into browser, version, operating system and device.
             UserAgent($crate::processor::user_agent::UserAgent) = "user_agent",
+            /// Parses XML text into the event.
+            ParseXml($crate::processor::parse_xml::ParseXml) = "parse_xml",
         }
     };
 }
@@ -120,6 +122,7 @@ pub mod map_to_list;
 pub mod obfuscate;
 pub mod otel_traces;
 pub mod parse_json;
+pub mod parse_xml;
 pub mod rename_keys;
 pub mod select_entries;
 pub mod service_map;
