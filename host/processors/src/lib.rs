@@ -26,6 +26,7 @@ mod convert_entry_type;
 mod copy_values;
 mod csv;
 mod date;
+mod decompress;
 mod delete_entries;
 mod dissect;
 mod drop_events;

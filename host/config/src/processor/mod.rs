@@ -101,6 +101,8 @@ macro_rules! for_each_processor {
             UserAgent($crate::processor::user_agent::UserAgent) = "user_agent",
             /// Parses XML text into the event.
             ParseXml($crate::processor::parse_xml::ParseXml) = "parse_xml",
+            /// Decompresses base64 text of gzip bytes.
+            Decompress($crate::processor::decompress::Decompress) = "decompress",
         }
     };
 }
@@ -111,6 +113,7 @@ pub mod convert_entry_type;
 pub mod copy_values;
 pub mod csv;
 pub mod date;
+pub mod decompress;
 pub mod delete_entries;
 pub mod dissect;
 pub mod drop_events;
