@@ -202,7 +202,7 @@ fn java(value: &Value) -> Java<'_> {
 }
 
 /// Data Prepper's converters (`IntegerConverter`, ...) on one value.
-fn convert_one(value: &Value, target: TargetType) -> Result<Value, String> {
+pub(crate) fn convert_one(value: &Value, target: TargetType) -> Result<Value, String> {
     let source = java(value);
     let unsupported = |what: &str| Err(format!("cannot convert {what} to {target:?}"));
     let bad_text = |text: &str| Err(format!("`{text}` is not a {target:?}"));

@@ -21,9 +21,13 @@ use crate::{
     Apply, BuildError, BuildProcessor, Failure, Failures, Fate, java_string, normalize_keys,
 };
 
-/// `parse_json`, built: its config as is.
+/// `parse_json`, built: its config as is. `parse_xml` runs the same with its own parser.
 pub struct ParseJson {
-    config: config::ParseJson,
+    pub(crate) config: config::ParseJson,
+    /// The text's object (`None`: not one).
+    pub(crate) parse: fn(&str) -> Option<Map<String, Value>>,
+    /// What the text must be, for the failure (`a JSON object`).
+    pub(crate) what: &'static str,
 }
 
 impl BuildProcessor for config::ParseJson {
@@ -44,6 +48,8 @@ impl BuildProcessor for config::ParseJson {
     fn build(&self) -> Result<ParseJson, BuildError> {
         Ok(ParseJson {
             config: self.clone(),
+            parse: parse_object,
+            what: "a JSON object",
         })
     }
 }
@@ -52,15 +58,16 @@ impl Apply for ParseJson {
     fn apply(&self, event: &mut Event, _: &'static str) -> Result<Fate, Failure> {
         let config = &self.config;
         let Ok(message) = java_string(event.get(&config.source)) else {
-            return Err(Failure::untagged(
-                "the source is an object or a list, not JSON text",
-            ));
+            return Err(Failure::untagged(format!(
+                "the source is an object or a list, not {} as text",
+                self.what
+            )));
         };
         if message.is_none() && config.pointer.is_none() {
             return Ok(Fate::Keep);
         }
-        let Some(mut parsed) = message.as_deref().and_then(parse_object) else {
-            return Err(Failure::new("the source is not a JSON object"));
+        let Some(mut parsed) = message.as_deref().and_then(self.parse) else {
+            return Err(Failure::new(format!("the source is not {}", self.what)));
         };
         if config.depth > 0 {
             parsed = stringify_below(parsed, 1, config.depth);

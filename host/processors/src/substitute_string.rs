@@ -58,7 +58,7 @@ impl Apply for SubstituteString {
 
 /// Java's replacement syntax in the regex crate's: `$1` → `${1}` (the regex crate would read
 /// `$1a` as a group named `1a`), `\x` → `x` (so `\$` is a literal `$`, written `$$`).
-fn java_replacement(to: &str) -> String {
+pub(crate) fn java_replacement(to: &str) -> String {
     let mut out = String::with_capacity(to.len());
     let mut chars = to.chars().peekable();
     while let Some(c) = chars.next() {

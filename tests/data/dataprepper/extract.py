@@ -32,7 +32,7 @@ ROUTE_PAGES_FIRST = ["_data-prepper/pipelines/pipelines.md"]
 
 # Conformance tables written by hand, not extracted (stateful processors' multi-event
 # cases: `inputs`/`outputs`); kept when the others are regenerated.
-HAND_WRITTEN = {"aggregate.json"}
+HAND_WRITTEN = {"aggregate.json", "otel_traces.json"}
 
 PROCESSORS = [
     "add_entries", "delete_entries", "rename_keys", "copy_values", "select_entries",
@@ -40,6 +40,7 @@ PROCESSORS = [
     "lowercase_string", "uppercase_string", "trim_string", "substitute_string",
     "split_string", "truncate", "obfuscate", "flatten", "list_to_map", "map_to_list",
     "split_event", "string_converter", "write_json", "delay",
+    "dissect", "translate", "user_agent", "parse_xml", "decompress",
 ]
 
 # ----------------------------------------------------------------------------- git
@@ -566,6 +567,7 @@ def write_readme(summary, routes, extra):
          "(the doc's expected output looks wrong - see below; the case keeps the doc's value), `derived` "
          "(input or config reconstructed from prose rather than copied from a code block). Cases whose output "
          "depends on ingest time, the current year or random values have `nondeterministic` in `notes`.",
+         "- `conformance/aggregate.json` - written by hand (kept by `extract.py`, `HAND_WRITTEN`): the `aggregate` processor's documented examples as cases of several events, `{id, source, processor, inputs, outputs, ignore, notes}`; `ignore` lists JSON pointers to values that are times (compared for presence only); `notes` say where the docs and Data Prepper's source differ and which is followed. Run by `sluice-processors`' aggregate tests (in one batch, then everything flushed), not by the binary's conformance test.",
          "- `conformance/route.json` - routing outcomes from `pipelines.md` (which named routes each event matches).",
          "- `conformance/overrides/` - hand-maintained drops/patches/additions and `doc_issues.json`.", "",
          "## Counts", "",

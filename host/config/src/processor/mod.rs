@@ -109,6 +109,16 @@ macro_rules! for_each_processor {
             Delay($crate::processor::delay::Delay) = "delay",
             /// Lets at most so many events a second through, dropping or holding the rest.
             RateLimiter($crate::processor::rate_limiter::RateLimiter) = "rate_limiter",
+            /// Splits text into keys at the literal text between a pattern's `%{fields}`.
+            Dissect($crate::processor::dissect::Dissect) = "dissect",
+            /// Looks values up in maps, number ranges and regular expressions and writes what they map to.
+            Translate($crate::processor::translate::Translate) = "translate",
+            /// Parses a user agent string into browser, version, operating system and device.
+            UserAgent($crate::processor::user_agent::UserAgent) = "user_agent",
+            /// Parses XML text into the event.
+            ParseXml($crate::processor::parse_xml::ParseXml) = "parse_xml",
+            /// Decompresses base64 text of gzip bytes.
+            Decompress($crate::processor::decompress::Decompress) = "decompress",
         }
     };
 }
@@ -120,7 +130,9 @@ pub mod copy_values;
 pub mod csv;
 pub mod date;
 pub mod delay;
+pub mod decompress;
 pub mod delete_entries;
+pub mod dissect;
 pub mod drop_events;
 pub mod filter_list;
 pub mod flatten;
@@ -132,6 +144,7 @@ pub mod obfuscate;
 pub mod otel_traces;
 pub mod parse_json;
 pub mod rate_limiter;
+pub mod parse_xml;
 pub mod rename_keys;
 pub mod replace_string;
 pub mod select_entries;
@@ -140,7 +153,9 @@ pub mod split_event;
 pub mod split_string;
 pub mod string_converter;
 pub mod substitute_string;
+pub mod translate;
 pub mod truncate;
+pub mod user_agent;
 pub mod with_keys;
 pub mod wrap_entries;
 pub mod write_json;
