@@ -35,6 +35,7 @@ mod key_value;
 mod list_to_map;
 mod map_to_list;
 mod obfuscate;
+mod otel_metrics;
 mod otel_traces;
 mod parse_json;
 mod rename_keys;

@@ -93,6 +93,10 @@ macro_rules! for_each_processor {
             ServiceMapStateful($crate::processor::service_map::ServiceMap) = "service_map_stateful",
             /// Groups events by keys and merges, counts, samples or de-duplicates each group.
             Aggregate($crate::processor::aggregate::Aggregate) = "aggregate",
+            /// Makes each OTLP metric data point Data Prepper's metric document.
+            OtelMetrics($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics",
+            /// `otel_metrics` under its deprecated name.
+            OtelMetricsRawProcessor($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics_raw_processor",
         }
     };
 }
@@ -111,6 +115,7 @@ pub mod key_value;
 pub mod list_to_map;
 pub mod map_to_list;
 pub mod obfuscate;
+pub mod otel_metrics;
 pub mod otel_traces;
 pub mod parse_json;
 pub mod rename_keys;
