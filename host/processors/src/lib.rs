@@ -43,6 +43,7 @@ mod select_entries;
 mod service_map;
 mod split_string;
 mod substitute_string;
+mod trace_peer_forwarder;
 mod truncate;
 mod with_keys;
 

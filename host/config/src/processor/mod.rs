@@ -97,6 +97,8 @@ macro_rules! for_each_processor {
             OtelMetrics($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics",
             /// `otel_metrics` under its deprecated name.
             OtelMetricsRawProcessor($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics_raw_processor",
+            /// Accepted, and passes events on: a Kafka buffer already keys OTLP trace exports by trace id.
+            TracePeerForwarder($crate::processor::trace_peer_forwarder::TracePeerForwarder) = "trace_peer_forwarder",
         }
     };
 }
@@ -123,6 +125,7 @@ pub mod select_entries;
 pub mod service_map;
 pub mod split_string;
 pub mod substitute_string;
+pub mod trace_peer_forwarder;
 pub mod truncate;
 pub mod with_keys;
 
