@@ -29,6 +29,7 @@ mod date;
 mod delete_entries;
 mod drop_events;
 mod flatten;
+mod geoip;
 mod grok;
 pub mod java_time;
 mod key_value;

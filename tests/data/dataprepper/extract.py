@@ -39,7 +39,7 @@ PROCESSORS = [
     "convert_entry_type", "drop_events", "parse_json", "key_value", "csv", "date", "grok",
     "lowercase_string", "uppercase_string", "trim_string", "substitute_string",
     "split_string", "truncate", "obfuscate", "flatten", "list_to_map", "map_to_list",
-    "otel_metrics", "trace_peer_forwarder",
+    "otel_metrics", "trace_peer_forwarder", "geoip",
 ]
 
 # ----------------------------------------------------------------------------- git

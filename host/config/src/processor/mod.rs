@@ -99,6 +99,8 @@ macro_rules! for_each_processor {
             OtelMetricsRawProcessor($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics_raw_processor",
             /// Accepted, and passes events on: a Kafka buffer already keys OTLP trace exports by trace id.
             TracePeerForwarder($crate::processor::trace_peer_forwarder::TracePeerForwarder) = "trace_peer_forwarder",
+            /// Adds where an IP address is, from MaxMind databases.
+            Geoip($crate::processor::geoip::GeoIp) = "geoip",
         }
     };
 }
@@ -112,6 +114,7 @@ pub mod date;
 pub mod delete_entries;
 pub mod drop_events;
 pub mod flatten;
+pub mod geoip;
 pub mod grok;
 pub mod key_value;
 pub mod list_to_map;
