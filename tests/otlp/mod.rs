@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use sluice_tests::{Sluice, json_lines, kafka_bootstrap, root, unique};
 
+mod otel_metrics;
 mod sources;
 mod trace_analytics;
 

@@ -41,6 +41,7 @@ PROCESSORS = [
     "split_string", "truncate", "obfuscate", "flatten", "list_to_map", "map_to_list",
     "split_event", "string_converter", "write_json", "delay",
     "dissect", "translate", "user_agent", "parse_xml", "decompress",
+    "otel_metrics", "trace_peer_forwarder", "geoip",
 ]
 
 # ----------------------------------------------------------------------------- git

@@ -119,6 +119,14 @@ macro_rules! for_each_processor {
             ParseXml($crate::processor::parse_xml::ParseXml) = "parse_xml",
             /// Decompresses base64 text of gzip bytes.
             Decompress($crate::processor::decompress::Decompress) = "decompress",
+            /// Makes each OTLP metric data point Data Prepper's metric document.
+            OtelMetrics($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics",
+            /// `otel_metrics` under its deprecated name.
+            OtelMetricsRawProcessor($crate::processor::otel_metrics::OtelMetrics) = "otel_metrics_raw_processor",
+            /// Accepted, and passes events on: a Kafka buffer already keys OTLP trace exports by trace id.
+            TracePeerForwarder($crate::processor::trace_peer_forwarder::TracePeerForwarder) = "trace_peer_forwarder",
+            /// Adds where an IP address is, from MaxMind databases.
+            Geoip($crate::processor::geoip::GeoIp) = "geoip",
         }
     };
 }
@@ -136,11 +144,13 @@ pub mod dissect;
 pub mod drop_events;
 pub mod filter_list;
 pub mod flatten;
+pub mod geoip;
 pub mod grok;
 pub mod key_value;
 pub mod list_to_map;
 pub mod map_to_list;
 pub mod obfuscate;
+pub mod otel_metrics;
 pub mod otel_traces;
 pub mod parse_json;
 pub mod rate_limiter;
@@ -154,6 +164,7 @@ pub mod split_string;
 pub mod string_converter;
 pub mod substitute_string;
 pub mod translate;
+pub mod trace_peer_forwarder;
 pub mod truncate;
 pub mod user_agent;
 pub mod with_keys;
