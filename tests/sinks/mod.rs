@@ -7,6 +7,7 @@ pub(crate) mod http;
 mod kafka;
 mod noop;
 mod opensearch;
+mod otlp;
 mod s3;
 
 use std::collections::BTreeMap;

@@ -45,6 +45,8 @@ pub enum Service {
     /// Amazon OpenSearch Serverless (a collection), signing name `aoss`. Its requests also carry
     /// `x-amz-content-sha256`, the body's SHA-256, which Serverless requires.
     Aoss,
+    /// Any other signing name (the otlp sink's `service_name`: `xray`, `logs`, `osis`).
+    Other(&'static str),
 }
 
 impl Service {
@@ -53,6 +55,7 @@ impl Service {
         match self {
             Self::Es => "es",
             Self::Aoss => "aoss",
+            Self::Other(name) => name,
         }
     }
 }

@@ -47,6 +47,9 @@ macro_rules! for_each_sink {
             /// Indexes each event as a document in OpenSearch (or Elasticsearch 6) through the
             /// bulk API, with Data Prepper's index types, templates and ISM policies.
             OpenSearch(opensearch::OpenSearchSink) = "opensearch",
+            /// Sends spans, log records and metric data points to an OTLP endpoint (OTLP/HTTP
+            /// or OTLP/gRPC, protobuf), as Data Prepper's `otlp` sink.
+            Otlp(otlp::OtlpSink) = "otlp",
         }
     };
 }
