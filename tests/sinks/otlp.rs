@@ -230,11 +230,9 @@ fn a_second_sluice_makes_the_same_events_of_what_the_sink_sent() {
     let a_ports: [u16; 3] = free_ports(3).try_into().unwrap();
     // Traces and metrics over gRPC; logs over OTLP/HTTP at the gRPC method's path (Data
     // Prepper's unframed requests).
-    let sinks = format!(
-        "    - otlp:\n        endpoint: ENDPOINT\n        PROTOCOL\n        threshold:\n          \
-         flush_timeout: 50ms\n"
-    );
-    let mut yaml = three_sources(&a_ports, &sinks);
+    let sinks = "    - otlp:\n        endpoint: ENDPOINT\n        PROTOCOL\n        threshold:\n          \
+         flush_timeout: 50ms\n";
+    let mut yaml = three_sources(&a_ports, sinks);
     for (signal, port) in ["traces", "logs", "metrics"].iter().zip(b_ports) {
         let (endpoint, protocol) = if *signal == "logs" {
             (

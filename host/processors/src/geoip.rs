@@ -93,6 +93,10 @@ pub struct GeoIp {
 }
 
 /// The open databases: GeoLite2's, or one enterprise database.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per processor, built once: its size does not matter"
+)]
 enum Databases {
     Lite {
         city: Option<Reader<Vec<u8>>>,

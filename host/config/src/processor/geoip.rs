@@ -174,18 +174,17 @@ impl ProcessorConfig for GeoIp {
         }
         for (i, entry) in self.entries.iter().enumerate() {
             let at = format!("{}[{i}]", join(path, "entries"));
-            match (&entry.include_fields, &entry.exclude_fields) {
-                (Some(_), Some(_)) => errors.at(
+            // Data Prepper's `@AssertTrue areFieldsValid` asks for one of them, but is no
+            // getter, so its validator never runs it: neither means every field, as its
+            // documentation's first example shows.
+            if entry.include_fields.is_some() && entry.exclude_fields.is_some() {
+                errors.at(
                     &join(&at, "exclude_fields"),
                     format!(
                         "`{at}` has both `include_fields` and `exclude_fields`; keep one (Data \
                          Prepper means them to be exclusive, and would use `include_fields`)"
                     ),
-                ),
-                // Data Prepper's `@AssertTrue areFieldsValid` asks for one of them, but is no
-                // getter, so its validator never runs it: neither means every field, as its
-                // documentation's first example shows.
-                _ => {}
+                );
             }
             for (name, list) in [
                 ("include_fields", &entry.include_fields),
