@@ -53,6 +53,24 @@ const REFUSED_BY_DATA_PREPPER: &[(&str, &str)] = &[
         "otel_trace_source's ssl defaults to true without sslKeyCertChainFile",
     ),
     (
+        "dp-plugin-readme__otlp-sink-2.yaml",
+        "otel_trace_source's ssl defaults to true without sslKeyCertChainFile",
+    ),
+    (
+        "dp-plugin-readme__otlp-sink-3.yaml",
+        "otel_metrics_source's ssl defaults to true without sslKeyCertChainFile \
+         (OTelMetricsSourceConfig.validateSSLCertificateFiles)",
+    ),
+    (
+        "dp-plugin-readme__otlp-sink-4.yaml",
+        "otel_logs_source's ssl defaults to true without sslKeyCertChainFile \
+         (OTelLogsSourceConfig.validateSSLCertificateFiles)",
+    ),
+    (
+        "dp-plugin-readme__otlp-sink-6.yaml",
+        "its OTel sources' ssl defaults to true without sslKeyCertChainFile",
+    ),
+    (
         "osdocs-config__sources-otlp-source-3.yaml",
         "an opensearch sink without hosts (ConnectionConfiguration: \"hosts cannot be null\")",
     ),
