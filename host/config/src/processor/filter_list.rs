@@ -6,7 +6,6 @@ use sluice_event::{Expression, Key};
 
 use super::ProcessorConfig;
 use crate::error::Errors;
-use crate::location::join;
 
 /// ```yaml
 /// - filter_list:
@@ -45,17 +44,14 @@ impl FilterList {
 
 impl ProcessorConfig for FilterList {
     fn check(&self, path: &str, errors: &mut Errors) {
-        for (name, key) in [
-            ("iterate_on", Some(&self.iterate_on)),
-            ("target", self.target.as_ref()),
-        ] {
-            if key.is_some_and(Key::is_root) {
-                let at = join(path, name);
-                errors.at(
-                    &at,
-                    format!("`{at}` is empty or `/`; write the key of the list"),
-                );
-            }
-        }
+        super::check_not_root(
+            path,
+            [
+                ("iterate_on", Some(&self.iterate_on)),
+                ("target", self.target.as_ref()),
+            ],
+            "the key of the list",
+            errors,
+        );
     }
 }

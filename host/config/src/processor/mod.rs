@@ -177,6 +177,22 @@ crate::for_each_processor! {
     pub enum BuiltinProcessor: dyn ProcessorConfig;
 }
 
+/// Each key of `keys` that is given must not be the event's root (empty or `/`); `what`
+/// ends the message (`the key of the list`).
+pub(crate) fn check_not_root(
+    path: &str,
+    keys: [(&str, Option<&sluice_event::Key>); 2],
+    what: &str,
+    errors: &mut Errors,
+) {
+    for (name, key) in keys {
+        if key.is_some_and(sluice_event::Key::is_root) {
+            let at = join(path, name);
+            errors.at(&at, format!("`{at}` is empty or `/`; write {what}"));
+        }
+    }
+}
+
 /// A key of Data Prepper's that sluice does not support yet: any value is an error naming it,
 /// so a pipeline never runs with an option silently ignored.
 #[derive(Debug, Clone)]

@@ -50,18 +50,15 @@ impl WrapEntries {
 
 impl ProcessorConfig for WrapEntries {
     fn check(&self, path: &str, errors: &mut Errors) {
-        for (name, key) in [
-            ("source", Some(&self.source)),
-            ("target", self.target.as_ref()),
-        ] {
-            if key.is_some_and(Key::is_root) {
-                let at = join(path, name);
-                errors.at(
-                    &at,
-                    format!("`{at}` is empty or `/`; write the key of the list"),
-                );
-            }
-        }
+        super::check_not_root(
+            path,
+            [
+                ("source", Some(&self.source)),
+                ("target", self.target.as_ref()),
+            ],
+            "the key of the list",
+            errors,
+        );
         if self.key.is_empty() {
             let at = join(path, "key");
             errors.at(

@@ -6,7 +6,6 @@ use sluice_event::Key;
 
 use super::ProcessorConfig;
 use crate::error::Errors;
-use crate::location::join;
 
 /// ```yaml
 /// - write_json:
@@ -34,17 +33,14 @@ impl WriteJson {
 
 impl ProcessorConfig for WriteJson {
     fn check(&self, path: &str, errors: &mut Errors) {
-        for (name, key) in [
-            ("source", Some(&self.source)),
-            ("target", self.target.as_ref()),
-        ] {
-            if key.is_some_and(Key::is_root) {
-                let at = join(path, name);
-                errors.at(
-                    &at,
-                    format!("`{at}` is empty or `/`; write a key of the event"),
-                );
-            }
-        }
+        super::check_not_root(
+            path,
+            [
+                ("source", Some(&self.source)),
+                ("target", self.target.as_ref()),
+            ],
+            "a key of the event",
+            errors,
+        );
     }
 }
