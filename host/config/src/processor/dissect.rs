@@ -41,7 +41,7 @@ pub struct Dissect {
 }
 
 impl Dissect {
-    /// The keys of `map`, each with its pattern (checked by [`ProcessorConfig::check`]).
+    /// The keys of `map`, each with its pattern (checked by `ProcessorConfig::check`).
     pub fn sources(&self) -> impl Iterator<Item = (Key, &str)> {
         self.map
             .iter()
