@@ -49,7 +49,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every component `scripts/build-plugins` makes, in Rust, Python and JavaScript.
-pub const PLUGINS: [&str; 18] = [
+pub const PLUGINS: [&str; 19] = [
     "csv",
     "dedup",
     "hostile",
@@ -64,6 +64,7 @@ pub const PLUGINS: [&str; 18] = [
     "otlp",
     "passthrough",
     "passthrough_buffer",
+    "plain",
     "priority_shed",
     "redact",
     "tagger",
