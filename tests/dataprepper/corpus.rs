@@ -9,7 +9,8 @@
 //! name (`/usr/share/data-prepper/root-ca.pem`) are not here.
 //!
 //! Ignored in a plain `cargo test` (the folder is not part of a clone); `scripts/test` runs it
-//! when the folder is there.
+//! when the folder is beside the checkout or beside the one it was cloned from (CI's clean
+//! clone), and says so when it is not.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
