@@ -297,6 +297,26 @@ impl Sluice {
         close(&mut self.child, Signal::Kill);
     }
 
+    /// SIGSTOP: the process does nothing more (no commit, no write) until [`Sluice::thaw`] or
+    /// a SIGKILL, so a test can look at what it left before deciding to kill it.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`Sluice::freeze`].
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {signal} {}", self.child.id());
+    }
+
     /// Starts `sluice run` again on the same pipeline file, data dir, port, environment and log
     /// (appended).
     pub fn restart(&mut self, extra: &[&str]) {

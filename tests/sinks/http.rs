@@ -348,14 +348,9 @@ fn two_hosts_one_killed_send_the_same_requests_again() {
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
     let (a, mut b, mut ids) = two_hosts_writing(&yaml, &[]);
-    ids.extend(post_events(&a, "kill", 300, 5));
-    wait_until(
-        "the sinks to send the round's events",
-        Duration::from_secs(60),
-        &a,
-        || taken_ids(&endpoint.state.lock().unwrap()).len() >= ids.len(),
-    );
-    kill_before_the_commit(&mut b, &a, (&buffer, &group));
+    kill_before_the_commit(&mut b, &a, (&buffer, &group), &mut ids, |n| {
+        taken_ids(&endpoint.state.lock().unwrap()).len() >= n
+    });
     let state = endpoint.state.lock().unwrap();
     assert_eq!(
         state.repeated_differently, 0,

@@ -6,8 +6,9 @@ use std::time::Duration;
 use sluice_tests::{Broker, Sluice, TopicReader, committed_and_end, kafka_bootstrap, unique};
 
 use super::{
-    assert_all_once, committed_to_end, counts, kill_rounds, names, pipeline, post_events,
-    sink_metric, slow_commits, through_an_outage, two_hosts_writing, wait_until,
+    assert_all_once, committed_to_end, counts, kill_before_the_commit, kill_rounds, names,
+    pipeline, post_events, sink_metric, slow_commits, through_an_outage, two_hosts_writing,
+    wait_until,
 };
 
 /// (key, payload) of every record of `topic`, read from the start until `want` arrived or
@@ -240,15 +241,10 @@ fn two_hosts_one_killed_dropping_by_origin_leaves_each_event_once() {
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
     let (mut a, mut b, mut ids) = two_hosts_writing(&yaml, &[]);
-    ids.extend(post_events(&a, "kill", 300, 5));
-    wait_until(
-        "the sinks to produce the round's events",
-        Duration::from_secs(60),
-        &a,
-        || produced(&bootstrap, &topic) >= ids.len() as i64,
-    );
-    b.kill9();
     // The survivor reads the killed host's partitions again from their last commit.
+    kill_before_the_commit(&mut b, &a, (&buffer, &group), &mut ids, |n| {
+        produced(&bootstrap, &topic) >= n as i64
+    });
     assert_dropping_by_origin_leaves_each_once(&a, (&buffer, &group), (&bootstrap, &topic), &ids);
     assert_eq!(a.terminate(), 0, "{}", a.log());
 }

@@ -108,11 +108,14 @@ fn two_hosts_writing(yaml: &str, env: &[(&str, &str)]) -> (Sluice, Sluice, Vec<S
     (a, b, ids)
 }
 
-/// Three rounds of events, each followed by a `kill -9` and a restart once the sink holds the
-/// round (`holds(n)`: it holds at least `n` events, copies included). Each round begins
-/// past the start's eager commits, so the kill comes before the buffer commits most of the
-/// round. Returns the ids posted and how many kills found the buffer not committed to its
-/// end (a test of what a re-read does needs at least one).
+/// Rounds of events, each followed by a `kill -9` and a restart once the sink holds the
+/// round (`holds(n)`: it holds at least `n` events, copies included). The process is frozen
+/// (SIGSTOP) the moment the sink holds the round, so the look at the buffer's commit sees what
+/// the kill leaves. Each round begins past the start's eager commits, so the kill usually
+/// comes before the buffer commits the end of the round; on a loaded machine the commit may
+/// still come first, so rounds go on past [`KILL_ROUNDS`] until a kill found the buffer not
+/// committed to its end (at most [`MOST_KILL_ROUNDS`]). Returns the ids posted and how many
+/// kills found it so (a test of what a re-read does needs at least one).
 fn kill_rounds(
     sluice: &mut Sluice,
     (buffer, group): (&str, &str),
@@ -120,7 +123,10 @@ fn kill_rounds(
 ) -> (Vec<String>, usize) {
     let mut ids = Vec::new();
     let mut uncommitted = 0;
-    for round in 0..3 {
+    for round in 0..MOST_KILL_ROUNDS {
+        if round >= KILL_ROUNDS && uncommitted > 0 {
+            break;
+        }
         ids.extend(post_events(sluice, &format!("early{round}"), 20, 20));
         std::thread::sleep(SLOW_COMMIT + Duration::from_millis(300));
         ids.extend(post_events(sluice, &format!("kill{round}"), 300, 20));
@@ -130,6 +136,7 @@ fn kill_rounds(
             sluice,
             || holds(ids.len()),
         );
+        sluice.freeze();
         uncommitted += usize::from(!committed_to_end(buffer, group));
         sluice.kill9();
         sluice.restart(&[]);
@@ -137,18 +144,47 @@ fn kill_rounds(
     (ids, uncommitted)
 }
 
-/// Kills `killed` -9, asserting the buffer had not committed everything yet (else the test
-/// proves nothing), and waits until `survivor` took its partitions over and committed them.
-fn kill_before_the_commit(killed: &mut Sluice, survivor: &Sluice, (buffer, group): (&str, &str)) {
-    let uncommitted = !committed_to_end(buffer, group);
-    killed.kill9();
-    wait_until(
-        "the buffer committed every record",
-        Duration::from_secs(90),
-        survivor,
-        || committed_to_end(buffer, group),
-    );
-    assert!(uncommitted, "the kill came after the commit: untested");
+/// How many kills [`kill_rounds`] makes at least, and at most while every kill came after
+/// the commit.
+const KILL_ROUNDS: usize = 3;
+const MOST_KILL_ROUNDS: usize = 8;
+
+/// Posts a round of 300 events to `survivor` and, once the sinks hold them (`holds(n)`, as in
+/// [`kill_rounds`]), freezes `killed` and looks at the buffer's commit: when it is not at
+/// the end, kills `killed` -9 and waits until `survivor` took its partitions over and
+/// committed them. When the commit came first (a loaded machine), both go on and another
+/// round is posted, up to 5; a kill after the commit proves nothing. `ids` gets the ids
+/// posted.
+fn kill_before_the_commit(
+    killed: &mut Sluice,
+    survivor: &Sluice,
+    (buffer, group): (&str, &str),
+    ids: &mut Vec<String>,
+    holds: impl Fn(usize) -> bool,
+) {
+    for round in 0..5 {
+        ids.extend(post_events(survivor, &format!("kill{round}"), 300, 5));
+        wait_until(
+            "the sinks to hold the round's events",
+            Duration::from_secs(60),
+            survivor,
+            || holds(ids.len()),
+        );
+        killed.freeze();
+        if !committed_to_end(buffer, group) {
+            killed.kill9();
+            wait_until(
+                "the buffer committed every record",
+                Duration::from_secs(90),
+                survivor,
+                || committed_to_end(buffer, group),
+            );
+            return;
+        }
+        killed.thaw();
+        std::thread::sleep(SLOW_COMMIT + Duration::from_millis(300));
+    }
+    panic!("in 5 rounds every kill would have come after the commit: untested");
 }
 
 /// A JSON array of `n` events with ids `prefix-first..`, and the ids.

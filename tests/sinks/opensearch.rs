@@ -290,14 +290,9 @@ fn with_create_a_conflict_on_a_chosen_id_is_already_indexed() {
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
     let (a, mut b, mut ids) = two_hosts_writing(&yaml, &[]);
-    ids.extend(post_events(&a, "kill", 300, 5));
-    wait_until(
-        "the sinks to index the round",
-        Duration::from_secs(60),
-        &a,
-        || server.documents("events").len() >= ids.len(),
-    );
-    kill_before_the_commit(&mut b, &a, (&buffer, &group));
+    kill_before_the_commit(&mut b, &a, (&buffer, &group), &mut ids, |n| {
+        server.documents("events").len() >= n
+    });
     assert_all_once(&counts(stored_ids(&server)), &ids, 0);
     assert!(
         !a.path("dlq.jsonl").exists() || sluice_tests::json_lines(&a.path("dlq.jsonl")).is_empty(),

@@ -231,16 +231,6 @@ fn the_store_killed_mid_run_holds_the_commit_and_the_sink_recovers_without_a_res
     assert_all_once(&counts(seen.iter().map(String::as_str)), &ids, 0);
 }
 
-/// The bucket's events, once it holds at least `want` (copies included).
-fn wait_for_events(sluice: &Sluice, store: &S3Store, bucket: &str, want: usize) {
-    wait_until(
-        "the sink to upload the round's events",
-        Duration::from_secs(60),
-        sluice,
-        || stored_ids(store, bucket).0.len() >= want,
-    );
-}
-
 fn kill_sinks(store: &S3Store, bucket: &str) -> String {
     s3_sink(
         store,
@@ -308,9 +298,9 @@ fn two_hosts_one_killed_leave_every_event_once_in_the_bucket() {
     let two = "          number_of_partitions: 2\n          workers: 1\n";
     let yaml = slow_commits(&buffer, &group, &sinks, two);
     let (a, mut b, mut ids) = two_hosts_writing(&yaml, &store.env());
-    ids.extend(post_events(&a, "kill", 300, 5));
-    wait_for_events(&a, &store, &bucket, ids.len());
-    kill_before_the_commit(&mut b, &a, (&buffer, &group));
+    kill_before_the_commit(&mut b, &a, (&buffer, &group), &mut ids, |n| {
+        stored_ids(&store, &bucket).0.len() >= n
+    });
     assert_all_once(&counts(stored_ids(&store, &bucket).0), &ids, 0);
 }
 
