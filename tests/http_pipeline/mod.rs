@@ -175,6 +175,50 @@ fn validate_reports_every_error_and_exits_2() {
     );
 }
 
+/// A certificate the file names that this machine lacks: the file is valid (a warning naming
+/// the key, the line and the file), `--no-environment` says nothing of it, and `sluice run`
+/// refuses to start.
+#[test]
+fn validate_warns_of_a_missing_certificate_and_run_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    std::fs::write(
+        &file,
+        "p:\n  source:\n    http:\n      ssl: true\n      ssl_certificate_file: /nowhere/cert.pem\n      ssl_key_file: /nowhere/key.pem\n  sink:\n    - stdout:\n",
+    )
+    .unwrap();
+    let sluice = |args: &[&str]| {
+        let out = std::process::Command::new(sluice_tests::sluice_bin())
+            .args(args)
+            .arg(&file)
+            .arg("--plugin-cache")
+            .arg(sluice_tests::plugin_cache())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), stderr)
+    };
+    let (code, stderr) = sluice(&["validate"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let warning = format!(
+        "warning: {}: line 5, column 7: `p.source.http.ssl_certificate_file`: `/nowhere/cert.pem` is not a readable file on this machine; `sluice run` refuses to start here until it is",
+        file.display()
+    );
+    assert!(stderr.contains(&warning), "{stderr}");
+    assert!(stderr.contains("`/nowhere/key.pem`"), "{stderr}");
+    assert_eq!(
+        sluice(&["validate", "--no-environment"]),
+        (Some(0), String::new())
+    );
+    let (code, stderr) = sluice(&["run"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 5, column 7: `p.source.http.ssl_certificate_file`: `/nowhere/cert.pem` is not a readable file"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn validate_twice_compiles_once_and_prints_only_the_verdict() {
     let dir = tempfile::tempdir().unwrap();

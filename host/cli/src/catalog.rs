@@ -57,12 +57,24 @@ pub(crate) fn per_user_plugin_cache() -> Option<PathBuf> {
     Some(base?.join("sluice").join("plugin-cache"))
 }
 
-/// Parses and validates; prints the errors and returns `None` when there are any. With
-/// `no_environment`, the files the config names are not checked.
+/// What [`load_config`] makes of the files a config names (certificates, templates) that are
+/// not on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Environment {
+    /// Errors: `sluice run` cannot start without them.
+    Required,
+    /// Warnings, when they are the only problems: the file itself is valid (`sluice validate`).
+    Warn,
+    /// Not looked at (`sluice validate --no-environment`).
+    Unchecked,
+}
+
+/// Parses and validates; prints the errors and returns `None` when there are any. What this
+/// machine lacks is an error or a warning, or not looked at, as `environment` says.
 pub(crate) fn load_config(
     file: &Path,
     plugins: &Catalog,
-    no_environment: bool,
+    environment: Environment,
 ) -> anyhow::Result<Option<sluice_config::Config>> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading pipeline file `{}`", file.display()))?;
@@ -76,11 +88,24 @@ pub(crate) fn load_config(
     let context = sluice_config::Context {
         deserializers: Some(&names),
         processors: Some(&processors),
-        no_environment,
+        no_environment: environment == Environment::Unchecked,
         builtins: Some(sluice_pipeline::check_builtin),
     };
-    match sluice_config::parse(&file.display().to_string(), &text, context) {
+    let name = file.display().to_string();
+    match sluice_config::parse(&name, &text, context) {
         Ok(config) => Ok(Some(config)),
+        Err(errors) if environment == Environment::Warn && errors.only_environment() => {
+            for e in &errors.errors {
+                eprintln!(
+                    "warning: {name}: {e} on this machine; `sluice run` refuses to start here until it is"
+                );
+            }
+            let context = sluice_config::Context {
+                no_environment: true,
+                ..context
+            };
+            Ok(sluice_config::parse(&name, &text, context).ok())
+        }
         Err(errors) => {
             eprintln!("{errors}");
             Ok(None)

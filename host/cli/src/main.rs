@@ -16,7 +16,9 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_plugin::PluginHost;
 
-use crate::catalog::{PluginArgs, Start, load_config, load_plugins, per_user_plugin_cache};
+use crate::catalog::{
+    Environment, PluginArgs, Start, load_config, load_plugins, per_user_plugin_cache,
+};
 
 mod admin;
 mod catalog;
@@ -62,12 +64,14 @@ enum Command {
         #[command(subcommand)]
         command: operate::buffer::BufferCommand,
     },
-    /// Check a pipeline file: exit 0, or print every error and exit 2.
+    /// Check a pipeline file: exit 0, or print every error and exit 2. Files it names
+    /// (certificates, templates) that are not on this machine are warnings: the file is valid,
+    /// `sluice run` will not start here without them.
     Validate {
         /// The pipeline file.
         file: PathBuf,
-        /// Check the file only, not this machine: files it names (certificates, templates)
-        /// need not exist here. For a file written for another machine.
+        /// Check the file only, not this machine: no warning about the files it names. For a
+        /// file written for another machine.
         #[arg(long)]
         no_environment: bool,
         #[command(flatten)]
@@ -268,7 +272,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => {
             let host = PluginHost::new(plugins.cache_or_per_user())?;
             let (plugins, _) = load_plugins(host, plugins.plugins.as_deref(), Start::Optimized)?;
-            Ok(match load_config(&file, &plugins, no_environment)? {
+            let environment = if no_environment {
+                Environment::Unchecked
+            } else {
+                Environment::Warn
+            };
+            Ok(match load_config(&file, &plugins, environment)? {
                 Some(config) => {
                     println!(
                         "{}: {} pipeline(s) valid",

@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use sluice_plugin::PluginHost;
 
-use crate::catalog::{PluginArgs, Start, load_config, load_plugins, optimize_in_background};
+use crate::catalog::{
+    Environment, PluginArgs, Start, load_config, load_plugins, optimize_in_background,
+};
 use crate::data_dir::lock_data_dir;
 use crate::{EXIT_INVALID, MetricsProtection, admin, humantime_duration, server};
 
@@ -64,7 +66,7 @@ pub(crate) fn run(run: Run) -> anyhow::Result<ExitCode> {
     let host = PluginHost::new(Some(cache))?;
     let (plugins, folder) = load_plugins(host, plugins.plugins.as_deref(), Start::Quickly)?;
     optimize_in_background(&plugins);
-    let Some(config) = load_config(&file, &plugins, false)? else {
+    let Some(config) = load_config(&file, &plugins, Environment::Required)? else {
         return Ok(ExitCode::from(EXIT_INVALID));
     };
     let watchdog = sluice_pipeline::Watchdog::default();

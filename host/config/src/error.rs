@@ -14,6 +14,9 @@ pub struct ConfigError {
     pub path: String,
     /// What is wrong and how to fix it.
     pub message: String,
+    /// The file is right but this machine lacks what it names (a certificate, a template):
+    /// `sluice validate` reports it as a warning, `sluice run` refuses to start.
+    pub environment: bool,
 }
 
 impl fmt::Display for ConfigError {
@@ -31,6 +34,14 @@ pub struct ConfigErrors {
     /// The file the errors are in, as the user named it.
     pub file: String,
     pub errors: Vec<ConfigError>,
+}
+
+impl ConfigErrors {
+    /// Whether every error is about this machine, none about the file
+    /// ([`ConfigError::environment`]).
+    pub fn only_environment(&self) -> bool {
+        self.errors.iter().all(|e| e.environment)
+    }
 }
 
 impl fmt::Display for ConfigErrors {
@@ -112,19 +123,27 @@ pub(crate) struct Errors {
 }
 
 impl Errors {
-    /// Whether `file` is to be reported as missing: it is not a readable file here, and
-    /// files are checked.
-    pub(crate) fn unreadable(&self, file: &std::path::Path) -> bool {
-        self.files && !file.is_file()
-    }
-
     /// An error about the key at `path` (its position is looked up).
     pub(crate) fn at(&mut self, path: &str, message: impl Into<String>) {
+        self.push(path, message.into(), false);
+    }
+
+    /// Reports `file`, named by the key at `path`, when it is not a readable file on this
+    /// machine (and files are checked): an [`ConfigError::environment`] error.
+    pub(crate) fn file(&mut self, path: &str, file: &std::path::Path) {
+        if self.files && !file.is_file() {
+            let message = format!("`{path}`: `{}` is not a readable file", file.display());
+            self.push(path, message, true);
+        }
+    }
+
+    fn push(&mut self, path: &str, message: String, environment: bool) {
         let position = self.index.find(path);
         self.list.push(ConfigError {
             position,
             path: path.to_owned(),
-            message: message.into(),
+            message,
+            environment,
         });
     }
 }

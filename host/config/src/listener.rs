@@ -425,13 +425,7 @@ pub(crate) fn check_listener(
                      set `ssl: false`"
                 ),
             ),
-            (true, Some(file)) if errors.unreadable(file) => errors.at(
-                &join(path, key),
-                format!(
-                    "`{path}.{key}`: `{}` is not a readable file",
-                    file.display()
-                ),
-            ),
+            (true, Some(file)) => errors.file(&join(path, key), file),
             // With `ssl: false` the files are not read, as in Data Prepper (whose own
             // examples keep them beside `ssl: false`).
             _ => {}

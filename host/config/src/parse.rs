@@ -55,6 +55,7 @@ fn parse_inner(text: &str, errors: &mut Errors, context: Context<'_>) -> Option<
                 position,
                 path: String::new(),
                 message: format!("invalid YAML: {message}"),
+                environment: false,
             });
             return None;
         }

@@ -291,16 +291,8 @@ fn check(h: &HttpSink, path: &str, errors: &mut Errors) {
             format!("`{path}.authentication.http_basic.password`: {reason}"),
         );
     }
-    if let Some(ca) = &h.ssl_certificate_file
-        && errors.unreadable(ca)
-    {
-        errors.at(
-            &join(path, "ssl_certificate_file"),
-            format!(
-                "`{path}.ssl_certificate_file`: `{}` is not a readable file",
-                ca.display()
-            ),
-        );
+    if let Some(ca) = &h.ssl_certificate_file {
+        errors.file(&join(path, "ssl_certificate_file"), ca);
     }
     if h.request_timeout.is_zero() {
         errors.at(

@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -622,6 +622,26 @@ impl OpenSearchSink {
         }
     }
 
+    /// The local files the sink reads, by key: `cert` (unless `insecure`), the template and
+    /// the ISM policy (unless in S3).
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        let mut files = Vec::new();
+        if let Some(cert) = self.cert.as_deref().filter(|_| !self.insecure) {
+            files.push(("cert", cert));
+        }
+        for (key, file) in [
+            ("template_file", &self.template_file),
+            ("ism_policy_file", &self.ism_policy_file),
+        ] {
+            if let Some(file) = file.as_deref()
+                && !file.to_string_lossy().starts_with("s3://")
+            {
+                files.push((key, file));
+            }
+        }
+        files
+    }
+
     /// Every rule, as messages relative to the sink (`key`: message); with `files`, that the
     /// files it names are readable.
     fn problems(&self, files: bool) -> Vec<(String, String)> {
@@ -679,15 +699,15 @@ impl OpenSearchSink {
                 }
             }
         }
-        if let Some(cert) = &self.cert
-            && !self.insecure
-            && files
-            && !cert.is_file()
-        {
-            bad(
-                "cert",
-                format!("`cert`: `{}` is not a readable file", cert.display()),
-            );
+        if files {
+            for (key, file) in self.files() {
+                if !file.is_file() {
+                    bad(
+                        key,
+                        format!("`{key}`: `{}` is not a readable file", file.display()),
+                    );
+                }
+            }
         }
         if let Some(proxy) = &self.proxy {
             let rest = proxy
@@ -875,15 +895,10 @@ impl OpenSearchSink {
             ("template_file", &self.template_file),
             ("ism_policy_file", &self.ism_policy_file),
         ] {
-            if let Some(file) = file {
-                if file.to_string_lossy().starts_with("s3://") {
-                    bad(key, format!("`{key}`: reading it from S3 is not supported yet; give a local file"));
-                } else if files && !file.is_file() {
-                    bad(
-                        key,
-                        format!("`{key}`: `{}` is not a readable file", file.display()),
-                    );
-                }
+            if let Some(file) = file
+                && file.to_string_lossy().starts_with("s3://")
+            {
+                bad(key, format!("`{key}`: reading it from S3 is not supported yet; give a local file"));
             }
         }
         if self.flush_timeout < -1 {
@@ -1138,8 +1153,11 @@ fn with_scheme(host: &str) -> Cow<'_, str> {
 
 impl super::SinkConfig for OpenSearchSink {
     fn check(&self, path: &str, errors: &mut Errors) {
-        for (key, message) in self.problems(errors.files) {
+        for (key, message) in self.problems(false) {
             errors.at(&join(path, &key), format!("`{path}`: {message}"));
+        }
+        for (key, file) in self.files() {
+            errors.file(&join(path, key), file);
         }
     }
 

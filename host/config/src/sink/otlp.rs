@@ -345,16 +345,8 @@ fn check(o: &OtlpSink, path: &str, errors: &mut Errors) {
             );
         }
     }
-    if let Some(ca) = &o.ssl_certificate_file
-        && !ca.is_file()
-    {
-        errors.at(
-            &join(path, "ssl_certificate_file"),
-            format!(
-                "`{path}.ssl_certificate_file`: `{}` is not a readable file",
-                ca.display()
-            ),
-        );
+    if let Some(ca) = &o.ssl_certificate_file {
+        errors.file(&join(path, "ssl_certificate_file"), ca);
     }
     if o.service_name.is_some() && o.aws.is_none() {
         errors.at(
