@@ -11,6 +11,11 @@
 //!    against it untapped (goal: ratio ≥ 0.95).
 //! 4. the grok step alone: the `grok` processor on events against the same pattern compiled
 //!    with the grok crate, matched natively and its captures put into a JSON map.
+//! 5. `split_event`, `translate`, `user_agent` and `dissect`, each alone on the same lines end
+//!    to end, against the pipeline without processors (goal: each ratio ≥ 0.7). Events/s
+//!    counts the events posted: `split_event` makes two of each (at its one `&`).
+//!    `user_agent` parses the whole line, different on every event, so its cache never hits:
+//!    the worst case (a log's user agents repeat).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -22,6 +27,25 @@ use super::sluice::{Shape, sluice_end_to_end};
 
 /// The first two processors of the end-to-end run, as `processor:` takes them.
 const PARSE: &str = r#"{grok: {match: {log: ['%{COMBINEDAPACHELOG}']}}}, {date: {match: [{key: timestamp, patterns: ['dd/MMM/yyyy:HH:mm:ss Z']}], destination: '@timestamp'}}"#;
+/// Section 5: a processor alone, and the events it makes of each.
+const ALONE: [(&str, &str, usize); 4] = [
+    (
+        "split_event",
+        r#"{split_event: {field: log, delimiter: '&'}}"#,
+        2,
+    ),
+    (
+        "translate",
+        r#"{translate: {mappings: [{source: log, targets: [{target: access, regex: {exact: false, patterns: {'"GET ': read, '"(POST|PUT) ': write}}, default: other}]}]}}"#,
+        1,
+    ),
+    ("user_agent", r#"{user_agent: {source: log}}"#, 1),
+    (
+        "dissect",
+        r#"{dissect: {map: {log: '%{client} %{ident} %{auth} [%{timestamp}] "%{verb} %{request} %{protocol}" %{response} %{bytes} "%{referrer}" "%{agent}"'}}}"#,
+        1,
+    ),
+];
 /// The last two.
 const ENRICH: &str = r#"{drop_events: {drop_when: '/verb == "HEAD"'}}, {add_entries: {entries: [{key: pipeline, value: apache}, {key: status_class, format: '${/response}'}]}}"#;
 
@@ -35,6 +59,10 @@ pub(crate) struct Args {
     /// Lines for the grok step alone.
     #[arg(long, default_value_t = 200_000)]
     lines: usize,
+    /// A folder of Data Prepper configurations (`../shared/dp-corpus`): times `sluice
+    /// validate` on each (plugins already cached), the slowest and the median.
+    #[arg(long)]
+    corpus: Option<std::path::PathBuf>,
 }
 
 /// Apache combined log line `i`, about 300 bytes.
@@ -78,6 +106,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let kafka = runs.kafka(args.events);
     let (mut bare, mut processed, mut chained) = (Duration::MAX, Duration::MAX, Duration::MAX);
     let (mut tapped, mut sampled) = (Duration::MAX, 0);
+    let mut alone = [Duration::MAX; ALONE.len()];
     let all = format!("{PARSE}, {ENRICH}");
     let with = Shape {
         processor_list: Some(&all),
@@ -100,6 +129,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         let run = sluice_end_to_end(&kafka, &bodies, tap)?;
         tapped = tapped.min(run.took);
         sampled = sampled.max(run.tapped);
+        for ((_, list, out_per_event), best) in ALONE.iter().zip(&mut alone) {
+            let shape = Shape {
+                processor_list: Some(list),
+                out_per_event: *out_per_event,
+                ..Shape::default()
+            };
+            *best = (*best).min(sluice_end_to_end(&kafka, &bodies, shape)?.took);
+        }
     }
     let events = (runs.requests * args.events) as f64;
     println!("best of {} rounds:", runs.rounds);
@@ -127,7 +164,54 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "ratio tapped/untapped (sluice tap at processor add_entries, {sampled} events printed): {:.2} (goal >= 0.95)",
         processed.as_secs_f64() / tapped.as_secs_f64()
     );
-    grok_alone(args.lines)
+    for ((name, _, _), took) in ALONE.iter().zip(alone) {
+        println!(
+            "{:<44} {:>6.2} s  {:>9.0} events/s  ratio {:.2} (goal >= 0.70)",
+            format!("... + {name} alone"),
+            took.as_secs_f64(),
+            events / took.as_secs_f64(),
+            bare.as_secs_f64() / took.as_secs_f64()
+        );
+    }
+    grok_alone(args.lines)?;
+    args.corpus.as_deref().map_or(Ok(()), validate_corpus)
+}
+
+/// `sluice validate` on every `.yaml` of `dir`, as a user runs it (the environment checked,
+/// built-in plugins only), each after one untimed run that fills the plugin cache.
+fn validate_corpus(dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.retain(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml"));
+    files.sort();
+    anyhow::ensure!(!files.is_empty(), "no .yaml file in {}", dir.display());
+    let validate = |file: &std::path::Path| {
+        let started = Instant::now();
+        let out = std::process::Command::new(sluice_tests::sluice_bin())
+            .arg("validate")
+            .arg(file)
+            .output()?;
+        anyhow::Ok((started.elapsed(), out.status.success()))
+    };
+    validate(&files[0])?;
+    let mut times = Vec::with_capacity(files.len());
+    let mut valid = 0;
+    for file in &files {
+        let (took, ok) = validate(file)?;
+        times.push((took, file));
+        valid += usize::from(ok);
+    }
+    times.sort();
+    let (slowest, file) = times[times.len() - 1];
+    println!(
+        "sluice validate on {} Data Prepper configurations ({valid} valid): median {:.0} ms, slowest {:.0} ms ({})",
+        files.len(),
+        times[times.len() / 2].0.as_secs_f64() * 1e3,
+        slowest.as_secs_f64() * 1e3,
+        file.file_name().unwrap_or_default().to_string_lossy(),
+    );
+    Ok(())
 }
 
 /// The grok processor against the grok crate on the same pattern, best of three each.

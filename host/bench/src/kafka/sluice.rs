@@ -104,6 +104,9 @@ pub(crate) struct Shape<'a> {
     pub(super) at_least_once: bool,
     /// `sluice tap` listening at this point (`--stage` words) while the run goes.
     pub(super) tap: Option<&'a [&'a str]>,
+    /// Events the sink gets for each event posted, when the processors make more than one
+    /// (`split_event`); 0 means 1.
+    pub(super) out_per_event: usize,
 }
 
 /// Starts sluice with `args.pipelines` benchmark pipelines of this `shape` (the first one's
@@ -314,7 +317,9 @@ pub(crate) fn sluice_end_to_end(
         );
     }
     // Events each pipeline gets from `count` bodies sent in turn.
-    let share = |count: usize, k: usize| (count / n + usize::from(k < count % n)) * args.events;
+    let share = |count: usize, k: usize| {
+        (count / n + usize::from(k < count % n)) * args.events * shape.out_per_event.max(1)
+    };
     let mut warmed = Vec::with_capacity(n);
     for (k, sink) in sinks.iter().enumerate() {
         warmed.push(wait_for_lines(
