@@ -5,7 +5,10 @@ use std::path::Path;
 use sluice_tests::root;
 
 fn known() -> Vec<String> {
-    vec!["json".to_owned(), "ndjson".to_owned(), "otlp".to_owned()]
+    // The built-ins (`sluice plugins list` shows them).
+    ["json", "ndjson", "otlp", "plain"]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 fn check(path: &Path) -> Result<sluice_config::Config, String> {

@@ -108,6 +108,29 @@ const REFUSED_BY_DATA_PREPPER: &[(&str, &str)] = &[
         "dp-plugin-test__kafka-sample-pipelines-sink.yaml",
         "`sink:` is a map, not a list (PipelineModel's List<SinkModel>)",
     ),
+    (
+        "dp-plugin-test__kafka-sample-pipelines-int.yaml",
+        "keys the kafka source does not have (auth_type, group_name, autocommit, ...; \
+         SourceTopicConfig fails on unknown fields) and durations without units",
+    ),
+    (
+        "dp-plugin-test__kafka-sample-pipelines.yaml",
+        "four SASL mechanisms at once (AuthConfig: \"Only one of AwsIam, oAuth, SCRAM, \
+         PlainText or azure_federated auth config must be specified\")",
+    ),
+    (
+        "dp-plugin-readme__opensearch-2.yaml",
+        "`acknowledgement`, not KafkaSourceConfig's `acknowledgments`",
+    ),
+    (
+        "osdocs-config__sources-kafka-5.yaml",
+        "`auto_offset_reset` at the source's top level (it is a topic key) and \
+         `schema.registry_name` (SchemaConfig has no such key)",
+    ),
+    (
+        "osdocs-config__sources-kafka-6.yaml",
+        "`auto_offset_reset` at the source's top level (it is a topic key)",
+    ),
 ];
 
 /// Where the corpus is: `SLUICE_DP_CORPUS`, else `../shared/dp-corpus` beside the clone.

@@ -79,6 +79,10 @@ pub struct Sluice {
     pub metrics_port: u16,
     /// The environment it was started with, for [`restart`](Self::restart).
     env: Vec<(String, String)>,
+    /// Its pipelines have no http listener: it is ready once its log says so.
+    without_listener: bool,
+    /// How many times its log said every pipeline was ready (a restart appends to the log).
+    ready_seen: usize,
 }
 
 impl Sluice {
@@ -132,6 +136,8 @@ impl Sluice {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            without_listener: false,
+            ready_seen: 0,
         }
     }
 
@@ -169,23 +175,21 @@ impl Sluice {
     /// [`Sluice::start`] for pipelines without an http source: returns once the log says
     /// every pipeline is ready.
     pub fn start_without_listener(pipeline_yaml: &str) -> Self {
-        let mut s = Self::spawn(pipeline_yaml, &[], &[], None);
-        let started = Instant::now();
-        while !s.log().contains("all pipelines ready") {
-            if let Some(status) = s.child.try_wait().unwrap() {
-                panic!("sluice exited with {status}:\n{}", s.log());
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "not ready:\n{}",
-                s.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        Self::start_without_listener_with(pipeline_yaml, &[])
+    }
+
+    /// [`Sluice::start_without_listener`] with extra `sluice run` arguments.
+    pub fn start_without_listener_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, extra, &[], None);
+        s.without_listener = true;
+        s.wait_ready();
         s
     }
 
     fn wait_ready(&mut self) {
+        if self.without_listener {
+            return self.wait_logged_ready();
+        }
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -201,6 +205,24 @@ impl Sluice {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Waits until the log says every pipeline is ready once more than before.
+    fn wait_logged_ready(&mut self) {
+        const READY: &str = "all pipelines ready";
+        let started = Instant::now();
+        while self.log().matches(READY).count() <= self.ready_seen {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("sluice exited with {status}:\n{}", self.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "not ready:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.ready_seen += 1;
     }
 
     /// Polls `check` every 50 ms until it holds; fails with `what` and the log after `within`.

@@ -19,6 +19,8 @@
 //!   untapped; grok against the grok crate natively.
 //! - `curves`: how cost grows with the work (workers, event size, partitions, pipelines in
 //!   one process, spans per OTLP request), each point against raw librdkafka, drawn as SVG.
+//! - `pull`: the `kafka` source (→ json → file) against raw librdkafka consumers writing the
+//!   same records to a file.
 
 use clap::{Parser, Subcommand};
 
@@ -62,6 +64,8 @@ enum Bench {
     Processors(kafka::processors::Args),
     /// How cost grows with the work, against raw librdkafka, with SVG charts.
     Curves(kafka::curves::Args),
+    /// The `kafka` source against raw librdkafka reading the same records.
+    Pull(kafka::pull::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,5 +80,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Opensearch(args) => opensearch::run(&args),
         Bench::Processors(args) => kafka::processors::run(&args),
         Bench::Curves(args) => kafka::curves::run(&args),
+        Bench::Pull(args) => kafka::pull::run(&args),
     }
 }

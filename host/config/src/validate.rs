@@ -11,7 +11,7 @@ use crate::error::Errors;
 use crate::location::join;
 use crate::processor::check_processor;
 use crate::sink::check_sink;
-use crate::{Buffer, Pipeline, SourceKind};
+use crate::{Buffer, Pipeline, SourceKind, Tier};
 
 /// Runs every pipeline's component rules, then the rules that span fields and pipelines.
 pub(crate) fn validate(
@@ -39,6 +39,20 @@ pub(crate) fn validate(
         let push_only = tiers
             .iter()
             .find(|(_, tier)| !tier.config().takes_pull_sources());
+        let own_reader = p.source.consumes_kafka()
+            && push_only.is_none()
+            && !matches!(p.buffer, Buffer::Builtin(Tier::BoundedBlocking(_)));
+        if own_reader {
+            let source = p.source.plugin_name();
+            errors.at(
+                &join(name, "buffer"),
+                format!(
+                    "source `{source}` reads its topics itself (its consumers are the \
+                     pipeline's read side) and cannot sit behind a buffer policy; use \
+                     bounded_blocking, whose `buffer_size` bounds what it reads ahead"
+                ),
+            );
+        }
         if let (SourceKind::Pull, Some((path, tier))) = (p.source.kind(), push_only) {
             let source = p.source.plugin_name();
             errors.at(

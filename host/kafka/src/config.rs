@@ -175,9 +175,14 @@ impl KafkaBufferConfig {
     /// `consumer_properties`.
     pub fn consumer_client_config(&self, index: usize) -> ClientConfig {
         let mut consumer = self.client(&self.consumer_properties);
+        // The `kafka` source's `client_id` comes as `client.id` (the buffer refuses the key).
+        let client_id = match self.consumer_properties.get("client.id") {
+            Some(id) => format!("{id}-{index}"),
+            None => format!("sluice-{}-{index}", self.group_id),
+        };
         consumer
             .set("group.id", &self.group_id)
-            .set("client.id", format!("sluice-{}-{index}", self.group_id))
+            .set("client.id", client_id)
             .set("statistics.interval.ms", "5000")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")

@@ -175,6 +175,9 @@ pub(crate) struct Consumer {
     batches: mpsc::Sender<Batch>,
     closed: Arc<AtomicBool>,
     opener: Option<sluice_crypt::Opener>,
+    /// Keep each record's Kafka headers (`Record::headers`): the `kafka` source hands them on
+    /// as the `kafka_headers` attribute; the buffer's own records carry theirs as the envelope.
+    keep_headers: bool,
 }
 
 impl Consumer {
@@ -215,7 +218,14 @@ impl Consumer {
             batches,
             closed,
             opener,
+            keep_headers: false,
         })
+    }
+
+    /// Keeps each record's Kafka headers (see `keep_headers`).
+    pub(crate) fn keeping_headers(mut self) -> Self {
+        self.keep_headers = true;
+        self
     }
 
     pub(crate) fn run(self) {
@@ -364,7 +374,10 @@ impl Consumer {
                 None => ranges.push(piece),
             }
             let meta = envelope::Meta::read(&m);
-            let record = envelope::record(&m, &meta, &self.shared.topic);
+            let mut record = envelope::record(&m, &meta, &self.shared.topic);
+            if self.keep_headers {
+                record.headers = envelope::kafka_headers(&m);
+            }
             self.shared
                 .stats
                 .bytes_consumed

@@ -159,6 +159,28 @@ pub(crate) fn record(
     }
 }
 
+/// A record's Kafka headers as text: a value that is UTF-8 as it is, any other in base64 (as
+/// Data Prepper's JSON writes the bytes it keeps), a header without a value as empty text.
+pub(crate) fn kafka_headers(m: &impl Message) -> Vec<(String, String)> {
+    use base64::Engine as _;
+    let Some(headers) = m.headers() else {
+        return Vec::new();
+    };
+    headers
+        .iter()
+        .map(|h| {
+            let value = match h.value.map(std::str::from_utf8) {
+                None => String::new(),
+                Some(Ok(text)) => text.to_owned(),
+                Some(Err(_)) => {
+                    base64::engine::general_purpose::STANDARD.encode(h.value.unwrap_or_default())
+                }
+            };
+            (h.key.to_owned(), value)
+        })
+        .collect()
+}
+
 /// `record` as the workers get it: a sealed one opened with `opener`. What cannot be read comes
 /// back with the reason (and whether it failed to decrypt), to go to the dead-letter file as it
 /// was stored.

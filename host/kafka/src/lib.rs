@@ -19,6 +19,8 @@
 //!   own topic, each record acknowledged or reported failed (retryable or not).
 //! - `commit`: per-partition tracking of acknowledged ranges; only gap-free prefixes commit.
 //! - `envelope`: the record headers that carry metadata (format version, receive time, origin).
+//! - `source`: the `kafka` source ([`KafkaSource`]): the same consumers over topics other
+//!   producers write, as a pipeline's read side.
 //! - `rewind`: the buffer's history read again (`sluice buffer replay`) and described
 //!   (`sluice buffer status`) by a consumer outside the group that never commits.
 
@@ -41,10 +43,12 @@ mod envelope;
 mod produce;
 pub mod rewind;
 mod sink;
+mod source;
 mod stats;
 
 pub use config::{CreateTopic, Encryption, KafkaBufferConfig, Sasl, Tls};
 pub use sink::{Failed, KafkaSinkConfig, KafkaSinkProducer, Origin, Outgoing};
+pub use source::KafkaSource;
 pub use stats::KafkaStats;
 
 /// Why the Kafka buffer could not be set up.

@@ -20,6 +20,7 @@ use anyhow::ensure;
 pub(crate) mod curves;
 pub(crate) mod otlp;
 pub(crate) mod processors;
+pub(crate) mod pull;
 mod raw;
 mod sluice;
 

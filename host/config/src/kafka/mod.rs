@@ -373,15 +373,28 @@ pub struct KafkaAuthentication {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaSasl {
-    /// SASL/PLAIN.
-    #[serde(default)]
+    /// SASL/PLAIN. Data Prepper's name `plaintext` is accepted too.
+    #[serde(default, alias = "plaintext")]
     pub plain: Option<Credentials>,
+    /// Data Prepper's SCRAM block: the credentials with their `mechanism`, `SCRAM-SHA-256` or
+    /// `SCRAM-SHA-512`.
+    #[serde(default)]
+    pub scram: Option<ScramCredentials>,
     /// SASL/SCRAM-SHA-256.
     #[serde(default)]
     pub scram_sha_256: Option<Credentials>,
     /// SASL/SCRAM-SHA-512.
     #[serde(default)]
     pub scram_sha_512: Option<Credentials>,
+    /// Data Prepper's AWS MSK IAM authentication: not supported yet.
+    #[serde(default)]
+    pub aws_msk_iam: Option<Unsupported>,
+    /// Data Prepper's OAuth (OAUTHBEARER): not supported yet.
+    #[serde(default)]
+    pub oauth: Option<Unsupported>,
+    /// Data Prepper's Azure federated authentication: not supported yet.
+    #[serde(default)]
+    pub azure_federated: Option<Unsupported>,
 }
 
 impl KafkaSasl {
@@ -389,6 +402,10 @@ impl KafkaSasl {
     /// requires exactly one).
     pub fn mechanism(&self) -> Option<(&'static str, &Credentials)> {
         None.or(self.plain.as_ref().map(|c| ("PLAIN", c)))
+            .or(self
+                .scram
+                .as_ref()
+                .and_then(|s| Some((s.mechanism()?, &s.credentials))))
             .or(self.scram_sha_256.as_ref().map(|c| ("SCRAM-SHA-256", c)))
             .or(self.scram_sha_512.as_ref().map(|c| ("SCRAM-SHA-512", c)))
     }
@@ -397,11 +414,38 @@ impl KafkaSasl {
     pub fn count(&self) -> usize {
         [
             self.plain.is_some(),
+            self.scram.is_some(),
             self.scram_sha_256.is_some(),
             self.scram_sha_512.is_some(),
         ]
         .iter()
         .filter(|g| **g)
         .count()
+    }
+}
+
+/// Data Prepper's `sasl.scram`: credentials and the mechanism.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScramCredentials {
+    #[serde(flatten)]
+    pub credentials: Credentials,
+    /// `SCRAM-SHA-256` or `SCRAM-SHA-512`. Required.
+    pub mechanism: String,
+}
+
+impl ScramCredentials {
+    /// librdkafka's mechanism name, if it is one sluice knows.
+    pub fn mechanism(&self) -> Option<&'static str> {
+        match self
+            .mechanism
+            .to_ascii_uppercase()
+            .replace('_', "-")
+            .as_str()
+        {
+            "SCRAM-SHA-256" => Some("SCRAM-SHA-256"),
+            "SCRAM-SHA-512" => Some("SCRAM-SHA-512"),
+            _ => None,
+        }
     }
 }

@@ -290,27 +290,18 @@ impl crate::Resolve for KafkaBuffer {
 pub fn resolve_sasl(
     authentication: Option<&super::KafkaAuthentication>,
 ) -> Result<Option<Sasl>, super::SecretError> {
-    Ok(match authentication.and_then(|a| a.sasl.as_ref()) {
-        None => None,
-        Some(s) => {
-            let resolve = |c: &super::Credentials| {
-                c.resolved_password()
-                    .map(|password| (c.username.clone(), password))
-            };
-            if let Some(c) = &s.plain {
-                let (username, password) = resolve(c)?;
-                Some(Sasl::Plain { username, password })
-            } else if let Some(c) = &s.scram_sha_256 {
-                let (username, password) = resolve(c)?;
-                Some(Sasl::ScramSha256 { username, password })
-            } else if let Some(c) = &s.scram_sha_512 {
-                let (username, password) = resolve(c)?;
-                Some(Sasl::ScramSha512 { username, password })
-            } else {
-                None
-            }
-        }
-    })
+    let Some((mechanism, c)) = authentication
+        .and_then(|a| a.sasl.as_ref())
+        .and_then(|s| s.mechanism())
+    else {
+        return Ok(None);
+    };
+    let (username, password) = (c.username.clone(), c.resolved_password()?);
+    Ok(Some(match mechanism {
+        "SCRAM-SHA-256" => Sasl::ScramSha256 { username, password },
+        "SCRAM-SHA-512" => Sasl::ScramSha512 { username, password },
+        _ => Sasl::Plain { username, password },
+    }))
 }
 
 /// TLS as it runs: only when `type` is `ssl`.

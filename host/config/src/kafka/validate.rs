@@ -228,9 +228,22 @@ pub(crate) fn check_authentication(
         errors.at(
             &join(path, "authentication.sasl"),
             format!(
-                "`{path}.authentication.sasl` needs exactly one of `plain`, `scram_sha_256` or \
-                 `scram_sha_512`, got {}",
+                "`{path}.authentication.sasl` needs exactly one of `plain` (or `plaintext`), \
+                 `scram`, `scram_sha_256` or `scram_sha_512`, got {}",
                 sasl.count()
+            ),
+        );
+    }
+    if let Some(KafkaAuthentication { sasl: Some(sasl) }) = authentication
+        && let Some(scram) = &sasl.scram
+        && scram.mechanism().is_none()
+    {
+        errors.at(
+            &join(path, "authentication.sasl.scram.mechanism"),
+            format!(
+                "`{path}.authentication.sasl.scram.mechanism` is `{}`; use `SCRAM-SHA-256` or \
+                 `SCRAM-SHA-512`",
+                scram.mechanism
             ),
         );
     }

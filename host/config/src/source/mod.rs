@@ -60,6 +60,9 @@ macro_rules! for_each_source {
             /// Makes one event `{"message": <random UUID>}` every `wait_delay` (Data Prepper's
             /// load generator, `random`).
             Random(random::RandomSource) = "random",
+            /// Reads Kafka topics other producers write, each record through the deserializer
+            /// (Data Prepper's `kafka` source).
+            Kafka(kafka::KafkaSource) = "kafka",
         }
     };
 }
@@ -83,6 +86,9 @@ pub trait SourceConfig: Sized + crate::Resolve<Error = SecretError> {
     /// Its input ends (`stdin`): once every such source of the run has read to its end, the
     /// run stops as on SIGTERM (drains, commits) and `sluice run` exits 0.
     const ENDS: bool = false;
+    /// It consumes Kafka topics itself (the `kafka` source): its consumers are the pipeline's
+    /// read side in place of a buffer, so the pipeline's buffer must be `bounded_blocking`.
+    const CONSUMES_KAFKA: bool = false;
     /// Reads the settings written under `key` (its name, or one of [`Self::KEYS`]).
     fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error>;
     /// The key it is written under, when it has several [`Self::KEYS`].
@@ -183,6 +189,13 @@ macro_rules! source_enum {
             pub fn ends(&self) -> bool {
                 match self {
                     $( Source::$variant(_) => <$module::$config as SourceConfig>::ENDS, )*
+                }
+            }
+
+            /// Whether it consumes Kafka topics itself (see [`SourceConfig::CONSUMES_KAFKA`]).
+            pub fn consumes_kafka(&self) -> bool {
+                match self {
+                    $( Source::$variant(_) => <$module::$config as SourceConfig>::CONSUMES_KAFKA, )*
                 }
             }
 
@@ -324,13 +337,14 @@ mod tests {
                 before.push(kind.newer_name());
             }
         }
-        before.extend(["pipeline", "stdin", "random"]);
+        before.extend(["pipeline", "stdin", "random", "kafka"]);
         assert_eq!(Source::keys(), before);
         assert_eq!(before[2..4], ["otel_logs_source", "otlp_logs"]);
         // `pipeline` reads only beside the pipeline that sends to it (the chain fixtures).
         for key in Source::keys().iter().filter(|k| **k != "pipeline") {
             let settings = match *key {
                 "file" => "{path: x}",
+                "kafka" => "{bootstrap_servers: [b:9092], topics: [{name: t, group_id: g}]}",
                 "http" | "stdin" | "random" => "{}",
                 _ => "{ssl: false}",
             };
@@ -343,14 +357,18 @@ mod tests {
                     assert!([kind.plugin_name(), kind.newer_name()].contains(key));
                 }
                 (
-                    Source::Http(_) | Source::File(_) | Source::Stdin(_) | Source::Random(_),
+                    Source::Http(_)
+                    | Source::File(_)
+                    | Source::Stdin(_)
+                    | Source::Random(_)
+                    | Source::Kafka(_),
                     None,
                 ) => {
                     assert_eq!(source.plugin_name(), *key);
                 }
                 other => panic!("`{key}` read as {other:?}"),
             }
-            let kind = if ["file", "random"].contains(key) {
+            let kind = if ["file", "random", "kafka"].contains(key) {
                 SourceKind::Pull
             } else {
                 SourceKind::Push

@@ -7,6 +7,11 @@
 //! - `bounded_blocking`: `memory`, [`sluice_buffer::memory::MemoryBuffer`].
 //! - `kafka`: [`kafka`] turns the config into `sluice_kafka`'s settings and connects.
 //! - any other name: [`plugin`], a buffer policy component over built-in buffers as its tiers.
+//!
+//! A pipeline whose source consumes Kafka itself (the `kafka` source) reads its topics in place
+//! of a buffer: [`build`] connects the source's consumers
+//! ([`crate::source::kafka::connect`]), as many batches waiting as its `bounded_blocking`
+//! buffer's `buffer_size` holds records.
 
 pub mod kafka;
 mod memory;
@@ -22,6 +27,12 @@ use sluice_buffer::Buffer;
 pub enum BufferError {
     #[error("kafka buffer: {0}")]
     Kafka(#[from] sluice_kafka::KafkaBufferError),
+    /// The `kafka` source's consumers could not start.
+    #[error("kafka source: {0}")]
+    KafkaSource(sluice_kafka::KafkaBufferError),
+    /// The `kafka` source's SASL password could not be read.
+    #[error("kafka source: authentication: {0}")]
+    KafkaSourceSecret(sluice_config::SecretError),
     /// A secret or key could not be resolved (SASL password, encryption key).
     #[error("kafka buffer: {0}")]
     KafkaSettings(#[from] sluice_config::kafka::resolved::KafkaResolveError),
@@ -44,6 +55,21 @@ pub async fn build(
     plugins: &sluice_plugin::Catalog,
     dead_letters: Arc<crate::sink::dlq::DeadLetters>,
 ) -> Result<Arc<dyn Buffer>, BufferError> {
+    if let sluice_config::Source::Kafka(k) = &p.source {
+        let settings = sluice_config::Resolve::resolve(&**k, &p.name)
+            .map_err(BufferError::KafkaSourceSecret)?;
+        let queued = match &p.buffer {
+            sluice_config::Buffer::Builtin(sluice_config::Tier::BoundedBlocking(b)) => {
+                let batch = settings.topics.iter().map(|t| t.max_poll_records).max();
+                b.buffer_size / batch.unwrap_or(1).max(1)
+            }
+            _ => 1,
+        };
+        let source = crate::source::kafka::connect(p, settings, queued, data_dir)
+            .await
+            .map_err(BufferError::KafkaSource)?;
+        return Ok(Arc::new(source));
+    }
     match &p.buffer {
         sluice_config::Buffer::Builtin(tier) => build_builtin(p, tier, data_dir).await,
         sluice_config::Buffer::Plugin(b) => Ok(Arc::new(

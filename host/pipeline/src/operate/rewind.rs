@@ -150,6 +150,7 @@ pub async fn rewind(
         counters: counters.clone(),
         per_record: false,
         tap: Arc::default(),
+        kafka: None,
     });
 
     let rewind = Rewind::start(config, window)

@@ -50,6 +50,8 @@ pub struct Delivery {
     pub per_record: bool,
     /// Where `sluice tap` listens: after the deserializer, each processor, and at each sink.
     pub tap: Arc<crate::operate::tap::Tap>,
+    /// The source is `kafka`: its records' events get Data Prepper's `kafka_*` metadata.
+    pub kafka: Option<Arc<crate::source::kafka::Topics>>,
 }
 
 /// Runs until the buffer is closed and drained. `slot` marks which plugin each batch is in,
@@ -92,6 +94,11 @@ pub(crate) async fn run(
         } else {
             Vec::new()
         };
+        // A kafka source's: each record's attributes and `kafka_key` field.
+        let decorations: Vec<_> = match &outputs.kafka {
+            Some(topics) => batch.records.iter().map(|r| topics.decorate(r)).collect(),
+            None => Vec::new(),
+        };
         let records: Vec<RawRecord> = std::mem::take(&mut batch.records)
             .into_iter()
             .map(plugin_record)
@@ -132,13 +139,17 @@ pub(crate) async fn run(
                     Some(replayed) => replayed.decode(d, &records, &content_types),
                 });
                 slot.leave();
-                outcome::split_outcomes(
+                let mut split = outcome::split_outcomes(
                     pipeline,
                     delivery.event_type,
                     &records,
                     &content_types,
                     decoded,
-                )
+                );
+                if !decorations.is_empty() {
+                    split.decorate(&decorations);
+                }
+                split
             };
             delivery.tap.offer(
                 || crate::operate::tap::Point::Deserializer,

@@ -2,7 +2,7 @@
 //! A record whose plugin output is not all JSON objects is dead-lettered whole, so a record is
 //! never half-delivered.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sluice_event::{Event, Metadata};
 use sluice_plugin::{Decoded, Events, RawRecord};
 
@@ -36,6 +36,29 @@ impl Split {
     /// How many events there are (each has its owner).
     pub(crate) fn event_count(&self) -> usize {
         self.owners.len()
+    }
+
+    /// Adds to each event its record's `decorations` (per record: metadata attributes, and a
+    /// `kafka_key` field to set): a kafka source's.
+    pub(crate) fn decorate(&mut self, decorations: &[(Map<String, Value>, Option<Value>)]) {
+        for (metadata, &owner) in self.metadata.iter_mut().zip(&self.owners) {
+            if let Some((attributes, _)) = decorations.get(owner) {
+                metadata
+                    .attributes
+                    .extend(attributes.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        }
+        if decorations.iter().any(|(_, field)| field.is_some()) {
+            self.parsed();
+            let events = self.parsed.as_mut().expect("parsed above");
+            for (event, &owner) in events.iter_mut().zip(&self.owners) {
+                if let Some((_, Some(key))) = decorations.get(owner)
+                    && let Value::Object(data) = &mut event.data
+                {
+                    data.insert("kafka_key".to_owned(), key.clone());
+                }
+            }
+        }
     }
 
     /// The events parsed (parsing the lines the first time). An event that cannot be read
