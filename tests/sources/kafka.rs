@@ -135,7 +135,14 @@ plain-pipeline:
         json_group = unique("g"),
         plain_group = unique("g"),
     );
-    let mut sluice = Sluice::start_without_listener(&yaml);
+    let admin = [
+        "--admin",
+        "--metrics-username",
+        "op",
+        "--metrics-password",
+        "s3cret",
+    ];
+    let mut sluice = Sluice::start_without_listener_with(&yaml, &admin);
     let (json_out, plain_out, dlq) = (
         sluice.path("json.jsonl"),
         sluice.path("plain.jsonl"),
@@ -146,6 +153,41 @@ plain-pipeline:
     eprintln!("read in {:?}", started.elapsed());
     wait_lines(&sluice, &plain_out, 2);
     wait_lines(&sluice, &dlq, 1);
+    // Replayed into the running pipeline (beside its topics, not into them): read by the
+    // same deserializer, it fails again and is dead-lettered anew with both reasons.
+    let replay = std::process::Command::new(sluice_tests::sluice_bin())
+        .args([
+            "dlq",
+            "replay",
+            "json-pipeline",
+            "--username",
+            "op",
+            "--password",
+            "s3cret",
+        ])
+        .arg("-f")
+        .arg(sluice.path("pipelines.yaml"))
+        .arg("--data-dir")
+        .arg(sluice.path("data"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.status.success() && said.contains("replayed 1 of 1"),
+        "{said}{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    sluice.wait_for(
+        "the record dead-lettered again",
+        Duration::from_secs(60),
+        || {
+            json_lines(&dlq)
+                .iter()
+                .filter(|e| e.get("replayed").is_none())
+                .count()
+                >= 2
+        },
+    );
     assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 
     let events = json_lines(&json_out);
@@ -179,8 +221,17 @@ plain-pipeline:
         "metadata, not a field"
     );
 
-    let dead = json_lines(&dlq);
-    assert_eq!(dead.len(), 1, "{dead:?}");
+    // The entries, not the marks of what was replayed.
+    let dead: Vec<Value> = json_lines(&dlq)
+        .into_iter()
+        .filter(|e| e.get("replayed").is_none())
+        .collect();
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    assert_eq!(
+        dead[1]["earlier_reasons"],
+        json!([dead[0]["reason"]]),
+        "{dead:?}"
+    );
     let origin = dead[0]["origin"].as_str().unwrap();
     let position = format!("kafka:{json_topic}/");
     assert!(
@@ -188,6 +239,13 @@ plain-pipeline:
         "the dead letter names the record's topic, partition and offset: {}",
         dead[0]
     );
+    assert_eq!(
+        dead[0]["buffer"]["topic"],
+        json_topic.as_str(),
+        "{}",
+        dead[0]
+    );
+    assert!(dead[0]["buffer"]["offset"].is_u64(), "{}", dead[0]);
     // Read to the end and committed: a restart reads nothing again.
     let bootstrap = kafka_bootstrap();
     assert!(

@@ -255,5 +255,7 @@ bench-pull:
 
 /// `text`'s lines, each indented by `n` spaces.
 fn indent(text: &str, n: usize) -> String {
-    text.lines().map(|l| format!("{}{l}\n", " ".repeat(n))).collect()
+    text.lines()
+        .map(|l| format!("{}{l}\n", " ".repeat(n)))
+        .collect()
 }

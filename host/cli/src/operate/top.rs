@@ -148,11 +148,27 @@ fn render(before: &[Sample], now: &[Sample], seconds: f64) -> String {
     ));
     for (p, prefix) in &pipelines {
         let me = [("pipeline", p.as_str())];
-        let lag = sum(now, &format!("{prefix}_consumerLag"), &me);
+        // A kafka source's pipeline takes in what its topics' consumers read
+        // (`kafka_topic_<topic>_numberOfRecordsConsumed`), and lags on those topics.
+        let topics = |samples: &[Sample], metric: &str| -> f64 {
+            samples
+                .iter()
+                .filter(|s| {
+                    s.0.strip_prefix("kafka_topic_")
+                        .is_some_and(|rest| rest.ends_with(&format!("_{metric}")))
+                        && label(s, "pipeline") == Some(p.as_str())
+                })
+                .fold(0.0, |total, s| total + s.2)
+        };
+        let lag = sum(now, &format!("{prefix}_consumerLag"), &me) + topics(now, "consumerLag");
+        let consumed = ((topics(now, "numberOfRecordsConsumed")
+            - topics(before, "numberOfRecordsConsumed"))
+            / seconds.max(0.001))
+        .max(0.0);
         out.push_str(&format!(
             "{:<34} {:>10.1} {:>10.1} {:>8} {:>8} {:>10} {:>8}\n",
             p,
-            rate(&format!("{prefix}_recordsWritten"), &me),
+            rate(&format!("{prefix}_recordsWritten"), &me) + consumed,
             rate("sluice_eventsWritten", &me),
             sum(now, "sluice_recordsDeadLettered", &me),
             lag,
@@ -242,6 +258,19 @@ sluice_plugin_batch_seconds_count{pipeline="p",plugin="json",kind="deserializer"
 sluice_sink_eventsWritten{pipeline="p",sink="file:/a \"b\""} 60
 sluice_sink_retries{pipeline="p",sink="file:/a \"b\""} 5
 "#;
+
+    #[test]
+    fn a_kafka_source_pipeline_takes_in_what_its_topics_consumers_read() {
+        let before = "bounded_blocking_recordsWritten{pipeline=\"k\"} 0\n\
+                      kafka_topic_logs_v1_numberOfRecordsConsumed{pipeline=\"k\"} 100\n";
+        let now = "bounded_blocking_recordsWritten{pipeline=\"k\"} 0\n\
+                   kafka_topic_logs_v1_numberOfRecordsConsumed{pipeline=\"k\"} 300\n\
+                   kafka_topic_logs_v1_consumerLag{pipeline=\"k\",partition=\"0\"} 9\n\
+                   kafka_topic_other_numberOfRecordsConsumed{pipeline=\"x\"} 999\n";
+        let view = render(&parse(before), &parse(now), 2.0);
+        let row: Vec<&str> = view.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["k", "100.0", "0.0", "0", "9"], "{view}");
+    }
 
     #[test]
     fn the_view_shows_rates_lag_plugin_time_and_sink_retries() {

@@ -58,14 +58,14 @@ pub async fn build(
     if let sluice_config::Source::Kafka(k) = &p.source {
         let settings = sluice_config::Resolve::resolve(&**k, &p.name)
             .map_err(BufferError::KafkaSourceSecret)?;
-        let queued = match &p.buffer {
-            sluice_config::Buffer::Builtin(sluice_config::Tier::BoundedBlocking(b)) => {
-                let batch = settings.topics.iter().map(|t| t.max_poll_records).max();
-                b.buffer_size / batch.unwrap_or(1).max(1)
-            }
-            _ => 1,
+        let buffer = match &p.buffer {
+            sluice_config::Buffer::Builtin(sluice_config::Tier::BoundedBlocking(b)) => b.clone(),
+            // Validation refuses any other.
+            _ => sluice_config::BoundedBlocking::default(),
         };
-        let source = crate::source::kafka::connect(p, settings, queued, data_dir)
+        let batch = settings.topics.iter().map(|t| t.max_poll_records).max();
+        let queued = buffer.buffer_size / batch.unwrap_or(1).max(1);
+        let source = crate::source::kafka::connect(p, settings, queued, &buffer, data_dir)
             .await
             .map_err(BufferError::KafkaSource)?;
         return Ok(Arc::new(source));

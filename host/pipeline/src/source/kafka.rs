@@ -2,13 +2,17 @@
 //! the pipeline's read side, connected by [`connect`] in place of its buffer
 //! (`crate::buffer::build`); the source itself runs nothing. Each event of a record gets Data
 //! Prepper's metadata attributes ([`Topics::decorate`]): `kafka_topic`, `kafka_partition`,
-//! `kafka_timestamp`, `kafka_headers`, and the key by the topic's `key_mode`.
+//! `kafka_timestamp`, `kafka_headers`, and the key by the topic's `key_mode`. What
+//! `sluice dlq replay` sends back goes to a small in-memory buffer beside the topics
+//! ([`Pulled`]), which the same workers read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use sluice_buffer::memory::MemoryBuffer;
+use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter};
 use sluice_config::source::kafka::{KafkaSourceSettings, KeyMode};
 use tokio::sync::watch;
 
@@ -31,14 +35,16 @@ impl Source for Consumed {
     }
 }
 
-/// Connects the consumers of pipeline `p`'s kafka source. At most `queued` batches wait for
-/// the workers (from its `bounded_blocking` buffer's `buffer_size`).
+/// Connects the consumers of pipeline `p`'s kafka source, beside an in-memory buffer for
+/// replayed records of `buffer` (its `bounded_blocking`). At most `queued` batches of the
+/// topics wait for the workers.
 pub(crate) async fn connect(
     p: &sluice_config::Pipeline,
     s: KafkaSourceSettings,
     queued: usize,
+    buffer: &sluice_config::BoundedBlocking,
     data_dir: &Path,
-) -> Result<sluice_kafka::KafkaSource, sluice_kafka::KafkaBufferError> {
+) -> Result<Pulled, sluice_kafka::KafkaBufferError> {
     let configs = s
         .topics
         .into_iter()
@@ -76,7 +82,90 @@ pub(crate) async fn connect(
             metric_prefix: t.metric_prefix,
         })
         .collect();
-    sluice_kafka::KafkaSource::connect(configs, queued).await
+    Ok(Pulled {
+        topics: sluice_kafka::KafkaSource::connect(configs, queued).await?,
+        replays: MemoryBuffer::new(&p.name, buffer.buffer_size, buffer.batch_size, p.delay),
+    })
+}
+
+/// A kafka source's read side: its topics' consumers, and an in-memory buffer for the records
+/// `sluice dlq replay` writes (they cannot go back into topics other producers own).
+pub(crate) struct Pulled {
+    topics: sluice_kafka::KafkaSource,
+    replays: MemoryBuffer,
+}
+
+#[async_trait::async_trait]
+impl Buffer for Pulled {
+    fn writer(&self) -> Arc<dyn BufferWriter> {
+        self.replays.writer()
+    }
+
+    fn reader(&self) -> Box<dyn BufferReader> {
+        Box::new(Either {
+            topics: Some(self.topics.reader()),
+            replays: Some(self.replays.reader()),
+        })
+    }
+
+    fn close(&self) {
+        self.topics.close();
+        self.replays.close();
+    }
+
+    async fn join(&self) {
+        self.topics.join().await;
+        self.replays.join().await;
+    }
+
+    fn drain_timeout(&self) -> Option<std::time::Duration> {
+        self.topics.drain_timeout()
+    }
+
+    fn update_gauges(&self) {
+        self.topics.update_gauges();
+        self.replays.update_gauges();
+    }
+
+    fn log_summary(&self) {
+        self.topics.log_summary();
+    }
+
+    fn tier_state(&self) -> sluice_buffer::TierState {
+        self.topics.tier_state()
+    }
+}
+
+/// A worker's reader of both: the next batch of either, until both are closed and empty.
+struct Either {
+    topics: Option<Box<dyn BufferReader>>,
+    replays: Option<Box<dyn BufferReader>>,
+}
+
+#[async_trait::async_trait]
+impl BufferReader for Either {
+    async fn read(&mut self) -> Option<Batch> {
+        loop {
+            // Both reads are cancel safe: the one that loses the race has taken nothing.
+            let (topics, replays) = match (&mut self.topics, &mut self.replays) {
+                (Some(t), Some(r)) => (t, r),
+                (Some(t), None) => return t.read().await,
+                (None, Some(r)) => return r.read().await,
+                (None, None) => return None,
+            };
+            tokio::select! {
+                biased;
+                batch = topics.read() => match batch {
+                    Some(b) => return Some(b),
+                    None => self.topics = None,
+                },
+                batch = replays.read() => match batch {
+                    Some(b) => return Some(b),
+                    None => self.replays = None,
+                },
+            }
+        }
+    }
 }
 
 /// Each topic's `key_mode`, for [`Topics::decorate`].
