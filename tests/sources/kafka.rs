@@ -329,6 +329,11 @@ fn kill_9_while_reading_a_topic_loses_and_repeats_nothing_in_an_exactly_once_fil
         // waits for the schedule and a kill right after the sink wrote it usually comes first.
         produce(&topic, &json_events("e", sent, 20));
         sent += 20;
+        sluice.wait_for(
+            "the early records in the file",
+            Duration::from_secs(90),
+            || ids(&out).len() >= sent,
+        );
         std::thread::sleep(COMMIT_INTERVAL + Duration::from_millis(300));
         produce(&topic, &json_events("e", sent, 300));
         sent += 300;

@@ -494,6 +494,26 @@ impl Consumer {
     }
 }
 
+/// Runs `consumer` on a thread of its own named `name` (librdkafka's poll blocks).
+pub(crate) fn spawn(consumer: Consumer, name: String) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || consumer.run())
+        .expect("spawning a consumer thread")
+}
+
+/// Waits, off the reactor, for the consumer threads in `threads` to end (their last commit,
+/// leaving the group).
+pub(crate) async fn join(threads: &Mutex<Vec<std::thread::JoinHandle<()>>>) {
+    let threads = std::mem::take(&mut *threads.lock().expect("not poisoned"));
+    let _ = tokio::task::spawn_blocking(move || {
+        for t in threads {
+            let _ = t.join();
+        }
+    })
+    .await;
+}
+
 /// Acknowledges a batch's ranges when the pipeline acknowledges it; counts a negative
 /// acknowledgement when the batch is dropped without (its offsets are then never committed
 /// by this assignment, and are read again after a restart or rebalance).

@@ -148,11 +148,7 @@ impl KafkaBuffer {
                 closed.clone(),
                 opener,
             )?;
-            let handle = std::thread::Builder::new()
-                .name(format!("kafka-consumer-{i}"))
-                .spawn(move || consumer.run())
-                .expect("spawning a consumer thread");
-            threads.push(handle);
+            threads.push(consume::spawn(consumer, format!("kafka-consumer-{i}")));
         }
         Ok(Self {
             inner: Arc::new(Inner {
@@ -361,13 +357,7 @@ impl Buffer for KafkaBuffer {
     /// the group, then flushes the producer. Call after [`Buffer::close`] and after the readers
     /// returned `None`.
     async fn join(&self) {
-        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("not poisoned"));
-        let _ = tokio::task::spawn_blocking(move || {
-            for t in threads {
-                let _ = t.join();
-            }
-        })
-        .await;
+        consume::join(&self.inner.threads).await;
         let producer = self.inner.producer.clone();
         // Shared: this waits for the other pipelines' records in flight too, which is harmless.
         let _ = tokio::task::spawn_blocking(move || producer.flush(Duration::from_secs(5))).await;

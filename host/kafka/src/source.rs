@@ -1,8 +1,9 @@
 //! The `kafka` source: the buffer's consumers (`consume`: groups, rebalances, commits only of
 //! what the pipeline acknowledged, the commit schedule, lag) over topics other producers
 //! write, one set of consumers per topic, all feeding one bounded channel of batches. It is
-//! the pipeline's read side in place of a buffer: nothing writes to it, and it needs no
-//! producer (a reader's credentials may not allow writing).
+//! the pipeline's read side in place of a buffer: it writes to no topic and needs no producer
+//! (a reader's credentials may not allow writing); its own writer refuses (the pipeline puts
+//! an in-memory buffer for replays beside it).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,11 +67,7 @@ impl KafkaSource {
                     None,
                 )?
                 .keeping_headers();
-                let handle = std::thread::Builder::new()
-                    .name(format!("kafka-source-{i}"))
-                    .spawn(move || consumer.run())
-                    .expect("spawning a consumer thread");
-                threads.push(handle);
+                threads.push(consume::spawn(consumer, format!("kafka-source-{i}")));
             }
             tracing::info!(pipeline = %config.pipeline, topic = %config.topic, group_id = %config.group_id,
                 consumers = config.consumers, "kafka source reading");
@@ -156,13 +153,7 @@ impl Buffer for KafkaSource {
 
     /// Waits (off the reactor) for the consumers' last commit and leaving their groups.
     async fn join(&self) {
-        let threads = std::mem::take(&mut *self.inner.threads.lock().expect("not poisoned"));
-        let _ = tokio::task::spawn_blocking(move || {
-            for t in threads {
-                let _ = t.join();
-            }
-        })
-        .await;
+        consume::join(&self.inner.threads).await;
     }
 
     fn drain_timeout(&self) -> Option<Duration> {

@@ -18,7 +18,7 @@ use crate::units::{self, ByteSize};
 pub use crate::secret::{Credentials, SecretError, resolve_secret};
 
 pub use properties::{KafkaClient, owned_property};
-pub(crate) use validate::{check_authentication, check_servers};
+pub(crate) use validate::{check_authentication, check_properties, check_servers};
 
 /// The `kafka` buffer, in Data Prepper's shape:
 /// ```yaml

@@ -180,16 +180,28 @@ fn check_kafka(kafka: &KafkaBuffer, path: &str, errors: &mut Errors) {
             KafkaClient::Consumer,
         ),
     ] {
-        for key in properties.keys() {
-            if let Some(instead) = owned_property(client, key) {
-                errors.at(
-                    &join(path, field),
-                    format!(
-                        "`{key}` in `{path}.{field}` is set by sluice and cannot be overridden: \
-                         {instead}; remove it"
-                    ),
-                );
-            }
+        check_properties(client, properties, path, field, errors);
+    }
+}
+
+/// Checks the librdkafka settings under `path.field` for `client`: none of the keys sluice
+/// sets itself.
+pub(crate) fn check_properties(
+    client: KafkaClient,
+    properties: &std::collections::BTreeMap<String, String>,
+    path: &str,
+    field: &str,
+    errors: &mut Errors,
+) {
+    for key in properties.keys() {
+        if let Some(instead) = owned_property(client, key) {
+            errors.at(
+                &join(path, field),
+                format!(
+                    "`{key}` in `{path}.{field}` is set by sluice and cannot be overridden: \
+                     {instead}; remove it"
+                ),
+            );
         }
     }
 }

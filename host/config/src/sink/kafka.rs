@@ -19,8 +19,8 @@ use super::template::Template;
 use crate::error::Errors;
 use crate::kafka::resolved::{NewTopic, Sasl, Tls};
 use crate::kafka::{
-    InTransit, KafkaAuthentication, KafkaClient, check_authentication, check_servers,
-    owned_property,
+    InTransit, KafkaAuthentication, KafkaClient, check_authentication, check_properties,
+    check_servers,
 };
 use crate::location::join;
 use crate::units::{self, ByteSize};
@@ -218,15 +218,11 @@ fn check(k: &KafkaSink, path: &str, errors: &mut Errors) {
             format!("`{path}.max_request_size` must be at least `1kb`"),
         );
     }
-    for key in k.producer_properties.keys() {
-        if let Some(instead) = owned_property(KafkaClient::Producer, key) {
-            errors.at(
-                &join(path, "producer_properties"),
-                format!(
-                    "`{key}` in `{path}.producer_properties` is set by sluice and cannot be \
-                     overridden: {instead}; remove it"
-                ),
-            );
-        }
-    }
+    check_properties(
+        KafkaClient::Producer,
+        &k.producer_properties,
+        path,
+        "producer_properties",
+        errors,
+    );
 }

@@ -28,7 +28,7 @@ use crate::error::Errors;
 use crate::kafka::resolved::{Membership, Sasl, Tls};
 use crate::kafka::{
     AutoOffsetReset, KafkaAuthentication, KafkaClient, TransitType, check_authentication,
-    check_servers, owned_property,
+    check_properties, check_servers,
 };
 use crate::location::join;
 use crate::processor::Unsupported;
@@ -91,7 +91,8 @@ pub struct KafkaSource {
         deserialize_with = "units::duration"
     )]
     pub drain_timeout: Duration,
-    /// sluice's: extra librdkafka consumer settings, passed through as written. Keys sluice
+    /// sluice's: extra librdkafka consumer settings, passed through as written (over what the
+    /// topics' keys set: `fetch.wait.max.ms: 100` wins over `fetch_max_wait`). Keys sluice
     /// sets itself are refused.
     #[serde(default, deserialize_with = "units::properties")]
     pub consumer_properties: BTreeMap<String, String>,
@@ -164,7 +165,7 @@ pub struct SourceTopic {
     /// `max.partition.fetch.bytes`. Default `1mb`.
     #[serde(default = "default_max_partition_fetch_bytes")]
     pub max_partition_fetch_bytes: ByteSize,
-    /// `fetch.max.bytes`, `1b` to `50mb`. Default `50mb`.
+    /// `fetch.max.bytes`, `1000b` to `50mb` (librdkafka's least). Default `50mb`.
     #[serde(default = "default_fetch_max_bytes")]
     pub fetch_max_bytes: ByteSize,
     /// `fetch.wait.max.ms`: integer milliseconds, at least 1. Default 500.
@@ -375,7 +376,7 @@ impl SourceTopic {
     /// The librdkafka settings the topic's keys make, over `extra`.
     fn properties(&self, extra: &BTreeMap<String, String>, dns: Option<DnsLookup>) -> BTreeMap<String, String> {
         let ms = |d: Duration| d.as_millis().to_string();
-        let mut p = extra.clone();
+        let mut p = BTreeMap::new();
         let mut set = |k: &str, v: String| {
             p.insert(k.to_owned(), v);
         };
@@ -396,7 +397,21 @@ impl SourceTopic {
             .to_owned(),
         );
         set("retry.backoff.ms", ms(self.retry_backoff));
+        // librdkafka refuses a backoff above its maximum (1 s and 10 s by default).
+        set(
+            "retry.backoff.max.ms",
+            ms(self.retry_backoff.max(Duration::from_secs(1))),
+        );
         set("reconnect.backoff.ms", ms(self.reconnect_backoff));
+        set(
+            "reconnect.backoff.max.ms",
+            ms(self.reconnect_backoff.max(Duration::from_secs(10))),
+        );
+        // A consumer's `fetch.max.bytes` must be at least its `message.max.bytes`.
+        set(
+            "message.max.bytes",
+            self.fetch_max_bytes.bytes().clamp(1000, 1_000_000).to_string(),
+        );
         set("topic.metadata.refresh.interval.ms", ms(self.metadata_max_age));
         set("connections.max.idle.ms", ms(self.connections_max_idle));
         if let Some(dns) = dns {
@@ -408,6 +423,8 @@ impl SourceTopic {
             };
             set("client.dns.lookup", value.to_owned());
         }
+        // `consumer_properties` as written, over what the topic's keys set.
+        p.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         p
     }
 }
@@ -534,17 +551,13 @@ impl CheckSource for KafkaSource {
                 ),
             );
         }
-        for key in self.consumer_properties.keys() {
-            if let Some(instead) = owned_property(KafkaClient::Consumer, key) {
-                errors.at(
-                    &join(path, "consumer_properties"),
-                    format!(
-                        "`{key}` in `{path}.consumer_properties` is set by sluice and cannot be \
-                         overridden: {instead}; remove it"
-                    ),
-                );
-            }
-        }
+        check_properties(
+            KafkaClient::Consumer,
+            &self.consumer_properties,
+            path,
+            "consumer_properties",
+            errors,
+        );
         if self.drain_timeout.is_zero() {
             errors.at(
                 &join(path, "drain_timeout"),
@@ -630,6 +643,22 @@ fn check_topic(t: &SourceTopic, path: &str, errors: &mut Errors) {
             );
         }
     }
+    if t.max_poll_interval < t.session_timeout {
+        errors.at(
+            &join(path, "max_poll_interval"),
+            format!(
+                "`{path}.max_poll_interval` ({:?}) is less than `session_timeout` ({:?}); Kafka \
+                 clients refuse that: raise it",
+                t.max_poll_interval, t.session_timeout
+            ),
+        );
+    }
+    if t.fetch_max_bytes.bytes() < 1000 {
+        errors.at(
+            &join(path, "fetch_max_bytes"),
+            format!("`{path}.fetch_max_bytes` must be at least `1000b`"),
+        );
+    }
     if t.consumer_max_poll_records == 0 {
         errors.at(
             &join(path, "consumer_max_poll_records"),
@@ -649,10 +678,10 @@ fn check_topic(t: &SourceTopic, path: &str, errors: &mut Errors) {
         );
     }
     let most = ByteSize::mib(50);
-    if t.fetch_max_bytes.bytes() == 0 || t.fetch_max_bytes.bytes() > most.bytes() {
+    if t.fetch_max_bytes.bytes() > most.bytes() {
         errors.at(
             &join(path, "fetch_max_bytes"),
-            format!("`{path}.fetch_max_bytes` must be `1b` to `50mb`"),
+            format!("`{path}.fetch_max_bytes` must be at most `50mb`"),
         );
     }
 }

@@ -64,7 +64,9 @@ pub async fn build(
             _ => sluice_config::BoundedBlocking::default(),
         };
         let batch = settings.topics.iter().map(|t| t.max_poll_records).max();
-        let queued = buffer.buffer_size / batch.unwrap_or(1).max(1);
+        // At least one waiting batch per consumer, as the kafka buffer's channel holds.
+        let consumers = settings.topics.iter().map(|t| t.workers).sum::<usize>();
+        let queued = (buffer.buffer_size / batch.unwrap_or(1).max(1)).max(consumers);
         let source = crate::source::kafka::connect(p, settings, queued, &buffer, data_dir)
             .await
             .map_err(BufferError::KafkaSource)?;

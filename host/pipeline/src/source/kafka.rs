@@ -48,16 +48,16 @@ pub(crate) async fn connect(
     let configs = s
         .topics
         .into_iter()
-        .map(|t| sluice_kafka::KafkaBufferConfig {
+        .enumerate()
+        .map(|(i, t)| sluice_kafka::KafkaBufferConfig {
             bootstrap_servers: s.bootstrap_servers.clone(),
+            // One id per topic (`-t<i>`): two topics of one source may share a group.
             group_instance_id: match t.membership {
                 sluice_config::kafka::resolved::Membership::Dynamic => None,
-                sluice_config::kafka::resolved::Membership::Static { instance_id } => Some(
-                    instance_id.unwrap_or_else(|| {
-                        // One id per topic: two topics of one source may share a group.
-                        default_instance_id(&format!("{}-{}", p.name, t.name), data_dir)
-                    }),
-                ),
+                sluice_config::kafka::resolved::Membership::Static { instance_id } => {
+                    let id = instance_id.unwrap_or_else(|| default_instance_id(&p.name, data_dir));
+                    Some(format!("{id}-t{i}"))
+                }
             },
             topic: t.name,
             group_id: t.group_id,
@@ -146,7 +146,8 @@ struct Either {
 impl BufferReader for Either {
     async fn read(&mut self) -> Option<Batch> {
         loop {
-            // Both reads are cancel safe: the one that loses the race has taken nothing.
+            // Both reads are cancel safe: the one that loses the race has taken nothing. Not
+            // biased: steady topic traffic must not starve a replay.
             let (topics, replays) = match (&mut self.topics, &mut self.replays) {
                 (Some(t), Some(r)) => (t, r),
                 (Some(t), None) => return t.read().await,
@@ -154,7 +155,6 @@ impl BufferReader for Either {
                 (None, None) => return None,
             };
             tokio::select! {
-                biased;
                 batch = topics.read() => match batch {
                     Some(b) => return Some(b),
                     None => self.topics = None,
