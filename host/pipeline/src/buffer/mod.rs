@@ -10,7 +10,7 @@
 //!
 //! A pipeline whose source consumes Kafka itself (the `kafka` source) reads its topics in place
 //! of a buffer: [`build`] connects the source's consumers
-//! ([`crate::source::kafka::connect`]), as many batches waiting as its `bounded_blocking`
+//! (`crate::source::kafka::connect`), as many batches waiting as its `bounded_blocking`
 //! buffer's `buffer_size` holds records.
 
 pub mod kafka;

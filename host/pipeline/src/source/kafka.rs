@@ -1,10 +1,10 @@
 //! The `kafka` source: its consumers ([`sluice_kafka::KafkaSource`], the kafka buffer's) are
-//! the pipeline's read side, connected by [`connect`] in place of its buffer
+//! the pipeline's read side, connected by `connect` in place of its buffer
 //! (`crate::buffer::build`); the source itself runs nothing. Each event of a record gets Data
-//! Prepper's metadata attributes ([`Topics::decorate`]): `kafka_topic`, `kafka_partition`,
+//! Prepper's metadata attributes (`Topics::decorate`): `kafka_topic`, `kafka_partition`,
 //! `kafka_timestamp`, `kafka_headers`, and the key by the topic's `key_mode`. What
 //! `sluice dlq replay` sends back goes to a small in-memory buffer beside the topics
-//! ([`Pulled`]), which the same workers read.
+//! (`Pulled`), which the same workers read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -168,7 +168,7 @@ impl BufferReader for Either {
     }
 }
 
-/// Each topic's `key_mode`, for [`Topics::decorate`].
+/// Each topic's `key_mode`, for `Topics::decorate`.
 #[derive(Debug, Clone)]
 pub struct Topics {
     key_modes: BTreeMap<String, KeyMode>,
