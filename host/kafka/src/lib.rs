@@ -256,12 +256,19 @@ pub(crate) async fn check_reachable(
     })
     .await
     .expect("metadata fetch does not panic");
-    result.map_err(|error| KafkaBufferError::Unreachable {
-        servers: config.servers(),
-        timeout,
-        error,
-        hint: config.security_hint(),
-    })
+    result.map_err(|error| config.unreachable(error))
+}
+
+impl KafkaBufferConfig {
+    /// No broker of these settings answered within `produce_timeout`.
+    pub(crate) fn unreachable(&self, error: KafkaError) -> KafkaBufferError {
+        KafkaBufferError::Unreachable {
+            servers: self.servers(),
+            timeout: self.produce_timeout,
+            error,
+            hint: self.security_hint(),
+        }
+    }
 }
 
 /// How many partitions the topic has, read once at connect, for `BufferWriter::partition_of`.

@@ -103,12 +103,7 @@ async fn metadata_topics(config: &KafkaBufferConfig) -> Result<Vec<String>, Kafk
     })
     .await
     .expect("metadata fetch does not panic");
-    result.map_err(|error| KafkaBufferError::Unreachable {
-        servers: config.servers(),
-        timeout,
-        error,
-        hint: config.security_hint(),
-    })
+    result.map_err(|error| config.unreachable(error))
 }
 
 /// What a source that reads topics itself answers a write (`sluice dlq replay`).
