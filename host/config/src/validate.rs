@@ -39,7 +39,7 @@ pub(crate) fn validate(
         let push_only = tiers
             .iter()
             .find(|(_, tier)| !tier.config().takes_pull_sources());
-        let own_reader = p.source.consumes_kafka()
+        let own_reader = p.source.reads_itself()
             && push_only.is_none()
             && !matches!(p.buffer, Buffer::Builtin(Tier::BoundedBlocking(_)));
         if own_reader {
@@ -47,7 +47,7 @@ pub(crate) fn validate(
             errors.at(
                 &join(name, "buffer"),
                 format!(
-                    "source `{source}` reads its topics itself (its consumers are the \
+                    "source `{source}` reads its input itself (its readers are the \
                      pipeline's read side) and cannot sit behind a buffer policy; use \
                      bounded_blocking, whose `buffer_size` bounds what it reads ahead"
                 ),

@@ -115,9 +115,7 @@ impl Shared {
     /// on revoke and close. Returns `None` when there was nothing to commit, else whether the
     /// broker took the commit.
     fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) -> Option<bool> {
-        let Some((offsets, list)) = self.committable(only) else {
-            return None;
-        };
+        let (offsets, list) = self.committable(only)?;
         let started = Instant::now();
         match consumer.commit(&list, CommitMode::Sync) {
             Ok(()) => {
@@ -175,7 +173,11 @@ impl ClientContext for Context {
 impl ConsumerContext for Context {
     /// The result of a commit (a scheduled one sent by `Shared::commit_async`, and the
     /// synchronous ones too, which already applied theirs): what the broker took is committed.
-    fn commit_callback(&self, result: rdkafka::error::KafkaResult<()>, offsets: &TopicPartitionList) {
+    fn commit_callback(
+        &self,
+        result: rdkafka::error::KafkaResult<()>,
+        offsets: &TopicPartitionList,
+    ) {
         let shared = &self.shared;
         match result {
             Ok(()) => {
@@ -187,7 +189,11 @@ impl ConsumerContext for Context {
                         _ => None,
                     })
                     .collect();
-                let moved = shared.tracker.lock().expect("not poisoned").committed(&taken);
+                let moved = shared
+                    .tracker
+                    .lock()
+                    .expect("not poisoned")
+                    .committed(&taken);
                 shared.stats.records_committed.add(moved);
                 if moved > 0 {
                     tracing::debug!(topic = %shared.topic, offsets = ?taken, records = moved, "committed");

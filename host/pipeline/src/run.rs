@@ -390,7 +390,7 @@ async fn build(
         counters: counters.clone(),
         per_record,
         tap: Arc::new(tap),
-        kafka: crate::source::kafka::Topics::of(&p.source),
+        decorate: crate::source::decorator(&p.source),
     });
 
     let workers = plugin_stages

@@ -1,8 +1,16 @@
-//! Objects into S3 or an S3-compatible store, through aws-sdk-s3. [`Bucket::put`] uploads one
-//! object whole: a single `PutObject` for small bodies, a multipart upload (aborted on
-//! failure, so no part is left behind) for large ones. An object is visible only once
-//! complete, so a sink acknowledging after `put` returns never acknowledges half an object.
-//! Errors say whether sending again can help ([`PutError::retryable`]).
+//! Objects into and out of S3 or an S3-compatible store, through aws-sdk-s3.
+//!
+//! - the s3 sink's [`Bucket`]: [`Bucket::put`] uploads one
+//!   object whole: a single `PutObject` for small bodies, a multipart upload (aborted on
+//!   failure, so no part is left behind) for large ones. An object is visible only once
+//!   complete, so a sink acknowledging after `put` returns never acknowledges half an object.
+//!   Errors say whether sending again can help ([`PutError::retryable`]).
+//! - the s3 source's [`source::S3Source`]: the objects an SQS queue announces
+//!   ([`notification`]), streamed and cut into lines ([`lines`]).
+
+pub mod lines;
+pub mod notification;
+pub mod source;
 
 use std::time::Duration;
 
@@ -67,6 +75,35 @@ impl PutError {
     }
 }
 
+/// The AWS settings of `region` from the standard chain (credentials from the environment,
+/// profile or instance role); requests time out after `timeout`, if given, and are not retried
+/// by the SDK (the sink and source retry with their own counters and backoff).
+pub(crate) async fn aws_defaults(region: &str, timeout: Option<Duration>) -> aws_config::SdkConfig {
+    let mut timeouts =
+        aws_config::timeout::TimeoutConfig::builder().connect_timeout(Duration::from_secs(5));
+    if let Some(timeout) = timeout {
+        timeouts = timeouts.operation_attempt_timeout(timeout);
+    }
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_owned()))
+        .timeout_config(timeouts.build())
+        .retry_config(aws_config::retry::RetryConfig::disabled())
+        .load()
+        .await
+}
+
+/// An S3 client; with `endpoint` (an S3-compatible store), path-style.
+pub(crate) fn s3_client(
+    shared: &aws_config::SdkConfig,
+    endpoint: Option<&str>,
+) -> aws_sdk_s3::Client {
+    let mut builder = aws_sdk_s3::config::Builder::from(shared);
+    if let Some(endpoint) = endpoint {
+        builder = builder.endpoint_url(endpoint).force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
+}
+
 /// A bucket to put objects in.
 #[derive(Debug, Clone)]
 pub struct Bucket {
@@ -77,24 +114,9 @@ pub struct Bucket {
 impl Bucket {
     /// Credentials come from the standard AWS chain (environment, profile, instance role).
     pub async fn connect(config: BucketConfig) -> Self {
-        let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new(config.region.clone()))
-            .timeout_config(
-                aws_config::timeout::TimeoutConfig::builder()
-                    .operation_attempt_timeout(config.request_timeout)
-                    .connect_timeout(Duration::from_secs(5))
-                    .build(),
-            )
-            // Retries are the sink's (with its counters and backoff), not the SDK's.
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .load()
-            .await;
-        let mut builder = aws_sdk_s3::config::Builder::from(&shared);
-        if let Some(endpoint) = &config.endpoint {
-            builder = builder.endpoint_url(endpoint).force_path_style(true);
-        }
+        let shared = aws_defaults(&config.region, Some(config.request_timeout)).await;
         Self {
-            client: aws_sdk_s3::Client::from_conf(builder.build()),
+            client: s3_client(&shared, config.endpoint.as_deref()),
             config,
         }
     }

@@ -447,7 +447,7 @@ impl SourceConfig for KafkaSource {
     // It can read its topics again: writing them to another Kafka topic adds a copy, not
     // durability.
     const KIND: SourceKind = SourceKind::Pull;
-    const CONSUMES_KAFKA: bool = true;
+    const READS_ITSELF: bool = true;
     fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
         Self::deserialize(d)
     }

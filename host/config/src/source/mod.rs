@@ -63,6 +63,9 @@ macro_rules! for_each_source {
             /// Reads Kafka topics other producers write, each record through the deserializer
             /// (Data Prepper's `kafka` source).
             Kafka(kafka::KafkaSource) = "kafka",
+            /// Reads the objects S3 announces on an SQS queue, each line through the
+            /// deserializer (Data Prepper's `s3` source).
+            S3(s3::S3Source) = "s3",
         }
     };
 }
@@ -86,9 +89,10 @@ pub trait SourceConfig: Sized + crate::Resolve<Error = SecretError> {
     /// Its input ends (`stdin`): once every such source of the run has read to its end, the
     /// run stops as on SIGTERM (drains, commits) and `sluice run` exits 0.
     const ENDS: bool = false;
-    /// It consumes Kafka topics itself (the `kafka` source): its consumers are the pipeline's
-    /// read side in place of a buffer, so the pipeline's buffer must be `bounded_blocking`.
-    const CONSUMES_KAFKA: bool = false;
+    /// It reads its input itself (the `kafka` source's consumers, the `s3` source's queue
+    /// readers): its readers are the pipeline's read side in place of a buffer, so the
+    /// pipeline's buffer must be `bounded_blocking`.
+    const READS_ITSELF: bool = false;
     /// Reads the settings written under `key` (its name, or one of [`Self::KEYS`]).
     fn read<'de, D: Deserializer<'de>>(key: &'static str, d: D) -> Result<Self, D::Error>;
     /// The key it is written under, when it has several [`Self::KEYS`].
@@ -192,10 +196,10 @@ macro_rules! source_enum {
                 }
             }
 
-            /// Whether it consumes Kafka topics itself (see [`SourceConfig::CONSUMES_KAFKA`]).
-            pub fn consumes_kafka(&self) -> bool {
+            /// Whether it reads its input itself (see [`SourceConfig::READS_ITSELF`]).
+            pub fn reads_itself(&self) -> bool {
                 match self {
-                    $( Source::$variant(_) => <$module::$config as SourceConfig>::CONSUMES_KAFKA, )*
+                    $( Source::$variant(_) => <$module::$config as SourceConfig>::READS_ITSELF, )*
                 }
             }
 
@@ -337,7 +341,7 @@ mod tests {
                 before.push(kind.newer_name());
             }
         }
-        before.extend(["pipeline", "stdin", "random", "kafka"]);
+        before.extend(["pipeline", "stdin", "random", "kafka", "s3"]);
         assert_eq!(Source::keys(), before);
         assert_eq!(before[2..4], ["otel_logs_source", "otlp_logs"]);
         // `pipeline` reads only beside the pipeline that sends to it (the chain fixtures).
@@ -345,6 +349,9 @@ mod tests {
             let settings = match *key {
                 "file" => "{path: x}",
                 "kafka" => "{bootstrap_servers: [b:9092], topics: [{name: t, group_id: g}]}",
+                "s3" => {
+                    "{codec: {newline: }, sqs: {queue_url: 'http://q/123456789012/q'}, aws: {}}"
+                }
                 "http" | "stdin" | "random" => "{}",
                 _ => "{ssl: false}",
             };
@@ -361,14 +368,15 @@ mod tests {
                     | Source::File(_)
                     | Source::Stdin(_)
                     | Source::Random(_)
-                    | Source::Kafka(_),
+                    | Source::Kafka(_)
+                    | Source::S3(_),
                     None,
                 ) => {
                     assert_eq!(source.plugin_name(), *key);
                 }
                 other => panic!("`{key}` read as {other:?}"),
             }
-            let kind = if ["file", "random", "kafka"].contains(key) {
+            let kind = if ["file", "random", "kafka", "s3"].contains(key) {
                 SourceKind::Pull
             } else {
                 SourceKind::Push

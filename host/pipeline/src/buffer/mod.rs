@@ -8,10 +8,10 @@
 //! - `kafka`: [`kafka`] turns the config into `sluice_kafka`'s settings and connects.
 //! - any other name: [`plugin`], a buffer policy component over built-in buffers as its tiers.
 //!
-//! A pipeline whose source consumes Kafka itself (the `kafka` source) reads its topics in place
-//! of a buffer: [`build`] connects the source's consumers
-//! (`crate::source::kafka::connect`), as many batches waiting as its `bounded_blocking`
-//! buffer's `buffer_size` holds records.
+//! A pipeline whose source reads its input itself (the `kafka` source's topics, the `s3`
+//! source's queue) reads it in place of a buffer: [`build`] connects the source's readers
+//! (`crate::source::kafka::connect`, `crate::source::s3::connect`), as many batches waiting
+//! as its `bounded_blocking` buffer's `buffer_size` holds records.
 
 pub mod kafka;
 mod memory;
@@ -30,6 +30,9 @@ pub enum BufferError {
     /// The `kafka` source's consumers could not start.
     #[error("kafka source: {0}")]
     KafkaSource(sluice_kafka::KafkaBufferError),
+    /// The `s3` source's queue cannot be read.
+    #[error("s3 source: {0}")]
+    S3Source(#[from] sluice_s3::source::S3SourceError),
     /// The `kafka` source's SASL password could not be read.
     #[error("kafka source: authentication: {0}")]
     KafkaSourceSecret(sluice_config::SecretError),
@@ -58,11 +61,7 @@ pub async fn build(
     if let sluice_config::Source::Kafka(k) = &p.source {
         let settings = sluice_config::Resolve::resolve(&**k, &p.name)
             .map_err(BufferError::KafkaSourceSecret)?;
-        let buffer = match &p.buffer {
-            sluice_config::Buffer::Builtin(sluice_config::Tier::BoundedBlocking(b)) => b.clone(),
-            // Validation refuses any other.
-            _ => sluice_config::BoundedBlocking::default(),
-        };
+        let buffer = own_buffer(p);
         let batch = settings.topics.iter().map(|t| t.max_poll_records).max();
         // At least one waiting batch per consumer, as the kafka buffer's channel holds.
         let consumers = settings.topics.iter().map(|t| t.workers).sum::<usize>();
@@ -72,11 +71,29 @@ pub async fn build(
             .map_err(BufferError::KafkaSource)?;
         return Ok(Arc::new(source));
     }
+    if let sluice_config::Source::S3(s3) = &p.source {
+        let settings = sluice_config::Resolve::resolve(&**s3, &p.name)
+            .map_err(BufferError::KafkaSourceSecret)?;
+        let buffer = own_buffer(p);
+        // At least one waiting batch per queue reader.
+        let queued = (buffer.buffer_size / buffer.batch_size.max(1)).max(settings.workers);
+        let source = crate::source::s3::connect(p, settings, queued, &buffer).await?;
+        return Ok(Arc::new(source));
+    }
     match &p.buffer {
         sluice_config::Buffer::Builtin(tier) => build_builtin(p, tier, data_dir).await,
         sluice_config::Buffer::Plugin(b) => Ok(Arc::new(
             plugin::build(p, b, plugins, dead_letters, data_dir).await?,
         )),
+    }
+}
+
+/// The `bounded_blocking` buffer of a pipeline whose source reads its input itself: it
+/// bounds what the source reads ahead (validation refuses any other buffer there).
+fn own_buffer(p: &sluice_config::Pipeline) -> sluice_config::BoundedBlocking {
+    match &p.buffer {
+        sluice_config::Buffer::Builtin(sluice_config::Tier::BoundedBlocking(b)) => b.clone(),
+        _ => sluice_config::BoundedBlocking::default(),
     }
 }
 

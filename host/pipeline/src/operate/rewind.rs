@@ -150,7 +150,7 @@ pub async fn rewind(
         counters: counters.clone(),
         per_record: false,
         tap: Arc::default(),
-        kafka: None,
+        decorate: None,
     });
 
     let rewind = Rewind::start(config, window)

@@ -4,19 +4,18 @@
 //! Prepper's metadata attributes (`Topics::decorate`): `kafka_topic`, `kafka_partition`,
 //! `kafka_timestamp`, `kafka_headers`, and the key by the topic's `key_mode`. What
 //! `sluice dlq replay` sends back goes to a small in-memory buffer beside the topics
-//! (`Pulled`), which the same workers read.
+//! ([`Pulled`]), which the same workers read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use sluice_buffer::memory::MemoryBuffer;
-use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter};
 use sluice_config::source::kafka::{KafkaSourceSettings, KeyMode};
 use tokio::sync::watch;
 
-use super::{Build, Source, SourceContext, SourceError};
+use super::pulled::Pulled;
+use super::{Build, Decorate, Decoration, Source, SourceContext, SourceError};
 use crate::buffer::kafka::{default_instance_id, sasl, tls};
 
 /// The source: nothing to run, its consumers read for the pipeline.
@@ -82,90 +81,8 @@ pub(crate) async fn connect(
             metric_prefix: t.metric_prefix,
         })
         .collect();
-    Ok(Pulled {
-        topics: sluice_kafka::KafkaSource::connect(configs, queued).await?,
-        replays: MemoryBuffer::new(&p.name, buffer.buffer_size, buffer.batch_size, p.delay),
-    })
-}
-
-/// A kafka source's read side: its topics' consumers, and an in-memory buffer for the records
-/// `sluice dlq replay` writes (they cannot go back into topics other producers own).
-pub(crate) struct Pulled {
-    topics: sluice_kafka::KafkaSource,
-    replays: MemoryBuffer,
-}
-
-#[async_trait::async_trait]
-impl Buffer for Pulled {
-    fn writer(&self) -> Arc<dyn BufferWriter> {
-        self.replays.writer()
-    }
-
-    fn reader(&self) -> Box<dyn BufferReader> {
-        Box::new(Either {
-            topics: Some(self.topics.reader()),
-            replays: Some(self.replays.reader()),
-        })
-    }
-
-    fn close(&self) {
-        self.topics.close();
-        self.replays.close();
-    }
-
-    async fn join(&self) {
-        self.topics.join().await;
-        self.replays.join().await;
-    }
-
-    fn drain_timeout(&self) -> Option<std::time::Duration> {
-        self.topics.drain_timeout()
-    }
-
-    fn update_gauges(&self) {
-        self.topics.update_gauges();
-        self.replays.update_gauges();
-    }
-
-    fn log_summary(&self) {
-        self.topics.log_summary();
-    }
-
-    fn tier_state(&self) -> sluice_buffer::TierState {
-        self.topics.tier_state()
-    }
-}
-
-/// A worker's reader of both: the next batch of either, until both are closed and empty.
-struct Either {
-    topics: Option<Box<dyn BufferReader>>,
-    replays: Option<Box<dyn BufferReader>>,
-}
-
-#[async_trait::async_trait]
-impl BufferReader for Either {
-    async fn read(&mut self) -> Option<Batch> {
-        loop {
-            // Both reads are cancel safe: the one that loses the race has taken nothing. Not
-            // biased: steady topic traffic must not starve a replay.
-            let (topics, replays) = match (&mut self.topics, &mut self.replays) {
-                (Some(t), Some(r)) => (t, r),
-                (Some(t), None) => return t.read().await,
-                (None, Some(r)) => return r.read().await,
-                (None, None) => return None,
-            };
-            tokio::select! {
-                batch = topics.read() => match batch {
-                    Some(b) => return Some(b),
-                    None => self.topics = None,
-                },
-                batch = replays.read() => match batch {
-                    Some(b) => return Some(b),
-                    None => self.replays = None,
-                },
-            }
-        }
-    }
+    let topics = sluice_kafka::KafkaSource::connect(configs, queued).await?;
+    Ok(Pulled::new(p, Box::new(topics), buffer))
 }
 
 /// Each topic's `key_mode`, for `Topics::decorate`.
@@ -178,7 +95,7 @@ pub struct Topics {
 
 impl Topics {
     /// The topics of `source`, if it is a kafka source.
-    pub(crate) fn of(source: &sluice_config::Source) -> Option<Arc<Self>> {
+    pub(crate) fn of(source: &sluice_config::Source) -> Option<Arc<dyn Decorate>> {
         let sluice_config::Source::Kafka(k) = source else {
             return None;
         };
@@ -188,9 +105,12 @@ impl Topics {
         }))
     }
 
+}
+
+impl Decorate for Topics {
     /// The metadata attributes of `record`'s events, and the `kafka_key` field to set on them
     /// (`include_as_field`, `json` records with a key).
-    pub(crate) fn decorate(&self, record: &sluice_buffer::Record) -> (Map<String, Value>, Option<Value>) {
+    fn decorate(&self, record: &sluice_buffer::Record) -> Decoration {
         let mut attributes = Map::new();
         let key = record
             .key
@@ -220,6 +140,12 @@ impl Topics {
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
         attributes.insert("kafka_headers".to_owned(), Value::Object(headers));
-        (attributes, field)
+        Decoration {
+            attributes,
+            fields: field
+                .map(|key| (vec!["kafka_key".to_owned()], key))
+                .into_iter()
+                .collect(),
+        }
     }
 }

@@ -21,6 +21,7 @@
 
 pub mod intake;
 pub mod listener;
+mod pulled;
 
 // One module per source of `sluice_config`'s list: its runtime, `source/<module>.rs`.
 sluice_config::for_each_source!(list_modules);
@@ -40,6 +41,30 @@ use crate::counters::Counters;
 #[async_trait::async_trait]
 pub trait Source: Send {
     async fn run(self: Box<Self>, stop: watch::Receiver<bool>);
+}
+
+/// What a source that reads its input itself adds to the events of each record it read
+/// (Data Prepper's `kafka_*` attributes, the `s3` object's bucket and key).
+pub trait Decorate: Send + Sync + std::fmt::Debug {
+    fn decorate(&self, record: &Record) -> Decoration;
+}
+
+/// What [`Decorate`] adds to each event of one record.
+#[derive(Debug, Default, Clone)]
+pub struct Decoration {
+    /// Metadata attributes.
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+    /// Fields to set, each by its path (`["s3", "bucket"]`: objects made on the way).
+    pub fields: Vec<(Vec<String>, serde_json::Value)>,
+}
+
+/// The decorator of pipeline source `source`, if it has one.
+pub(crate) fn decorator(source: &sluice_config::Source) -> Option<Arc<dyn Decorate>> {
+    match source {
+        sluice_config::Source::Kafka(_) => kafka::Topics::of(source),
+        sluice_config::Source::S3(s) => s3::Objects::of(s),
+        _ => None,
+    }
 }
 
 /// Why a source could not start.

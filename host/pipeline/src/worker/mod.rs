@@ -50,8 +50,9 @@ pub struct Delivery {
     pub per_record: bool,
     /// Where `sluice tap` listens: after the deserializer, each processor, and at each sink.
     pub tap: Arc<crate::operate::tap::Tap>,
-    /// The source is `kafka`: its records' events get Data Prepper's `kafka_*` metadata.
-    pub kafka: Option<Arc<crate::source::kafka::Topics>>,
+    /// The source reads its input itself (`kafka`, `s3`): what its records' events get (Data
+    /// Prepper's `kafka_*` metadata, the object's bucket and key).
+    pub decorate: Option<Arc<dyn crate::source::Decorate>>,
 }
 
 /// Runs until the buffer is closed and drained. `slot` marks which plugin each batch is in,
@@ -94,9 +95,9 @@ pub(crate) async fn run(
         } else {
             Vec::new()
         };
-        // A kafka source's: each record's attributes and `kafka_key` field.
-        let decorations: Vec<_> = match &outputs.kafka {
-            Some(topics) => batch.records.iter().map(|r| topics.decorate(r)).collect(),
+        // A kafka or s3 source's: each record's attributes and fields.
+        let decorations: Vec<_> = match &outputs.decorate {
+            Some(d) => batch.records.iter().map(|r| d.decorate(r)).collect(),
             None => Vec::new(),
         };
         let records: Vec<RawRecord> = std::mem::take(&mut batch.records)

@@ -38,24 +38,25 @@ impl Split {
         self.owners.len()
     }
 
-    /// Adds to each event its record's `decorations` (per record: metadata attributes, and a
-    /// `kafka_key` field to set): a kafka source's.
-    pub(crate) fn decorate(&mut self, decorations: &[(Map<String, Value>, Option<Value>)]) {
+    /// Adds to each event its record's `decorations` (per record: metadata attributes, and
+    /// fields to set by path): a kafka or s3 source's.
+    pub(crate) fn decorate(&mut self, decorations: &[crate::source::Decoration]) {
         for (metadata, &owner) in self.metadata.iter_mut().zip(&self.owners) {
-            if let Some((attributes, _)) = decorations.get(owner) {
+            if let Some(d) = decorations.get(owner) {
                 metadata
                     .attributes
-                    .extend(attributes.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    .extend(d.attributes.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
         }
-        if decorations.iter().any(|(_, field)| field.is_some()) {
+        if decorations.iter().any(|d| !d.fields.is_empty()) {
             self.parsed();
             let events = self.parsed.as_mut().expect("parsed above");
             for (event, &owner) in events.iter_mut().zip(&self.owners) {
-                if let Some((_, Some(key))) = decorations.get(owner)
-                    && let Value::Object(data) = &mut event.data
-                {
-                    data.insert("kafka_key".to_owned(), key.clone());
+                let Some(d) = decorations.get(owner) else {
+                    continue;
+                };
+                for (path, value) in &d.fields {
+                    put(&mut event.data, path, value.clone());
                 }
             }
         }
@@ -316,6 +317,31 @@ fn not_an_object(i: usize, text: &[u8]) -> String {
     match serde_json::from_slice::<&serde_json::value::RawValue>(text) {
         Err(e) => format!("plugin returned event {i} that is not valid JSON: {e}"),
         Ok(_) => format!("plugin returned event {i} that is not a JSON object"),
+    }
+}
+
+/// Sets the field at `path` of `data` (an object), making the objects on the way (Data
+/// Prepper's `event.put("s3/bucket", ...)`); a value on the way that is no object is
+/// replaced by one.
+fn put(data: &mut Value, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut at = data;
+    for part in parents {
+        let Value::Object(map) = at else {
+            return;
+        };
+        let next = map
+            .entry(part.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !next.is_object() {
+            *next = Value::Object(Map::new());
+        }
+        at = next;
+    }
+    if let Value::Object(map) = at {
+        map.insert(last.clone(), value);
     }
 }
 

@@ -75,7 +75,7 @@ async fn events_go_to_every_sink_rejects_to_the_dlq_and_the_batch_is_acknowledge
         counters: Arc::new(Counters::new("p", "bounded_blocking")),
         per_record: false,
         tap: Arc::default(),
-        kafka: None,
+        decorate: None,
     });
     // Tapped at the deserializer and at sink `b`: each hears the batch's two events.
     use crate::operate::tap::Point;

@@ -1,0 +1,749 @@
+//! The `s3` source (a pull source): reads the objects S3 announces on an SQS queue, in Data
+//! Prepper's shape, keys verbatim:
+//! ```yaml
+//! source:
+//!   s3:
+//!     notification_type: sqs
+//!     codec:
+//!       newline:
+//!     compression: gzip
+//!     sqs:
+//!       queue_url: "https://sqs.us-east-1.amazonaws.com/123456789012/MyQueue"
+//!     aws:
+//!       region: us-east-1
+//! ```
+//! Each line of an object is one record through the source's deserializer (the codec's
+//! built-in, or any `deserializer` plugin); its position is the object and the line, so a
+//! file or opensearch sink holds each line once even when the object is read again. The SQS
+//! message is deleted only once every line of its object reached the sinks. The reader is the
+//! pipeline's read side in place of a buffer, so the pipeline's buffer stays
+//! `bounded_blocking`, whose `buffer_size` bounds the lines read ahead of the workers.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use super::deserializer::{DeserializerConfig, check_deserializer, opt_deserializer};
+use super::{CheckSource, SourceConfig, SourceKind};
+use crate::context::Context;
+use crate::error::Errors;
+use crate::location::join;
+use crate::processor::Unsupported;
+use crate::secret::SecretError;
+use crate::units;
+
+/// The `s3` source.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3Source {
+    /// How objects are announced: `sqs` (S3 event notifications on an SQS queue). Default:
+    /// `sqs` when `sqs` is given.
+    #[serde(default)]
+    pub notification_type: Option<NotificationType>,
+    /// Who sent the notifications: `s3` (S3's own event notifications, also wrapped in SNS)
+    /// or `eventbridge` (EventBridge's `Object Created` events). Default `s3`.
+    #[serde(default)]
+    pub notification_source: NotificationSource,
+    /// How objects are compressed: `none`, `gzip` (concatenated members read as one), or
+    /// `automatic` (by the key: `.gz` is gzip, anything else none). Default `none`.
+    #[serde(default)]
+    pub compression: Compression,
+    /// How an object's bytes become records: `newline` (each line `{"message": line}`) or
+    /// `ndjson` (each line a JSON object). Required.
+    #[serde(default)]
+    pub codec: Option<Codec>,
+    /// The queue S3 announces new objects on. Required (scanning buckets, `scan`, is not
+    /// supported yet).
+    #[serde(default)]
+    pub sqs: Option<Sqs>,
+    /// Queue readers, each reading one object at a time, 1 to 1000. Default 1.
+    #[serde(default = "one")]
+    pub workers: usize,
+    /// Where and as whom to reach AWS. Required.
+    #[serde(default)]
+    pub aws: Option<S3SourceAws>,
+    /// What becomes of an SQS message sluice cannot read as an S3 notification:
+    /// `retain_messages` (it stays, and comes back after its visibility timeout) or
+    /// `delete_messages`. Default `retain_messages`.
+    #[serde(default)]
+    pub on_error: OnError,
+    /// Data Prepper's end-to-end acknowledgements. sluice always deletes a message only once
+    /// every line of its object reached the sinks (what `true` asks for), so either value
+    /// reads the same. Default false.
+    #[serde(default)]
+    pub acknowledgments: bool,
+    /// Data Prepper's buffer write timeout; accepted, no effect (the reader waits for room in
+    /// the pipeline's buffer as long as it takes). Default `10s`.
+    #[serde(default = "ten_seconds", deserialize_with = "units::duration")]
+    pub buffer_timeout: Duration,
+    /// Data Prepper's write batch; accepted, no effect (records go to the workers in batches
+    /// of the buffer's `batch_size`). Default 100.
+    #[serde(default = "hundred")]
+    pub records_to_accumulate: usize,
+    /// Skip the check that a bucket belongs to the expected account. Default false.
+    #[serde(default)]
+    pub disable_bucket_ownership_validation: bool,
+    /// The account (12 digits) each bucket must belong to, by bucket name.
+    #[serde(default)]
+    pub bucket_owners: BTreeMap<String, String>,
+    /// The account (12 digits) buckets not in `bucket_owners` must belong to. Default: the
+    /// queue URL's account.
+    #[serde(default)]
+    pub default_bucket_owner: Option<String>,
+    /// How long an idle bucket scan sleeps (Data Prepper's `scan`); accepted. Default `30s`.
+    #[serde(default = "thirty_seconds", deserialize_with = "units::duration")]
+    pub backoff_time: Duration,
+    /// Where each event gets its object's `bucket` and `key`: a path, `/`-separated, whose
+    /// last part ends in `/`. `""` puts them at the top. Default `s3/` (`{"s3": {"bucket":
+    /// ..., "key": ...}}`).
+    #[serde(default = "default_metadata_root_key")]
+    pub metadata_root_key: String,
+    /// Leave the `bucket` and `key` out of the events. Default false.
+    #[serde(default)]
+    pub disable_s3_metadata_in_event: bool,
+    /// `data_and_metadata` (each line with its object's bucket and key) or `data_only`;
+    /// `metadata_only` is not supported yet. Default `data_and_metadata`.
+    #[serde(default)]
+    pub data_selection: DataSelection,
+    /// Per bucket, which keys to read: `include_prefix` (a key must start with one) and
+    /// `exclude_suffix` (a key must end in none). Others are skipped and their messages
+    /// deleted. Default: every key.
+    #[serde(default)]
+    pub filters: BTreeMap<String, KeyFilter>,
+    /// Delete each object once it was read (Data Prepper's); not supported yet.
+    #[serde(default)]
+    pub delete_s3_objects_on_read: Option<Unsupported>,
+    /// Scanning buckets (Data Prepper's `scan`); not supported yet: announce the objects on
+    /// an SQS queue.
+    #[serde(default)]
+    pub scan: Option<Unsupported>,
+    /// S3 Select (Data Prepper's `s3_select`); not supported yet.
+    #[serde(default)]
+    pub s3_select: Option<Unsupported>,
+    /// sluice's: the deserializer for every line, in place of the codec's built-in (a plugin
+    /// name or a map with `name` and `options`). Default: from `codec`.
+    #[serde(default, deserialize_with = "opt_deserializer")]
+    pub deserializer: Option<DeserializerConfig>,
+}
+
+/// `notification_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationType {
+    Sqs,
+}
+
+/// `notification_source`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationSource {
+    #[default]
+    S3,
+    Eventbridge,
+}
+
+/// `compression`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    #[default]
+    None,
+    Gzip,
+    Automatic,
+    /// Refused by the source's rules: not supported yet.
+    Snappy,
+    /// Refused by the source's rules: not supported yet.
+    Zstd,
+}
+
+/// `on_error`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    #[default]
+    RetainMessages,
+    DeleteMessages,
+}
+
+/// `data_selection`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataSelection {
+    #[default]
+    DataAndMetadata,
+    DataOnly,
+    /// Refused by the source's rules: not supported yet.
+    MetadataOnly,
+}
+
+/// `codec`: one key naming how lines are read.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Codec {
+    /// Each line is the event `{"message": line}`.
+    #[serde(default, deserialize_with = "given")]
+    pub newline: Option<Newline>,
+    /// Each line is a JSON object, the event.
+    #[serde(default, deserialize_with = "given")]
+    pub ndjson: Option<Ndjson>,
+    /// Data Prepper's other codecs: refused by name (not supported yet).
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub json: Option<serde_yaml::Value>,
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub csv: Option<serde_yaml::Value>,
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub parquet: Option<serde_yaml::Value>,
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub avro: Option<serde_yaml::Value>,
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub event_json: Option<serde_yaml::Value>,
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub multiline: Option<serde_yaml::Value>,
+}
+
+impl Codec {
+    /// The codecs given that sluice does not read yet.
+    fn unsupported(&self) -> Vec<&'static str> {
+        [
+            ("json", &self.json),
+            ("csv", &self.csv),
+            ("parquet", &self.parquet),
+            ("avro", &self.avro),
+            ("event_json", &self.event_json),
+            ("multiline", &self.multiline),
+        ]
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(name, _)| name)
+        .collect()
+    }
+}
+
+/// A key that is there, its options or their defaults when it has no value (`newline:`).
+fn given<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d).map(|t| Some(t.unwrap_or_default()))
+}
+
+/// `codec.newline`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Newline {
+    /// Lines at the start of each object that are not read. Default 0.
+    #[serde(default)]
+    pub skip_lines: usize,
+    /// The field that gets the object's first line after the skipped ones (a header) in each
+    /// of its other lines' events; that line is no event itself. Default: none.
+    #[serde(default)]
+    pub header_destination: Option<String>,
+}
+
+/// `codec.ndjson`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ndjson {
+    /// Keep lines that are the empty object `{}`. Default false.
+    #[serde(default)]
+    pub include_empty_objects: bool,
+    /// Data Prepper's output extension; accepted, no effect. Default `jsonl`.
+    #[serde(default)]
+    pub extension: Option<String>,
+}
+
+/// `sqs`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sqs {
+    /// The queue's URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`; a local
+    /// SQS-compatible server's own URL works too, as its endpoint). Required.
+    #[serde(default)]
+    pub queue_url: String,
+    /// Messages per receive, 1 to 10. Default 10.
+    #[serde(default = "ten")]
+    pub maximum_messages: i32,
+    /// How long a received message stays hidden from other readers, `0s` to `12h`: an object
+    /// not read and delivered by then is read again (by this process or another). Default
+    /// `30s`.
+    #[serde(default = "thirty_seconds", deserialize_with = "units::duration")]
+    pub visibility_timeout: Duration,
+    /// Keep extending the visibility of a message whose object is still being read, so a long
+    /// object is not read twice at once. Default false.
+    #[serde(default)]
+    pub visibility_duplication_protection: bool,
+    /// How long at most the visibility is extended, `30s` to `24h`. Default `2h`.
+    #[serde(default = "two_hours", deserialize_with = "units::duration")]
+    pub visibility_duplicate_protection_timeout: Duration,
+    /// How long one receive waits for messages (long polling), `0s` to `20s`. Default `20s`.
+    #[serde(default = "twenty_seconds", deserialize_with = "units::duration")]
+    pub wait_time: Duration,
+    /// A pause after each receive that returned messages. Default `0s`.
+    #[serde(default, deserialize_with = "units::duration")]
+    pub poll_delay: Duration,
+    /// Delete unread a message received more than this many times. Default: never.
+    #[serde(default)]
+    pub max_receive_attempts: Option<u32>,
+    /// How long shutdown waits for lines already read to reach the sinks (and their messages
+    /// to be deleted), at least `30s`. Default `30s`.
+    #[serde(default = "thirty_seconds", deserialize_with = "units::duration")]
+    pub shutdown_timeout: Duration,
+}
+
+/// `aws` of the s3 source. Credentials come from the standard AWS chain (environment
+/// variables `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, profile, instance role).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3SourceAws {
+    /// The region of the queue and the buckets. Default: the AWS chain's.
+    #[serde(default)]
+    pub region: Option<String>,
+    /// An S3-compatible store instead of AWS (e.g. `http://127.0.0.1:8333`); path-style
+    /// addressing is used with it. Default: AWS. (Not a Data Prepper key: the s3 sink's.)
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Data Prepper's role to assume (20 to 2048 characters). Not assumed yet: the standard
+    /// credential chain is used, which assumes a role from a profile's `role_arn` or
+    /// `AWS_ROLE_ARN` (web identity).
+    #[serde(default)]
+    pub sts_role_arn: Option<String>,
+    /// Goes with `sts_role_arn` (2 to 1224 characters).
+    #[serde(default)]
+    pub sts_external_id: Option<String>,
+    /// Goes with `sts_role_arn` (at most 5).
+    #[serde(default)]
+    pub sts_header_overrides: BTreeMap<String, String>,
+}
+
+/// One bucket's entry of `filters`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyFilter {
+    /// A key must start with one of these (when any are given).
+    #[serde(default)]
+    pub include_prefix: Vec<String>,
+    /// A key must end in none of these (literally: `.log`, not `*.log`).
+    #[serde(default)]
+    pub exclude_suffix: Vec<String>,
+}
+
+impl KeyFilter {
+    /// Whether `key` passes.
+    pub fn passes(&self, key: &str) -> bool {
+        (self.include_prefix.is_empty() || self.include_prefix.iter().any(|p| key.starts_with(p.as_str())))
+            && !self.exclude_suffix.iter().any(|s| key.ends_with(s.as_str()))
+    }
+}
+
+const fn one() -> usize {
+    1
+}
+const fn ten() -> i32 {
+    10
+}
+const fn hundred() -> usize {
+    100
+}
+const fn ten_seconds() -> Duration {
+    Duration::from_secs(10)
+}
+const fn twenty_seconds() -> Duration {
+    Duration::from_secs(20)
+}
+const fn thirty_seconds() -> Duration {
+    Duration::from_secs(30)
+}
+const fn two_hours() -> Duration {
+    Duration::from_secs(2 * 3600)
+}
+fn default_metadata_root_key() -> String {
+    "s3/".to_owned()
+}
+
+/// How an object's lines are read, for the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// `newline`: every line a record.
+    Newline,
+    /// `ndjson`: blank lines skipped, and `{}` unless `include_empty_objects`.
+    Ndjson { include_empty_objects: bool },
+}
+
+/// The s3 source as it runs.
+#[derive(Debug, Clone)]
+pub struct S3SourceSettings {
+    pub queue_url: String,
+    pub region: Option<String>,
+    /// The S3 store's endpoint (`aws.endpoint`), path-style.
+    pub endpoint: Option<String>,
+    pub notification_source: NotificationSource,
+    pub compression: Compression,
+    pub lines: Lines,
+    pub skip_lines: usize,
+    pub header_destination: Option<String>,
+    pub workers: usize,
+    pub maximum_messages: i32,
+    pub visibility_timeout: Duration,
+    /// `Some(limit)` with `visibility_duplication_protection`.
+    pub protect_visibility: Option<Duration>,
+    pub wait_time: Duration,
+    pub poll_delay: Duration,
+    pub max_receive_attempts: Option<u32>,
+    pub on_error: OnError,
+    /// The expected owner of each bucket (`None`: not checked).
+    pub bucket_owners: BTreeMap<String, String>,
+    pub default_bucket_owner: Option<String>,
+    pub check_owner: bool,
+    pub filters: BTreeMap<String, KeyFilter>,
+    /// Where `bucket` and `key` go in each event (`None`: nowhere).
+    pub metadata_root: Option<Vec<String>>,
+    pub drain_timeout: Duration,
+}
+
+impl S3Source {
+    fn lines(&self) -> (Lines, usize, Option<String>) {
+        let codec = self.codec.clone().unwrap_or_default();
+        match (codec.ndjson, codec.newline) {
+            (Some(n), _) => (
+                Lines::Ndjson {
+                    include_empty_objects: n.include_empty_objects,
+                },
+                0,
+                None,
+            ),
+            (None, Some(n)) => (Lines::Newline, n.skip_lines, n.header_destination),
+            (None, None) => (Lines::Newline, 0, None),
+        }
+    }
+
+    /// `metadata_root_key` as path parts (Data Prepper's: a leading `/` dropped; each part
+    /// an object), `None` when metadata is left out.
+    fn metadata_root(&self) -> Option<Vec<String>> {
+        if self.disable_s3_metadata_in_event || self.data_selection == DataSelection::DataOnly {
+            return None;
+        }
+        Some(
+            self.metadata_root_key
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+}
+
+impl SourceConfig for S3Source {
+    // Objects can be read again: writing their lines to a Kafka topic adds a copy, not
+    // durability.
+    const KIND: SourceKind = SourceKind::Pull;
+    const READS_ITSELF: bool = true;
+    fn read<'de, D: Deserializer<'de>>(_: &'static str, d: D) -> Result<Self, D::Error> {
+        Self::deserialize(d)
+    }
+    fn deserializer(&self) -> Cow<'_, DeserializerConfig> {
+        if let Some(d) = &self.deserializer {
+            return Cow::Borrowed(d);
+        }
+        match self.codec.as_ref().and_then(|c| c.ndjson.as_ref()) {
+            Some(_) => Cow::Owned(DeserializerConfig::default()),
+            None => Cow::Owned(DeserializerConfig {
+                name: "plain".to_owned(),
+                ..DeserializerConfig::default()
+            }),
+        }
+    }
+}
+
+impl crate::Resolve for S3Source {
+    type Settings = S3SourceSettings;
+    type Error = SecretError;
+    fn resolve(&self, _pipeline: &str) -> Result<S3SourceSettings, SecretError> {
+        let (lines, skip_lines, header_destination) = self.lines();
+        let sqs = self.sqs.clone().unwrap_or_else(|| Sqs {
+            queue_url: String::new(),
+            ..serde_yaml::from_str("{}").expect("every key has a default")
+        });
+        let aws = self.aws.clone();
+        Ok(S3SourceSettings {
+            queue_url: sqs.queue_url,
+            region: aws.as_ref().and_then(|a| a.region.clone()),
+            endpoint: aws.as_ref().and_then(|a| a.endpoint.clone()),
+            notification_source: self.notification_source,
+            compression: self.compression,
+            lines,
+            skip_lines,
+            header_destination,
+            workers: self.workers,
+            maximum_messages: sqs.maximum_messages,
+            visibility_timeout: sqs.visibility_timeout,
+            protect_visibility: sqs
+                .visibility_duplication_protection
+                .then_some(sqs.visibility_duplicate_protection_timeout),
+            wait_time: sqs.wait_time,
+            poll_delay: sqs.poll_delay,
+            max_receive_attempts: sqs.max_receive_attempts,
+            on_error: self.on_error,
+            bucket_owners: self.bucket_owners.clone(),
+            default_bucket_owner: self.default_bucket_owner.clone(),
+            check_owner: !self.disable_bucket_ownership_validation,
+            filters: self.filters.clone(),
+            metadata_root: self.metadata_root(),
+            drain_timeout: sqs.shutdown_timeout,
+        })
+    }
+}
+
+impl CheckSource for S3Source {
+    fn check(&self, path: &str, errors: &mut Errors, context: Context<'_>) {
+        let mut at = |key: &str, message: String| errors.at(&join(path, key), message);
+        match &self.codec {
+            None => at(
+                "codec",
+                format!(
+                    "`{path}` needs `codec`: A codec is required for reading objects \
+                     (`newline` or `ndjson`)"
+                ),
+            ),
+            Some(codec) => {
+                let unsupported = codec.unsupported();
+                let given = unsupported.len()
+                    + usize::from(codec.newline.is_some())
+                    + usize::from(codec.ndjson.is_some());
+                if let Some(name) = unsupported.first() {
+                    at(
+                        "codec",
+                        format!(
+                            "`{path}.codec: {name}` is not supported by sluice's s3 source yet; \
+                             read the objects with `newline` (then the `csv` processor, or a \
+                             `deserializer` plugin) or `ndjson`"
+                        ),
+                    );
+                } else if given != 1 {
+                    at(
+                        "codec",
+                        format!("`{path}.codec` takes one of `newline` and `ndjson`"),
+                    );
+                }
+                if let Some(n) = &codec.newline
+                    && n.header_destination.as_deref() == Some("")
+                {
+                    at(
+                        "codec.newline.header_destination",
+                        format!(
+                            "`{path}.codec.newline.header_destination` is empty; give a field \
+                             name or remove the key"
+                        ),
+                    );
+                }
+            }
+        }
+        match &self.sqs {
+            None => at(
+                "sqs",
+                format!(
+                    "`{path}` needs `sqs` with `queue_url`: sluice reads the objects S3 \
+                     announces on an SQS queue (scanning buckets is not supported yet)"
+                ),
+            ),
+            Some(sqs) => check_sqs(sqs, &join(path, "sqs"), &mut at),
+        }
+        match &self.aws {
+            None => at(
+                "aws",
+                format!("`{path}` needs `aws` (at least `region`, or `{{}}` for the AWS chain's)"),
+            ),
+            Some(aws) => check_aws(aws, &join(path, "aws"), &mut at),
+        }
+        if !(1..=1000).contains(&self.workers) {
+            at(
+                "workers",
+                format!("`{path}.workers` is {}; it must be 1 to 1000", self.workers),
+            );
+        }
+        match self.compression {
+            Compression::Snappy | Compression::Zstd => at(
+                "compression",
+                format!(
+                    "`{path}.compression: {}` is not supported by sluice's s3 source yet; use \
+                     `none`, `gzip` or `automatic`",
+                    if self.compression == Compression::Snappy { "snappy" } else { "zstd" }
+                ),
+            ),
+            _ => {}
+        }
+        if self.data_selection == DataSelection::MetadataOnly {
+            at(
+                "data_selection",
+                format!(
+                    "`{path}.data_selection: metadata_only` is not supported by sluice's s3 \
+                     source yet; use `data_and_metadata` or `data_only`"
+                ),
+            );
+        }
+        for (bucket, owner) in self
+            .bucket_owners
+            .iter()
+            .map(|(b, o)| (Some(b.as_str()), o))
+            .chain(self.default_bucket_owner.iter().map(|o| (None, o)))
+        {
+            if owner.len() != 12 || !owner.bytes().all(|b| b.is_ascii_digit()) {
+                let key = match bucket {
+                    Some(b) => format!("bucket_owners.{b}"),
+                    None => "default_bucket_owner".to_owned(),
+                };
+                at(
+                    &key,
+                    format!("`{path}.{key}` is `{owner}`; an AWS account id is 12 digits"),
+                );
+            }
+        }
+        check_deserializer(
+            &self.deserializer(),
+            &join(path, "deserializer"),
+            errors,
+            context,
+        );
+    }
+}
+
+fn check_sqs(sqs: &Sqs, path: &str, at: &mut impl FnMut(&str, String)) {
+    let key = |k: &str| format!("sqs.{k}");
+    if sqs.queue_url.trim().is_empty() {
+        at(
+            &key("queue_url"),
+            format!("`{path}.queue_url` is empty: SQS URL cannot be null or empty"),
+        );
+    }
+    if !(1..=10).contains(&sqs.maximum_messages) {
+        at(
+            &key("maximum_messages"),
+            format!("`{path}.maximum_messages` is {}; it must be 1 to 10", sqs.maximum_messages),
+        );
+    }
+    let ranges = [
+        ("visibility_timeout", sqs.visibility_timeout, 0, 12 * 3600),
+        (
+            "visibility_duplicate_protection_timeout",
+            sqs.visibility_duplicate_protection_timeout,
+            30,
+            24 * 3600,
+        ),
+        ("wait_time", sqs.wait_time, 0, 20),
+        ("shutdown_timeout", sqs.shutdown_timeout, 30, u64::MAX),
+    ];
+    for (name, value, least, most) in ranges {
+        if value < Duration::from_secs(least) || value > Duration::from_secs(most) {
+            let most = if most == u64::MAX { "".to_owned() } else { format!(" and at most `{most}s`") };
+            at(
+                &key(name),
+                format!("`{path}.{name}` is {value:?}; it must be at least `{least}s`{most}"),
+            );
+        }
+    }
+    if sqs.max_receive_attempts == Some(0) {
+        at(
+            &key("max_receive_attempts"),
+            format!("`{path}.max_receive_attempts` must be at least 1"),
+        );
+    }
+}
+
+fn check_aws(aws: &S3SourceAws, path: &str, at: &mut impl FnMut(&str, String)) {
+    if aws.region.as_deref() == Some("") {
+        at("aws.region", format!("`{path}.region` is empty: Region cannot be empty string"));
+    }
+    if let Some(arn) = &aws.sts_role_arn
+        && !(20..=2048).contains(&arn.len())
+    {
+        at(
+            "aws.sts_role_arn",
+            format!("`{path}.sts_role_arn` must be 20 to 2048 characters"),
+        );
+    }
+    if let Some(id) = &aws.sts_external_id
+        && !(2..=1224).contains(&id.len())
+    {
+        at(
+            "aws.sts_external_id",
+            format!("`{path}.sts_external_id` must be 2 to 1224 characters"),
+        );
+    }
+    if aws.sts_header_overrides.len() > 5 {
+        at(
+            "aws.sts_header_overrides",
+            format!("`{path}.sts_header_overrides` overrides at most 5 headers"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Resolve as _;
+
+    fn parse(source: &str) -> Result<S3Source, String> {
+        let indented: String = source.lines().map(|l| format!("      {l}\n")).collect();
+        let text = format!("p:\n  source:\n    s3:\n{indented}  sink: [stdout]\n");
+        crate::parse("t.yaml", &text, crate::Context::default())
+            .map(|mut c| match c.pipelines.remove(0).source {
+                super::super::Source::S3(s) => *s,
+                other => panic!("{other:?}"),
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    const BASE: &str = "codec: {newline: }\nsqs: {queue_url: 'http://127.0.0.1:9324/123456789012/q'}\naws: {region: us-east-1}\n";
+
+    #[test]
+    fn data_preppers_keys_set_the_readers_settings() {
+        let s = parse(
+            "notification_type: sqs\ncompression: gzip\ncodec:\n  newline:\n    skip_lines: 1\n    header_destination: header\n\
+             sqs:\n  queue_url: 'https://sqs.us-east-1.amazonaws.com/123456789012/MyQueue'\n  maximum_messages: 5\n  \
+             visibility_timeout: 2m\n  visibility_duplication_protection: true\n  wait_time: PT5S\n\
+             aws: {region: us-east-1, sts_role_arn: 'arn:aws:iam::123456789012:role/Data-Prepper'}\n\
+             metadata_root_key: 'meta/s3/'\nworkers: 3\nfilters: {b: {include_prefix: [logs/], exclude_suffix: [.tmp]}}",
+        )
+        .unwrap();
+        let r = s.resolve("p").unwrap();
+        assert_eq!((r.skip_lines, r.header_destination.as_deref()), (1, Some("header")));
+        assert_eq!((r.maximum_messages, r.workers), (5, 3));
+        assert_eq!(r.visibility_timeout, Duration::from_secs(120));
+        assert_eq!(r.protect_visibility, Some(Duration::from_secs(7200)));
+        assert_eq!(r.wait_time, Duration::from_secs(5));
+        assert_eq!(r.metadata_root, Some(vec!["meta".to_owned(), "s3".to_owned()]));
+        assert_eq!(r.compression, Compression::Gzip);
+        assert!(r.filters["b"].passes("logs/a.log") && !r.filters["b"].passes("logs/a.tmp"));
+        assert!(!r.filters["b"].passes("other/a.log"));
+        assert_eq!(s.deserializer().name, "plain");
+    }
+
+    #[test]
+    fn the_codec_picks_the_built_in_deserializer() {
+        let s = parse(&BASE.replace("newline: ", "ndjson: ")).unwrap();
+        assert_eq!(s.deserializer().name, "json");
+        assert_eq!(s.resolve("p").unwrap().lines, Lines::Ndjson { include_empty_objects: false });
+        let s = parse(&format!("{BASE}metadata_root_key: ''")).unwrap();
+        assert_eq!(s.resolve("p").unwrap().metadata_root, Some(vec![]));
+        let s = parse(&format!("{BASE}data_selection: data_only")).unwrap();
+        assert_eq!(s.resolve("p").unwrap().metadata_root, None);
+    }
+
+    #[test]
+    fn what_sluice_cannot_do_is_refused_by_name() {
+        for (source, want) in [
+            (BASE.replace("codec: {newline: }\n", ""), "A codec is required"),
+            (BASE.replace("newline: ", "parquet: "), "codec: parquet` is not supported"),
+            (BASE.replace("'http://127.0.0.1:9324/123456789012/q'", "''"), "SQS URL cannot be null or empty"),
+            (format!("{BASE}compression: zstd"), "compression: zstd` is not supported"),
+            (format!("{BASE}scan: {{buckets: []}}"), "not supported by sluice yet"),
+            (format!("{BASE}workers: 0"), "it must be 1 to 1000"),
+            (format!("{BASE}default_bucket_owner: '1234'"), "12 digits"),
+            (BASE.replace("}\naws", ", wait_time: 30s}\naws"), "at most `20s`"),
+            (BASE.replace("}\naws", ", maximum_messages: 11}\naws"), "it must be 1 to 10"),
+            (BASE.replace("aws: {region: us-east-1}\n", ""), "needs `aws`"),
+            (BASE.replace("sqs: {queue_url: 'http://127.0.0.1:9324/123456789012/q'}\n", ""), "needs `sqs`"),
+        ] {
+            let err = parse(&source).unwrap_err();
+            assert!(err.contains(want), "{source}:\n{err}");
+        }
+    }
+}
