@@ -22,6 +22,7 @@ pub mod opensearch;
 pub mod process;
 pub mod s3;
 pub mod sigv4;
+pub mod sqs;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -178,6 +178,14 @@ impl Sluice {
         Self::start_without_listener_with(pipeline_yaml, &[])
     }
 
+    /// [`Sluice::start_without_listener`] with extra environment variables.
+    pub fn start_without_listener_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, &[], env, None);
+        s.without_listener = true;
+        s.wait_ready();
+        s
+    }
+
     /// [`Sluice::start_without_listener`] with extra `sluice run` arguments.
     pub fn start_without_listener_with(pipeline_yaml: &str, extra: &[&str]) -> Self {
         let mut s = Self::spawn(pipeline_yaml, extra, &[], None);

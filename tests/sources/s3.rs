@@ -1,0 +1,338 @@
+//! The `s3` source through the real binary: objects in a real S3 store (SeaweedFS, which
+//! checks signatures) announced on a real SQS queue (moto's server), with the notification
+//! JSON S3 sends (SeaweedFS cannot send it itself). Each line's position is its object and
+//! line number, so the exactly-once file sink holds every line once under `kill -9`
+//! mid-object; the message is deleted only once the sinks took every line.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_tests::sqs::{create_queue, object_created, queue_counts, send};
+use sluice_tests::{S3Store, Sluice, json_lines, unique};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().unwrap()
+}
+
+/// Puts `body` at `bucket/key`.
+async fn put(store: &S3Store, bucket: &str, key: &str, body: Vec<u8>) {
+    store
+        .client(sluice_tests::s3::S3_SECRET_KEY)
+        .await
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(body.into())
+        .send()
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "putting {key}: {}",
+                aws_sdk_s3::error::DisplayErrorContext(e)
+            )
+        });
+}
+
+fn gzip(text: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(text).unwrap();
+    e.finish().unwrap()
+}
+
+/// Lines `<prefix>-<i>` for `i` in `0..n`, each ending in `\n` (`\r\n` for every third).
+fn text(prefix: &str, n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let end = if i % 3 == 0 { "\r\n" } else { "\n" };
+        out.extend_from_slice(format!("{prefix}-{i}{end}").as_bytes());
+    }
+    out
+}
+
+/// An s3 source pipeline reading `queue` into `{dir}/<out>`, with `extra` keys.
+fn pipeline(name: &str, queue: &str, endpoint: &str, out: &str, extra: &str) -> String {
+    let extra: String = extra.lines().map(|l| format!("      {l}\n")).collect();
+    format!(
+        r#"
+{name}:
+  delay: 50ms
+  source:
+    s3:
+      notification_type: sqs
+      sqs:
+        queue_url: "{queue}"
+        wait_time: 1s
+        visibility_timeout: 2s
+      aws:
+        region: us-east-1
+        endpoint: {endpoint}
+{extra}  sink:
+    - file:
+        path: {{dir}}/{out}
+  dlq_path: {{dir}}/{name}-dlq.jsonl
+"#
+    )
+}
+
+#[test]
+fn objects_announced_over_sqs_become_events_with_data_preppers_metadata() {
+    let store = S3Store::start();
+    let bucket = unique("b").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    let (lines_q, ndjson_q, csv_q) = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "plain.log", text("p", 20)).await;
+        put(&store, &bucket, "dir/a b+c.log.gz", gzip(&text("g", 3000))).await;
+        put(
+            &store,
+            &bucket,
+            "events.ndjson",
+            b"{\"a\":1}\n{}\nnot json {\n\n{\"a\":2}\n".to_vec(),
+        )
+        .await;
+        put(&store, &bucket, "people.csv", b"# export\nname,age\nada,36\nbob,41".to_vec()).await;
+        let queues = (
+            create_queue(&unique("lines")).await,
+            create_queue(&unique("ndjson")).await,
+            create_queue(&unique("csv")).await,
+        );
+        let q = &queues.0;
+        send(q, &object_created(&bucket, "plain.log", 200)).await;
+        send(q, &object_created(&bucket, "dir/a b+c.log.gz", 100)).await;
+        // Not there yet: the message stays until the object is.
+        send(q, &object_created(&bucket, "late.log", 10)).await;
+        // Nothing to read: each is deleted unread.
+        send(
+            q,
+            r#"{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2026-12-07T10:00:00.000Z","Bucket":"b"}"#,
+        )
+        .await;
+        send(q, &object_created(&bucket, "empty.log", 0)).await;
+        send(
+            q,
+            &object_created(&bucket, "plain.log", 200).replace("ObjectCreated:Put", "ObjectRemoved:Delete"),
+        )
+        .await;
+        send(q, "this is no notification").await;
+        send(&queues.1, &object_created(&bucket, "events.ndjson", 40)).await;
+        send(&queues.2, &object_created(&bucket, "people.csv", 30)).await;
+        queues
+    });
+    let endpoint = store.endpoint();
+    let yaml = [
+        pipeline(
+            "lines",
+            &lines_q,
+            &endpoint,
+            "lines.jsonl",
+            "compression: automatic\ncodec:\n  newline:\non_error: delete_messages",
+        ),
+        pipeline(
+            "ndjson",
+            &ndjson_q,
+            &endpoint,
+            "ndjson.jsonl",
+            "codec:\n  ndjson:\nmetadata_root_key: \"\"",
+        ),
+        pipeline(
+            "csv",
+            &csv_q,
+            &endpoint,
+            "csv.jsonl",
+            "codec:\n  newline:\n    skip_lines: 1\n    header_destination: header\ndata_selection: data_only",
+        ),
+    ]
+    .concat();
+    let sluice = Sluice::start_without_listener_env(&yaml, &store.env());
+    let (lines, ndjson, csv) = (
+        sluice.path("lines.jsonl"),
+        sluice.path("ndjson.jsonl"),
+        sluice.path("csv.jsonl"),
+    );
+    let count = |path: &std::path::Path| {
+        if path.is_file() {
+            json_lines(path).len()
+        } else {
+            0
+        }
+    };
+    sluice.wait_for("both objects' lines", Duration::from_secs(60), || {
+        count(&lines) >= 3020
+    });
+    sluice.wait_for("the ndjson and csv lines", Duration::from_secs(60), || {
+        count(&ndjson) >= 2 && count(&csv) >= 2
+    });
+    sluice.wait_for(
+        "the missing object counted",
+        Duration::from_secs(30),
+        || sluice.metric("s3_s3ObjectsFailed", "lines").unwrap_or(0.0) >= 1.0,
+    );
+    rt.block_on(put(&store, &bucket, "late.log", text("l", 5)));
+    sluice.wait_for(
+        "the late object, once it exists",
+        Duration::from_secs(60),
+        || count(&lines) >= 3025,
+    );
+    sluice.wait_for("every message deleted", Duration::from_secs(60), || {
+        [&lines_q, &ndjson_q, &csv_q]
+            .iter()
+            .all(|q| rt.block_on(queue_counts(q)) == (0, 0))
+    });
+
+    let mut seen: BTreeMap<String, (usize, Value)> = BTreeMap::new();
+    for e in json_lines(&lines) {
+        let message = e["message"].as_str().unwrap().to_owned();
+        let entry = seen.entry(message).or_insert((0, e.clone()));
+        entry.0 += 1;
+    }
+    assert_eq!(seen.len(), 3025, "every line of the three objects");
+    assert!(seen.values().all(|(n, _)| *n == 1), "each once");
+    assert_eq!(
+        seen["p-0"].1["s3"],
+        json!({"bucket": bucket, "key": "plain.log"})
+    );
+    assert_eq!(
+        seen["g-2999"].1["s3"],
+        json!({"bucket": bucket, "key": "dir/a b+c.log.gz"}),
+        "the key form-decoded, the object gunzipped by its name"
+    );
+    for metric in ["s3_s3ObjectsEmpty", "s3_sqsMessagesFailed"] {
+        assert_eq!(sluice.metric(metric, "lines"), Some(1.0), "{metric}");
+    }
+    assert_eq!(sluice.metric("s3_s3ObjectsSucceeded", "lines"), Some(3.0));
+    assert!(sluice.metric("s3_sqsMessagesDeleted", "lines").unwrap() >= 7.0);
+
+    // ndjson: `{}` and the blank line skipped, bucket and key at the top; the line that is
+    // no JSON dead-lettered with its object and line.
+    let events = json_lines(&ndjson);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(
+        events[0],
+        json!({"a": 1, "bucket": bucket, "key": "events.ndjson"})
+    );
+    let dead = json_lines(&sluice.path("ndjson-dlq.jsonl"));
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(
+        dead[0]["origin"],
+        format!("s3://{bucket}/events.ndjson:3"),
+        "{}",
+        dead[0]
+    );
+    assert_eq!(dead[0]["buffer"]["offset"], 3, "{}", dead[0]);
+
+    // newline with a header: the first line skipped, the second each event's `header`.
+    let events = json_lines(&csv);
+    assert_eq!(
+        events,
+        [
+            json!({"message": "ada,36", "header": "name,age"}),
+            json!({"message": "bob,41", "header": "name,age"}),
+        ]
+    );
+    let mut sluice = sluice;
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+}
+
+/// Lines per big object, and their width (`big-<9 digits> ` and padding).
+const BIG_LINES: usize = 200_000;
+const WIDTH: usize = 100;
+
+fn big_text(prefix: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(BIG_LINES * (WIDTH + 1));
+    for i in 0..BIG_LINES {
+        let line = format!("{prefix}-{i:09} ");
+        out.extend_from_slice(line.as_bytes());
+        out.extend(std::iter::repeat_n(b'x', WIDTH - line.len()));
+        out.push(b'\n');
+    }
+    out
+}
+
+#[test]
+fn kill_9_mid_object_every_line_once_in_an_exactly_once_file_and_the_message_redelivered() {
+    let store = S3Store::start();
+    let bucket = unique("big").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    let queue = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "one.log", big_text("one")).await;
+        put(&store, &bucket, "two.log.gz", gzip(&big_text("two"))).await;
+        let q = create_queue(&unique("big")).await;
+        send(
+            &q,
+            &object_created(&bucket, "one.log", BIG_LINES * (WIDTH + 1)),
+        )
+        .await;
+        send(&q, &object_created(&bucket, "two.log.gz", 1000)).await;
+        q
+    });
+    let yaml = pipeline(
+        "big",
+        &queue,
+        &store.endpoint(),
+        "out.jsonl",
+        "compression: automatic\ncodec:\n  newline:",
+    )
+    .replace("visibility_timeout: 2s", "visibility_timeout: 4s\n        maximum_messages: 1\n        visibility_duplication_protection: true");
+    let mut sluice = Sluice::start_without_listener_env(&yaml, &store.env());
+    let out = sluice.path("out.jsonl");
+    // Each event is about the same size: `{"message":"<100 bytes>","s3":{...}}`.
+    let event = format!(
+        "{}\n",
+        json!({"message": "x".repeat(WIDTH), "s3": {"bucket": bucket, "key": "one.log"}})
+    )
+    .len() as u64;
+    let total = event * 2 * BIG_LINES as u64;
+    let size = || std::fs::metadata(&out).map_or(0, |m| m.len());
+    let mut mid_object_kills = 0;
+    for (from, to) in [(0.15, 0.4), (0.6, 0.85)] {
+        sluice.wait_for("the file part way", Duration::from_secs(120), || {
+            size() as f64 >= total as f64 * from
+        });
+        sluice.freeze();
+        let at = size() as f64 / total as f64;
+        let (visible, hidden) = rt.block_on(queue_counts(&queue));
+        if at < to && hidden > 0 {
+            mid_object_kills += 1;
+        }
+        eprintln!(
+            "kill at {:.0}% of the lines, queue {visible} visible {hidden} in flight",
+            at * 100.0
+        );
+        sluice.kill9();
+        sluice.restart(&[]);
+    }
+    assert!(
+        mid_object_kills > 0,
+        "no kill came in the middle of an object"
+    );
+    sluice.wait_for("every message deleted", Duration::from_secs(180), || {
+        rt.block_on(queue_counts(&queue)) == (0, 0)
+    });
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    let mut seen = [vec![0u8; BIG_LINES], vec![0u8; BIG_LINES]];
+    for line in std::fs::read_to_string(&out).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let message = e["message"].as_str().unwrap();
+        let object = usize::from(message.starts_with("two"));
+        let i: usize = message[4..13].parse().unwrap();
+        seen[object][i] += 1;
+    }
+    for (object, counts) in seen.iter().enumerate() {
+        let lost = counts.iter().filter(|n| **n == 0).count();
+        let twice = counts.iter().filter(|n| **n > 1).count();
+        assert_eq!(
+            (lost, twice),
+            (0, 0),
+            "object {object}: lines lost, lines twice"
+        );
+    }
+    assert!(
+        sluice
+            .log()
+            .contains("skipping events the file already holds"),
+        "the object was read again after a kill, and what the file held was skipped"
+    );
+}
