@@ -30,7 +30,6 @@ use super::{CheckSource, SourceConfig, SourceKind};
 use crate::context::Context;
 use crate::error::Errors;
 use crate::location::join;
-use crate::processor::Unsupported;
 use crate::secret::SecretError;
 use crate::units;
 
@@ -112,16 +111,16 @@ pub struct S3Source {
     /// deleted. Default: every key.
     #[serde(default)]
     pub filters: BTreeMap<String, KeyFilter>,
-    /// Delete each object once it was read (Data Prepper's); not supported yet.
+    /// Delete each object once it was read (Data Prepper's); only `false` for now.
     #[serde(default)]
-    pub delete_s3_objects_on_read: Option<Unsupported>,
-    /// Scanning buckets (Data Prepper's `scan`); not supported yet: announce the objects on
-    /// an SQS queue.
+    pub delete_s3_objects_on_read: bool,
+    /// Scanning buckets (Data Prepper's `scan`); refused for now: announce the objects on an
+    /// SQS queue.
     #[serde(default)]
-    pub scan: Option<Unsupported>,
-    /// S3 Select (Data Prepper's `s3_select`); not supported yet.
+    pub scan: Option<serde_yaml::Value>,
+    /// S3 Select (Data Prepper's `s3_select`); refused for now.
     #[serde(default)]
-    pub s3_select: Option<Unsupported>,
+    pub s3_select: Option<serde_yaml::Value>,
     /// sluice's: the deserializer for every line, in place of the codec's built-in (a plugin
     /// name or a map with `name` and `options`). Default: from `codec`.
     #[serde(default, deserialize_with = "opt_deserializer")]
@@ -536,7 +535,27 @@ impl CheckSource for S3Source {
                 }
             }
         }
+        for (given, key, what) in [
+            (self.scan.is_some(), "scan", "reading buckets by listing them (`scan`)"),
+            (self.s3_select.is_some(), "s3_select", "S3 Select (`s3_select`)"),
+            (
+                self.delete_s3_objects_on_read,
+                "delete_s3_objects_on_read",
+                "deleting objects once read (`delete_s3_objects_on_read`)",
+            ),
+        ] {
+            if given {
+                at(
+                    key,
+                    format!(
+                        "`{path}.{key}`: {what} is not supported by sluice's s3 source yet; \
+                         announce the objects on an SQS queue (`sqs`) and remove `{key}`"
+                    ),
+                );
+            }
+        }
         match &self.sqs {
+            None if self.scan.is_some() => {}
             None => at(
                 "sqs",
                 format!(
@@ -734,7 +753,7 @@ mod tests {
             (BASE.replace("newline: ", "parquet: "), "codec: parquet` is not supported"),
             (BASE.replace("'http://127.0.0.1:9324/123456789012/q'", "''"), "SQS URL cannot be null or empty"),
             (format!("{BASE}compression: zstd"), "compression: zstd` is not supported"),
-            (format!("{BASE}scan: {{buckets: []}}"), "not supported by sluice yet"),
+            (format!("{BASE}scan: {{buckets: []}}"), "`scan`) is not supported"),
             (format!("{BASE}workers: 0"), "it must be 1 to 1000"),
             (format!("{BASE}default_bucket_owner: '1234'"), "12 digits"),
             (BASE.replace("}\naws", ", wait_time: 30s}\naws"), "at most `20s`"),

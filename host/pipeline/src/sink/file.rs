@@ -30,6 +30,11 @@ use super::{Output, Provenance, SendError, SinkError, Span};
 /// rebalance took the partition away and gave it back, it can be more than one).
 const RANGES_KEPT: usize = 32;
 
+/// The most objects (an s3 source's positions, `s3://<bucket>/<key>`) whose lines the record
+/// keeps; past it the least recently written goes: an object read again after that many newer
+/// ones may add its lines twice. Kafka topics are few, and always kept.
+const OBJECTS_KEPT: usize = 256;
+
 /// An appended file, as one sink (or dead-letter file) writes it.
 pub struct FileSink {
     name: String,
@@ -60,6 +65,9 @@ static OPEN: std::sync::Mutex<Option<HashMap<PathBuf, Weak<Shared>>>> = std::syn
 struct Held {
     length: u64,
     ranges: BTreeMap<String, Vec<(i64, i64)>>,
+    /// The keys of `ranges` that are objects, least recently written first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    objects: Vec<String>,
 }
 
 impl Held {
@@ -76,10 +84,16 @@ impl Held {
 
     /// The file now holds `scope`'s events of `span`.
     fn add(&mut self, scope: &str, span: &Span) {
-        let ranges = self
-            .ranges
-            .entry(Self::key(scope, &span.topic, span.partition))
-            .or_default();
+        let key = Self::key(scope, &span.topic, span.partition);
+        if span.topic.contains("://") {
+            self.objects.retain(|k| *k != key);
+            self.objects.push(key.clone());
+            if self.objects.len() > OBJECTS_KEPT {
+                let oldest = self.objects.remove(0);
+                self.ranges.remove(&oldest);
+            }
+        }
+        let ranges = self.ranges.entry(key).or_default();
         ranges.push((span.first, span.last));
         ranges.sort_unstable();
         let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
@@ -610,5 +624,29 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"
         );
+    }
+
+    #[test]
+    fn the_record_keeps_the_latest_objects_and_every_topic() {
+        let span = |topic: &str, partition| Span {
+            topic: topic.into(),
+            partition,
+            first: 1,
+            last: 10,
+        };
+        let mut held = Held::default();
+        held.add("p", &span("buffer-topic", 0));
+        for i in 0..OBJECTS_KEPT + 5 {
+            held.add("p", &span(&format!("s3://b/k{i}"), 7));
+        }
+        // Written again: the most recent, kept.
+        held.add("p", &span("s3://b/k2", 7));
+        assert!(held.holds("p", "buffer-topic", 0, 5), "a topic is never dropped");
+        assert!(held.holds("p", "s3://b/k2", 7, 5));
+        assert!(!held.holds("p", "s3://b/k0", 7, 5), "the oldest object went");
+        assert!(held.holds("p", &format!("s3://b/k{}", OBJECTS_KEPT + 4), 7, 10));
+        assert_eq!(held.ranges.len(), OBJECTS_KEPT + 1);
+        let text = serde_json::to_string(&held).unwrap();
+        assert_eq!(serde_json::from_str::<Held>(&text).unwrap(), held);
     }
 }

@@ -301,6 +301,20 @@ fn plan(
     }))
 }
 
+/// The `_id` of the event at `rank` of the record at `at`: `<topic>/<partition>/<offset>/<rank>`;
+/// past OpenSearch's 512 bytes (an s3 source's topic is `s3://<bucket>/<key>`, and keys reach
+/// 1024 bytes) the topic is its SHA-256, `sha256:<hex>`.
+fn position_id(at: &sluice_buffer::Position, rank: u32) -> String {
+    let id = format!("{}/{}/{}/{rank}", at.topic, at.partition, at.offset);
+    if id.len() <= 512 {
+        return id;
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(at.topic.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}/{}/{}/{rank}", at.partition, at.offset)
+}
+
 /// One document of a request.
 struct Item {
     /// Its index in the events `send` was given.
@@ -358,10 +372,7 @@ impl OpenSearchSink {
             {
                 meta.insert(
                     "_id".into(),
-                    Value::String(format!(
-                        "{}/{}/{}/{rank}",
-                        at.topic, at.partition, at.offset
-                    )),
+                    Value::String(position_id(at, *rank)),
                 );
                 chosen_id = true;
             }

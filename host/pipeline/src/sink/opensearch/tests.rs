@@ -138,3 +138,25 @@ async fn dead_letters_hold_the_document_not_the_action() {
     assert!(items.is_empty());
     assert_eq!(refused, [(0, "no index".to_owned())]);
 }
+
+#[test]
+fn an_id_past_512_bytes_names_its_topic_by_hash() {
+    let short = Position {
+        topic: "logs".into(),
+        partition: 2,
+        offset: 7,
+    };
+    assert_eq!(super::position_id(&short, 1), "logs/2/7/1");
+    let key = "k".repeat(1000);
+    let long = Position {
+        topic: format!("s3://bucket/{key}").into(),
+        ..short
+    };
+    let id = super::position_id(&long, 0);
+    assert!(id.len() <= 512 && id.starts_with("sha256:") && id.ends_with("/2/7/0"), "{id}");
+    let other = Position {
+        topic: format!("s3://bucket/{key}x").into(),
+        ..long.clone()
+    };
+    assert_ne!(super::position_id(&other, 0), id, "another object, another id");
+}
