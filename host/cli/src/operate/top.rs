@@ -168,7 +168,8 @@ fn render(before: &[Sample], now: &[Sample], seconds: f64) -> String {
         out.push_str(&format!(
             "{:<34} {:>10.1} {:>10.1} {:>8} {:>8} {:>10} {:>8}\n",
             p,
-            rate(&format!("{prefix}_recordsWritten"), &me) + consumed,
+            // An s3 source's takes in the lines its readers read.
+            rate(&format!("{prefix}_recordsWritten"), &me) + consumed + rate("s3_recordsRead", &me),
             rate("sluice_eventsWritten", &me),
             sum(now, "sluice_recordsDeadLettered", &me),
             lag,
@@ -270,6 +271,17 @@ sluice_sink_retries{pipeline="p",sink="file:/a \"b\""} 5
         let view = render(&parse(before), &parse(now), 2.0);
         let row: Vec<&str> = view.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(row, ["k", "100.0", "0.0", "0", "9"], "{view}");
+    }
+
+    #[test]
+    fn an_s3_source_pipeline_takes_in_the_lines_its_readers_read() {
+        let before = "bounded_blocking_recordsWritten{pipeline=\"s\"} 0\n\
+                      s3_recordsRead{pipeline=\"s\"} 1000\n";
+        let now = "bounded_blocking_recordsWritten{pipeline=\"s\"} 0\n\
+                   s3_recordsRead{pipeline=\"s\"} 5000\n";
+        let view = render(&parse(before), &parse(now), 2.0);
+        let row: Vec<&str> = view.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["s", "2000.0", "0.0", "0", "0"], "{view}");
     }
 
     #[test]
