@@ -180,7 +180,17 @@ impl Sluice {
 
     /// [`Sluice::start_without_listener`] with extra environment variables.
     pub fn start_without_listener_env(pipeline_yaml: &str, env: &[(&str, &str)]) -> Self {
-        let mut s = Self::spawn(pipeline_yaml, &[], env, None);
+        Self::start_without_listener_env_and_args(pipeline_yaml, env, &[])
+    }
+
+    /// [`Sluice::start_without_listener`] with extra environment variables and `sluice run`
+    /// arguments.
+    pub fn start_without_listener_env_and_args(
+        pipeline_yaml: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Self {
+        let mut s = Self::spawn(pipeline_yaml, extra, env, None);
         s.without_listener = true;
         s.wait_ready();
         s

@@ -31,6 +31,7 @@ mod measure;
 mod opensearch;
 mod otlp_native;
 mod policy;
+mod s3_source;
 mod sinks;
 mod startup;
 mod wasm;
@@ -66,6 +67,8 @@ enum Bench {
     Curves(kafka::curves::Args),
     /// The `kafka` source against raw librdkafka reading the same records.
     Pull(kafka::pull::Args),
+    /// The `s3` source against aws-sdk-s3 reading the same objects; peak memory on a large one.
+    S3Source(s3_source::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -81,5 +84,6 @@ fn main() -> anyhow::Result<()> {
         Bench::Processors(args) => kafka::processors::run(&args),
         Bench::Curves(args) => kafka::curves::run(&args),
         Bench::Pull(args) => kafka::pull::run(&args),
+        Bench::S3Source(args) => s3_source::run(&args),
     }
 }

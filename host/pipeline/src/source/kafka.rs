@@ -110,7 +110,7 @@ impl Topics {
 impl Decorate for Topics {
     /// The metadata attributes of `record`'s events, and the `kafka_key` field to set on them
     /// (`include_as_field`, `json` records with a key).
-    fn decorate(&self, record: &sluice_buffer::Record) -> Decoration {
+    fn decorate(&self, record: &sluice_buffer::Record) -> Arc<Decoration> {
         let mut attributes = Map::new();
         let key = record
             .key
@@ -140,12 +140,12 @@ impl Decorate for Topics {
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
         attributes.insert("kafka_headers".to_owned(), Value::Object(headers));
-        Decoration {
+        Arc::new(Decoration {
             attributes,
             fields: field
                 .map(|key| (vec!["kafka_key".to_owned()], key))
                 .into_iter()
                 .collect(),
-        }
+        })
     }
 }

@@ -46,11 +46,13 @@ pub trait Source: Send {
 /// What a source that reads its input itself adds to the events of each record it read
 /// (Data Prepper's `kafka_*` attributes, the `s3` object's bucket and key).
 pub trait Decorate: Send + Sync + std::fmt::Debug {
-    fn decorate(&self, record: &Record) -> Decoration;
+    /// What `record`'s events get; records that get the same may share one (the lines of one
+    /// object), which lets the worker add it to their text once.
+    fn decorate(&self, record: &Record) -> Arc<Decoration>;
 }
 
 /// What [`Decorate`] adds to each event of one record.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Decoration {
     /// Metadata attributes.
     pub attributes: serde_json::Map<String, serde_json::Value>,

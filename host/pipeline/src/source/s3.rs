@@ -96,6 +96,9 @@ pub(crate) struct Objects {
     root: Option<Vec<String>>,
     /// `header_destination`.
     header: Option<String>,
+    /// The last object's decoration, with its position's topic and header: the lines of one
+    /// object share it.
+    last: std::sync::Mutex<Option<(Arc<str>, Option<String>, Arc<Decoration>)>>,
 }
 
 impl Objects {
@@ -105,12 +108,35 @@ impl Objects {
         Some(Arc::new(Self {
             root: s.metadata_root,
             header: s.header_destination,
+            last: std::sync::Mutex::new(None),
         }))
     }
 }
 
 impl Decorate for Objects {
-    fn decorate(&self, record: &sluice_buffer::Record) -> Decoration {
+    fn decorate(&self, record: &sluice_buffer::Record) -> Arc<Decoration> {
+        let header = record
+            .headers
+            .iter()
+            .find(|(k, _)| k == s3::HEADER)
+            .map(|(_, h)| h);
+        let mut last = self.last.lock().expect("not poisoned");
+        if let (Some((topic, h, decoration)), Some(position)) = (&*last, &record.position)
+            && Arc::ptr_eq(topic, &position.topic)
+            && h.as_ref() == header
+        {
+            return decoration.clone();
+        }
+        let decoration = Arc::new(self.make(record, header));
+        if let Some(position) = &record.position {
+            *last = Some((position.topic.clone(), header.cloned(), decoration.clone()));
+        }
+        decoration
+    }
+}
+
+impl Objects {
+    fn make(&self, record: &sluice_buffer::Record, header: Option<&String>) -> Decoration {
         let mut fields = Vec::new();
         if let (Some(root), Some(position)) = (&self.root, &record.position)
             && let Some((bucket, key)) = position
@@ -127,7 +153,7 @@ impl Decorate for Objects {
             fields.push((at("key"), Value::String(key.to_owned())));
         }
         if let Some(destination) = &self.header
-            && let Some((_, header)) = record.headers.iter().find(|(k, _)| k == s3::HEADER)
+            && let Some(header) = header
         {
             fields.push((vec![destination.clone()], Value::String(header.clone())));
         }

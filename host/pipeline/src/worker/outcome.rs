@@ -39,8 +39,9 @@ impl Split {
     }
 
     /// Adds to each event its record's `decorations` (per record: metadata attributes, and
-    /// fields to set by path): a kafka or s3 source's.
-    pub(crate) fn decorate(&mut self, decorations: &[crate::source::Decoration]) {
+    /// fields to set by path): a kafka or s3 source's. The fields go into the events' text
+    /// when no event has their keys yet (`splice`), else into the parsed events.
+    pub(crate) fn decorate(&mut self, decorations: &[std::sync::Arc<crate::source::Decoration>]) {
         for (metadata, &owner) in self.metadata.iter_mut().zip(&self.owners) {
             if let Some(d) = decorations.get(owner) {
                 metadata
@@ -48,18 +49,81 @@ impl Split {
                     .extend(d.attributes.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
         }
-        if decorations.iter().any(|d| !d.fields.is_empty()) {
-            self.parsed();
-            let events = self.parsed.as_mut().expect("parsed above");
-            for (event, &owner) in events.iter_mut().zip(&self.owners) {
-                let Some(d) = decorations.get(owner) else {
-                    continue;
-                };
-                for (path, value) in &d.fields {
-                    put(&mut event.data, path, value.clone());
-                }
+        if decorations.iter().all(|d| d.fields.is_empty())
+            || (self.parsed.is_none() && self.splice(decorations))
+        {
+            return;
+        }
+        self.parsed();
+        let events = self.parsed.as_mut().expect("parsed above");
+        for (event, &owner) in events.iter_mut().zip(&self.owners) {
+            let Some(d) = decorations.get(owner) else {
+                continue;
+            };
+            for (path, value) in &d.fields {
+                put(&mut event.data, path, value.clone());
             }
         }
+    }
+
+    /// Adds the decorations' fields to the events' text, each line's `{...}` becoming
+    /// `{...,<fields>}`: no parse, no serialization. Only when no line may hold one of the
+    /// fields' top-level keys already (nor a `\u` escape that could spell one): returns
+    /// false, changing nothing, otherwise.
+    fn splice(&mut self, decorations: &[std::sync::Arc<crate::source::Decoration>]) -> bool {
+        // Each distinct decoration's fields as JSON (`"s3":{"bucket":..}`) and their
+        // top-level keys quoted; records of one object share one.
+        let mut fragments: Vec<(Vec<u8>, Vec<Vec<u8>>)> = Vec::with_capacity(decorations.len());
+        let mut of_record = Vec::with_capacity(decorations.len());
+        for (i, d) in decorations.iter().enumerate() {
+            if i > 0 && std::sync::Arc::ptr_eq(d, &decorations[i - 1]) {
+                of_record.push(fragments.len() - 1);
+                continue;
+            }
+            let mut object = Value::Object(Map::new());
+            for (path, value) in &d.fields {
+                put(&mut object, path, value.clone());
+            }
+            let Value::Object(map) = object else {
+                unreachable!("made an object above")
+            };
+            let keys = map
+                .keys()
+                .map(|k| serde_json::to_vec(k).expect("a string serializes"))
+                .collect();
+            let text = serde_json::to_vec(&Value::Object(map)).expect("a value serializes");
+            let inner = text[1..text.len() - 1].to_vec();
+            of_record.push(fragments.len());
+            fragments.push((inner, keys));
+        }
+        let mut out = Vec::with_capacity(self.events.len() + self.owners.len() * 64);
+        for (line, &owner) in crate::sink::split_lines(&self.events).zip(&self.owners) {
+            let Some((fragment, keys)) = of_record.get(owner).map(|&f| &fragments[f]) else {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+                continue;
+            };
+            if fragment.is_empty() {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+                continue;
+            }
+            let taken = memchr::memmem::find(line, b"\\u").is_some()
+                || keys.iter().any(|k| memchr::memmem::find(line, k).is_some());
+            if taken || line.len() < 2 {
+                return false;
+            }
+            let inner = &line[1..line.len() - 1];
+            out.push(b'{');
+            if !inner.trim_ascii().is_empty() {
+                out.extend_from_slice(inner);
+                out.push(b',');
+            }
+            out.extend_from_slice(fragment);
+            out.extend_from_slice(b"}\n");
+        }
+        self.events = out;
+        true
     }
 
     /// The events parsed (parsing the lines the first time). An event that cannot be read
@@ -513,5 +577,69 @@ mod tests {
         assert_eq!(first["payload"], "MA==", "the original bytes, base64");
         assert_eq!(first["content_type"], "application/json");
         assert_eq!(first["pipeline"], "p");
+    }
+}
+
+#[cfg(test)]
+mod decorate_tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use sluice_event::Metadata;
+
+    use super::*;
+    use crate::source::Decoration;
+
+    fn split(lines: &[&str]) -> Split {
+        Split {
+            events: lines
+                .iter()
+                .flat_map(|l| format!("{l}\n").into_bytes())
+                .collect(),
+            owners: (0..lines.len()).collect(),
+            metadata: vec![Metadata::new("LOG", 1); lines.len()],
+            ..Split::default()
+        }
+    }
+
+    fn object(bucket: &str) -> Arc<Decoration> {
+        Arc::new(Decoration {
+            attributes: [("a".to_owned(), json!(1))].into_iter().collect(),
+            fields: vec![
+                (vec!["s3".into(), "bucket".into()], json!(bucket)),
+                (vec!["s3".into(), "key".into()], json!("k")),
+            ],
+        })
+    }
+
+    #[test]
+    fn fields_go_into_the_text_unparsed_when_no_event_has_their_keys() {
+        let mut s = split(&[r#"{"m":"x"}"#, "{}", r#"{"m":"y"}"#]);
+        let (one, two) = (object("b1"), object("b2"));
+        s.decorate(&[one.clone(), one, two]);
+        assert!(s.parsed.is_none(), "not parsed");
+        assert_eq!(
+            String::from_utf8(s.events.clone()).unwrap(),
+            "{\"m\":\"x\",\"s3\":{\"bucket\":\"b1\",\"key\":\"k\"}}\n\
+             {\"s3\":{\"bucket\":\"b1\",\"key\":\"k\"}}\n\
+             {\"m\":\"y\",\"s3\":{\"bucket\":\"b2\",\"key\":\"k\"}}\n"
+        );
+        assert_eq!(s.metadata[2].attributes["a"], 1);
+    }
+
+    #[test]
+    fn an_event_that_has_a_key_already_gets_it_replaced_as_data_prepper_puts_it() {
+        let mut s = split(&[r#"{"m":"x"}"#, r#"{"s3":"old","n":1}"#]);
+        let d = object("b");
+        s.decorate(&[d.clone(), d]);
+        let events = s.parsed().clone();
+        assert_eq!(
+            events[0].data,
+            json!({"m": "x", "s3": {"bucket": "b", "key": "k"}})
+        );
+        assert_eq!(
+            events[1].data,
+            json!({"s3": {"bucket": "b", "key": "k"}, "n": 1})
+        );
     }
 }
