@@ -23,6 +23,7 @@ pub mod process;
 pub mod s3;
 pub mod sigv4;
 pub mod sqs;
+pub mod sts;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -602,72 +602,12 @@ fn a_dead_host_a_cut_answer_and_a_slow_one_lose_and_double_nothing() {
     server.assert_understood();
 }
 
-/// What the STS stand-in saw: each request's headers (names lowercased), then `("body", ..)`.
-type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
-
-/// A stand-in for AWS STS: answers every `AssumeRole` with fixed temporary credentials, as
-/// STS's API reference shows the answer, and keeps each request's headers and body.
-fn fake_sts() -> (u16, Seen) {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            let head_end = loop {
-                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break i + 4;
-                }
-                match conn.read(&mut chunk) {
-                    Ok(0) | Err(_) => break 0,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            };
-            if head_end == 0 {
-                continue;
-            }
-            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-            let headers: Vec<(String, String)> = head
-                .lines()
-                .skip(1)
-                .filter_map(|l| l.split_once(':'))
-                .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
-                .collect();
-            let length: usize = headers
-                .iter()
-                .find(|(k, _)| k == "content-length")
-                .and_then(|(_, v)| v.parse().ok())
-                .unwrap_or(0);
-            while buf.len() < head_end + length {
-                match conn.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-            let body = String::from_utf8_lossy(&buf[head_end..]).into_owned();
-            let mut seen = keep.lock().unwrap();
-            seen.extend(headers);
-            seen.push(("body".into(), body));
-            let xml = r#"<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials><AccessKeyId>ASIASLUICESTS</AccessKeyId><SecretAccessKey>sts/secret</SecretAccessKey><SessionToken>sts-token</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration></Credentials><AssumedRoleUser><AssumedRoleId>AROASLUICE:sluice</AssumedRoleId><Arn>arn:aws:sts::123456789012:assumed-role/ingest/sluice</Arn></AssumedRoleUser></AssumeRoleResult><ResponseMetadata><RequestId>c6104cbe-af31-11e0-8154-cbc7ccf896c7</RequestId></ResponseMetadata></AssumeRoleResponse>"#;
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{xml}",
-                xml.len()
-            );
-            let _ = conn.write_all(answer.as_bytes());
-        }
-    });
-    (port, seen)
-}
-
 /// `aws.sts_role_arn` with `sts_external_id` and `sts_header_overrides`: the role is assumed
 /// through STS with the headers on the `AssumeRole` request, and every request to the cluster
 /// is signed with the role's temporary credentials.
 #[test]
 fn a_role_is_assumed_with_the_header_overrides_and_its_credentials_sign() {
-    let (sts_port, sts_seen) = fake_sts();
+    let (sts_port, sts_seen) = sluice_tests::sts::fake_sts("ASIASLUICESTS", "sts/secret");
     let server = OpenSearch::start_with_sigv4("ASIASLUICESTS", "sts/secret", "eu-west-1", "es");
     let sink = opensearch_sink(
         &server,

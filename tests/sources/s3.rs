@@ -336,3 +336,65 @@ fn kill_9_mid_object_every_line_once_in_an_exactly_once_file_and_the_message_red
         "the object was read again after a kill, and what the file held was skipped"
     );
 }
+
+/// `aws.sts_role_arn`: the role is assumed through STS with the chain's credentials, and S3
+/// is called with the role's, not the chain's. The chain's are the store's own (a read with
+/// them would succeed); the role's, handed out by an STS stand-in, are unknown to the store,
+/// so the read is refused, counted, and the message kept for another try.
+#[test]
+fn a_role_is_assumed_and_its_credentials_call_the_store() {
+    let store = S3Store::start();
+    let bucket = unique("role").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    let queue = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "a.log", text("r", 10)).await;
+        let q = create_queue(&unique("role")).await;
+        send(&q, &object_created(&bucket, "a.log", 50)).await;
+        q
+    });
+    let (sts_port, seen) = sluice_tests::sts::fake_sts("ASIASLUICEROLE", "role/secret");
+    let yaml = pipeline(
+        "role",
+        &queue,
+        &store.endpoint(),
+        "out.jsonl",
+        "codec:\n  newline:",
+    )
+    .replace(
+        "        region: us-east-1\n",
+        "        region: us-east-1\n        sts_role_arn: arn:aws:iam::123456789012:role/reader\n",
+    );
+    let sts = format!("http://127.0.0.1:{sts_port}");
+    let mut env = store.env().to_vec();
+    env.extend([
+        ("AWS_PROFILE", "sluice-none"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("AWS_ENDPOINT_URL_STS", sts.as_str()),
+    ]);
+    let mut sluice = Sluice::start_without_listener_env(&yaml, &env);
+    sluice.wait_for("the read refused", Duration::from_secs(60), || {
+        sluice.metric("s3_s3ObjectsFailed", "role").unwrap_or(0.0) >= 1.0
+    });
+    assert!(
+        sluice.log().contains("InvalidAccessKeyId"),
+        "the store did not know the role's key: {}",
+        sluice.log()
+    );
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    let (visible, hidden) = rt.block_on(queue_counts(&queue));
+    assert_eq!(visible + hidden, 1, "the message is kept");
+    let seen = seen.lock().unwrap();
+    let header = |name: &str| seen.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let body = header("body").unwrap_or_default();
+    assert!(
+        body.contains("Action=AssumeRole")
+            && body.contains("RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Freader"),
+        "{body}"
+    );
+    let base = format!("Credential={}/", sluice_tests::s3::S3_ACCESS_KEY);
+    assert!(
+        header("authorization").is_some_and(|a| a.contains(&base)),
+        "AssumeRole is signed with the chain's credentials: {seen:?}"
+    );
+}

@@ -60,6 +60,11 @@ pub struct S3SourceConfig {
     pub region: Option<String>,
     /// An S3-compatible store, path-style.
     pub endpoint: Option<String>,
+    /// A role to assume for S3 and SQS (`aws.sts_role_arn`), with its external id and the
+    /// headers of the `AssumeRole` request; else the AWS chain's credentials.
+    pub sts_role_arn: Option<String>,
+    pub sts_external_id: Option<String>,
+    pub sts_header_overrides: BTreeMap<String, String>,
     pub from: notification::From,
     pub compression: Compression,
     pub lines: Lines,
@@ -100,6 +105,8 @@ pub enum S3SourceError {
     QueueUrl { url: String, reason: String },
     #[error("sqs.queue_url `{url}`: the queue cannot be reached: {reason}")]
     Queue { url: String, reason: String },
+    #[error("aws: {0}")]
+    Role(#[from] sluice_sigv4::Error),
 }
 
 /// Counts with Data Prepper's names: `s3_<name>{pipeline}` (Data Prepper's
@@ -201,7 +208,18 @@ impl S3Source {
             .clone()
             .or_else(|| url.region.clone())
             .unwrap_or_else(|| "us-east-1".to_owned());
-        let shared = crate::aws_defaults(&region, None).await;
+        let mut shared = crate::aws_defaults(&region, None).await;
+        if config.sts_role_arn.is_some() {
+            let role = sluice_sigv4::Settings {
+                region: region.clone(),
+                service: sluice_sigv4::Service::Other("s3"),
+                sts_role_arn: config.sts_role_arn.clone(),
+                sts_external_id: config.sts_external_id.clone(),
+                sts_header_overrides: config.sts_header_overrides.clone(),
+            };
+            let provider = sluice_sigv4::credentials_provider(&role).await?;
+            shared = shared.into_builder().credentials_provider(provider).build();
+        }
         // The SDK's standard retries (3 attempts): a delete lost to a blip means an object
         // read again.
         let retry = aws_config::retry::RetryConfig::standard();

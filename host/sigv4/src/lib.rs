@@ -118,6 +118,42 @@ pub enum Error {
     },
 }
 
+/// Validates `settings` and builds their credentials provider: the AWS SDK default chain, and
+/// with `sts_role_arn` an [`AssumeRoleProvider`] for that role on top of it, calling STS in
+/// `settings.region` (with `sts_header_overrides`, the STS client itself). No network call is
+/// made here. Also what AWS SDK clients of other services take (the s3 source's S3 and SQS).
+pub async fn credentials_provider(settings: &Settings) -> Result<SharedCredentialsProvider, Error> {
+    validate(settings)?;
+    let region = aws_config::Region::new(settings.region.clone());
+    let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(region.clone())
+        .load()
+        .await;
+    Ok(match settings.sts_role_arn.clone() {
+        Some(role_arn) if !settings.sts_header_overrides.is_empty() => {
+            SharedCredentialsProvider::new(sts::AssumeRoleWithHeaders {
+                client: aws_sdk_sts::Client::new(&shared),
+                role_arn,
+                external_id: settings.sts_external_id.clone(),
+                headers: settings.sts_header_overrides.clone(),
+            })
+        }
+        Some(role_arn) => {
+            let mut builder = AssumeRoleProvider::builder(role_arn)
+                .session_name(session_name(SystemTime::now()))
+                .region(region)
+                .configure(&shared);
+            if let Some(external_id) = settings.sts_external_id.clone() {
+                builder = builder.external_id(external_id);
+            }
+            SharedCredentialsProvider::new(builder.build().await)
+        }
+        None => shared.credentials_provider().ok_or_else(|| {
+            Error::Credentials("the AWS SDK default credentials chain is not available".into())
+        })?,
+    })
+}
+
 /// Signs requests for one region and service with credentials from the provider it was built
 /// with. Cheap to share (`Arc`) between tasks: signing takes a lock only to read or refresh the
 /// cached credentials.
@@ -129,40 +165,10 @@ pub struct Signer {
 }
 
 impl Signer {
-    /// Validates `settings` and builds the credentials provider: the AWS SDK default chain, and
-    /// with `sts_role_arn` an [`AssumeRoleProvider`] for that role on top of it, calling STS in
-    /// `settings.region`. No network call is made here; the first [`Signer::sign`] fetches the
-    /// credentials.
+    /// A signer with [`credentials_provider`]'s credentials for `settings`. No network call is
+    /// made here; the first [`Signer::sign`] fetches the credentials.
     pub async fn new(settings: Settings) -> Result<Self, Error> {
-        validate(&settings)?;
-        let region = aws_config::Region::new(settings.region.clone());
-        let shared = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(region.clone())
-            .load()
-            .await;
-        let provider = match settings.sts_role_arn {
-            Some(role_arn) if !settings.sts_header_overrides.is_empty() => {
-                SharedCredentialsProvider::new(sts::AssumeRoleWithHeaders {
-                    client: aws_sdk_sts::Client::new(&shared),
-                    role_arn,
-                    external_id: settings.sts_external_id,
-                    headers: settings.sts_header_overrides,
-                })
-            }
-            Some(role_arn) => {
-                let mut builder = AssumeRoleProvider::builder(role_arn)
-                    .session_name(session_name(SystemTime::now()))
-                    .region(region)
-                    .configure(&shared);
-                if let Some(external_id) = settings.sts_external_id {
-                    builder = builder.external_id(external_id);
-                }
-                SharedCredentialsProvider::new(builder.build().await)
-            }
-            None => shared.credentials_provider().ok_or_else(|| {
-                Error::Credentials("the AWS SDK default credentials chain is not available".into())
-            })?,
-        };
+        let provider = credentials_provider(&settings).await?;
         Ok(Self::with_provider(
             settings.region,
             settings.service,

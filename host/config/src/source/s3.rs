@@ -300,15 +300,14 @@ pub struct S3SourceAws {
     /// addressing is used with it. Default: AWS. (Not a Data Prepper key: the s3 sink's.)
     #[serde(default)]
     pub endpoint: Option<String>,
-    /// Data Prepper's role to assume (20 to 2048 characters). Not assumed yet: the standard
-    /// credential chain is used, which assumes a role from a profile's `role_arn` or
-    /// `AWS_ROLE_ARN` (web identity).
+    /// An IAM role to assume (STS `AssumeRole`, with the standard chain's credentials) for
+    /// S3 and SQS, 20 to 2048 characters. Default: the chain's credentials themselves.
     #[serde(default)]
     pub sts_role_arn: Option<String>,
     /// Goes with `sts_role_arn` (2 to 1224 characters).
     #[serde(default)]
     pub sts_external_id: Option<String>,
-    /// Goes with `sts_role_arn` (at most 5).
+    /// Headers sent with the `AssumeRole` request (at most 5).
     #[serde(default)]
     pub sts_header_overrides: BTreeMap<String, String>,
 }
@@ -374,6 +373,10 @@ pub struct S3SourceSettings {
     pub region: Option<String>,
     /// The S3 store's endpoint (`aws.endpoint`), path-style.
     pub endpoint: Option<String>,
+    /// `aws.sts_role_arn`, `aws.sts_external_id`, `aws.sts_header_overrides`.
+    pub sts_role_arn: Option<String>,
+    pub sts_external_id: Option<String>,
+    pub sts_header_overrides: BTreeMap<String, String>,
     pub notification_source: NotificationSource,
     pub compression: Compression,
     pub lines: Lines,
@@ -466,6 +469,9 @@ impl crate::Resolve for S3Source {
             queue_url: sqs.queue_url,
             region: aws.as_ref().and_then(|a| a.region.clone()),
             endpoint: aws.as_ref().and_then(|a| a.endpoint.clone()),
+            sts_role_arn: aws.as_ref().and_then(|a| a.sts_role_arn.clone()),
+            sts_external_id: aws.as_ref().and_then(|a| a.sts_external_id.clone()),
+            sts_header_overrides: aws.map(|a| a.sts_header_overrides).unwrap_or_default(),
             notification_source: self.notification_source,
             compression: self.compression,
             lines,

@@ -45,6 +45,9 @@ pub(crate) async fn connect(
         queue_url: s.queue_url,
         region: s.region,
         endpoint: s.endpoint,
+        sts_role_arn: s.sts_role_arn,
+        sts_external_id: s.sts_external_id,
+        sts_header_overrides: s.sts_header_overrides,
         from: match s.notification_source {
             NotificationSource::S3 => sluice_s3::notification::From::S3,
             NotificationSource::Eventbridge => sluice_s3::notification::From::EventBridge,
@@ -98,8 +101,11 @@ pub(crate) struct Objects {
     header: Option<String>,
     /// The last object's decoration, with its position's topic and header: the lines of one
     /// object share it.
-    last: std::sync::Mutex<Option<(Arc<str>, Option<String>, Arc<Decoration>)>>,
+    last: std::sync::Mutex<Option<Last>>,
 }
+
+/// The last object an [`Objects`] decorated: its topic, its header, and what its lines got.
+type Last = (Arc<str>, Option<String>, Arc<Decoration>);
 
 impl Objects {
     /// The decorator of an s3 source.
