@@ -241,13 +241,20 @@ const WIDTH: usize = 100;
 
 fn big_text(prefix: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(BIG_LINES * (WIDTH + 1));
-    for i in 0..BIG_LINES {
-        let line = format!("{prefix}-{i:09} ");
-        out.extend_from_slice(line.as_bytes());
-        out.extend(std::iter::repeat_n(b'x', WIDTH - line.len()));
-        out.push(b'\n');
-    }
+    write_lines(&mut out, prefix, BIG_LINES).unwrap();
     out
+}
+
+/// Writes `n` lines `<prefix>-<9 digits> xxx…` of [`WIDTH`] bytes (and a newline) to `out`.
+fn write_lines(out: &mut impl std::io::Write, prefix: &str, n: usize) -> std::io::Result<()> {
+    let pad = vec![b'x'; WIDTH];
+    for i in 0..n {
+        let line = format!("{prefix}-{i:09} ");
+        out.write_all(line.as_bytes())?;
+        out.write_all(&pad[line.len()..])?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 #[test]
@@ -397,4 +404,76 @@ fn a_role_is_assumed_and_its_credentials_call_the_store() {
         header("authorization").is_some_and(|a| a.contains(&base)),
         "AssumeRole is signed with the chain's credentials: {seen:?}"
     );
+}
+
+/// Lines of the large object: 500 MiB of text.
+const LARGE_LINES: usize = 500 * (1 << 20) / (WIDTH + 1);
+
+/// A 500 MiB object (gzip, made and put without holding it: its lines compress well), read
+/// by a process killed part way: its message stays in flight, the object is read again from
+/// its first line after the restart, and the file holds every line once.
+#[test]
+fn a_500_mib_object_killed_mid_way_reaches_the_file_once() {
+    let store = S3Store::start();
+    let bucket = unique("large").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    write_lines(&mut gz, "big", LARGE_LINES).unwrap();
+    let gz = gz.finish().unwrap();
+    let queue = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "large.log.gz", gz).await;
+        let q = create_queue(&unique("large")).await;
+        send(&q, &object_created(&bucket, "large.log.gz", 500 << 20)).await;
+        q
+    });
+    let yaml = pipeline(
+        "large",
+        &queue,
+        &store.endpoint(),
+        "out.jsonl",
+        "compression: automatic\ncodec:\n  newline:",
+    )
+    .replace(
+        "visibility_timeout: 2s",
+        "visibility_timeout: 4s\n        visibility_duplication_protection: true",
+    );
+    let mut sluice = Sluice::start_without_listener_env(&yaml, &store.env());
+    let out = sluice.path("out.jsonl");
+    let event = format!(
+        "{}\n",
+        json!({"message": "x".repeat(WIDTH), "s3": {"bucket": bucket, "key": "large.log.gz"}})
+    )
+    .len() as u64;
+    let total = event * LARGE_LINES as u64;
+    let size = || std::fs::metadata(&out).map_or(0, |m| m.len());
+    sluice.wait_for(
+        "a third of the object in the file",
+        Duration::from_secs(600),
+        || size() >= total / 3,
+    );
+    sluice.freeze();
+    let (_, hidden) = rt.block_on(queue_counts(&queue));
+    assert_eq!(
+        hidden, 1,
+        "the message is in flight, not deleted, while the object is read"
+    );
+    assert!(size() < total, "killed before the end of the object");
+    sluice.kill9();
+    sluice.restart(&[]);
+    sluice.wait_for("the message deleted", Duration::from_secs(900), || {
+        rt.block_on(queue_counts(&queue)) == (0, 0)
+    });
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    let mut counts = vec![0u8; LARGE_LINES];
+    let file = std::io::BufReader::new(std::fs::File::open(&out).unwrap());
+    for line in std::io::BufRead::lines(file) {
+        let line = line.unwrap();
+        let at = line.find("big-").expect("a line of the object") + 4;
+        let i: usize = line[at..at + 9].parse().unwrap();
+        counts[i] = counts[i].saturating_add(1);
+    }
+    let lost = counts.iter().filter(|n| **n == 0).count();
+    let twice = counts.iter().filter(|n| **n > 1).count();
+    assert_eq!((lost, twice), (0, 0), "lines lost, lines twice");
 }
