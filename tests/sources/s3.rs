@@ -247,7 +247,7 @@ fn big_text(prefix: &str) -> Vec<u8> {
 
 /// Writes `n` lines `<prefix>-<9 digits> xxx…` of [`WIDTH`] bytes (and a newline) to `out`.
 fn write_lines(out: &mut impl std::io::Write, prefix: &str, n: usize) -> std::io::Result<()> {
-    let pad = vec![b'x'; WIDTH];
+    let pad = [b'x'; WIDTH];
     for i in 0..n {
         let line = format!("{prefix}-{i:09} ");
         out.write_all(line.as_bytes())?;

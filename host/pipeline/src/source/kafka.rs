@@ -4,7 +4,7 @@
 //! Prepper's metadata attributes (`Topics::decorate`): `kafka_topic`, `kafka_partition`,
 //! `kafka_timestamp`, `kafka_headers`, and the key by the topic's `key_mode`. What
 //! `sluice dlq replay` sends back goes to a small in-memory buffer beside the topics
-//! ([`Pulled`]), which the same workers read.
+//! (`Pulled`), which the same workers read.
 
 use std::collections::BTreeMap;
 use std::path::Path;

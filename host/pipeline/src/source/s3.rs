@@ -3,7 +3,7 @@
 //! source itself runs nothing. Each line's events get the object's `bucket` and `key` under
 //! `metadata_root_key` (`Objects::decorate`), and the codec's header line under
 //! `header_destination`. What `sluice dlq replay` sends back goes to a small in-memory buffer
-//! beside the readers ([`Pulled`]).
+//! beside the readers (`Pulled`).
 
 use std::sync::Arc;
 

@@ -1,0 +1,549 @@
+//! A queue reader of the s3 source: receives messages, streams the object each announces into
+//! batches of lines (their positions the object and the line number), and counts what is in
+//! flight of each object, so its message is deleted only once every line reached the sinks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
+use sluice_buffer::{Acknowledgement, Batch, Position, Read, Record, Unreadable};
+use tokio::sync::{mpsc, watch};
+
+use super::queue::{Delete, keep_hidden};
+use super::{Compression, HEADER, Lines, S3SourceConfig, S3Stats};
+use crate::lines::{Inflate, LINE_LIMIT, Piece, Splitter};
+use crate::notification::{self, Announced, Notice};
+
+/// Everything a queue reader needs.
+pub(super) struct Reading {
+    pub(super) config: S3SourceConfig,
+    pub(super) stats: Arc<S3Stats>,
+    pub(super) sqs: aws_sdk_sqs::Client,
+    pub(super) s3: aws_sdk_s3::Client,
+    /// The queue URL's account: the default expected bucket owner.
+    pub(super) account: Option<String>,
+    pub(super) batches: mpsc::Sender<Batch>,
+    pub(super) deletes: mpsc::UnboundedSender<Delete>,
+    pub(super) stop: watch::Receiver<bool>,
+    /// Each read of an object gets the next (the `epoch` of its [`Read`]s).
+    pub(super) reads: Arc<AtomicU64>,
+}
+
+/// One object in flight: its message is deleted once it was read to the end and every batch
+/// of its lines was acknowledged. Dropped otherwise (a batch dropped unacknowledged, a failed
+/// or stopped read): the message stays and comes back.
+pub(super) struct InFlight {
+    state: Mutex<(usize, bool)>,
+    receipt: String,
+    deletes: mpsc::UnboundedSender<Delete>,
+}
+
+impl InFlight {
+    /// One more batch out.
+    fn sent(&self) {
+        self.state.lock().expect("not poisoned").0 += 1;
+    }
+
+    /// A batch was acknowledged.
+    fn acknowledged(&self) {
+        let mut s = self.state.lock().expect("not poisoned");
+        s.0 -= 1;
+        if s.0 == 0 && s.1 {
+            let _ = self.deletes.send(Delete::Message(self.receipt.clone()));
+        }
+    }
+
+    /// The object was read to its end.
+    fn read_whole(&self) {
+        let mut s = self.state.lock().expect("not poisoned");
+        s.1 = true;
+        if s.0 == 0 {
+            let _ = self.deletes.send(Delete::Message(self.receipt.clone()));
+        }
+    }
+
+    pub(super) fn done(&self) -> bool {
+        let s = self.state.lock().expect("not poisoned");
+        s.1 && s.0 == 0
+    }
+}
+
+/// Why an object was not read whole.
+#[derive(Debug)]
+enum ReadError {
+    /// Shutting down.
+    Stopped,
+    /// The store refused or failed (the message stays for another try).
+    Failed(String),
+}
+
+impl Reading {
+    /// One queue reader: receive, read each announced object, until stopped.
+    pub(super) async fn run(self: Arc<Self>) {
+        let mut stop = self.stop.clone();
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let receive = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.config.queue_url)
+                .max_number_of_messages(self.config.maximum_messages)
+                .visibility_timeout(self.config.visibility_timeout.as_secs() as i32)
+                .wait_time_seconds(self.config.wait_time.as_secs() as i32)
+                .message_system_attribute_names(
+                    aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+                )
+                .send();
+            let received = tokio::select! {
+                r = receive => r,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let messages = match received {
+                Ok(out) => {
+                    backoff = Duration::from_secs(1);
+                    out.messages.unwrap_or_default()
+                }
+                Err(e) => {
+                    self.stats.receive_failed.add(1);
+                    tracing::warn!(queue = %self.config.queue_url, error = %DisplayErrorContext(&e), retry_in = ?backoff,
+                        "receiving from the queue failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    continue;
+                }
+            };
+            self.stats.messages_received.add(messages.len() as u64);
+            let any = !messages.is_empty();
+            for message in messages {
+                if *stop.borrow() {
+                    // Not started: it comes back after its visibility timeout.
+                    return;
+                }
+                self.handle(message).await;
+            }
+            if any && !self.config.poll_delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.config.poll_delay) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        }
+    }
+
+    /// Reads the object one message announces, or decides it has none.
+    async fn handle(&self, message: aws_sdk_sqs::types::Message) {
+        let Some(receipt) = message.receipt_handle.clone() else {
+            return;
+        };
+        let body = message.body.as_deref().unwrap_or_default();
+        let delete = |why: &str| {
+            tracing::debug!(queue = %self.config.queue_url, why, "deleting a message unread");
+            let _ = self.deletes.send(Delete::Message(receipt.clone()));
+        };
+        if let (Some(most), Some(count)) = (
+            self.config.max_receive_attempts,
+            message
+                .attributes
+                .as_ref()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                })
+                .and_then(|c| c.parse::<u32>().ok()),
+        ) && count > most
+        {
+            tracing::warn!(queue = %self.config.queue_url, received = count, max_receive_attempts = most,
+                "deleting a message received more than `max_receive_attempts` times, unread");
+            return delete("max_receive_attempts");
+        }
+        let announced = match notification::parse(body, self.config.from) {
+            Ok(Notice::Created(a)) => a,
+            Ok(Notice::Skip(why)) => return delete(why),
+            Err(reason) => {
+                self.stats.messages_failed.add(1);
+                let head: String = body.chars().take(200).collect();
+                if self.config.delete_unreadable {
+                    tracing::warn!(queue = %self.config.queue_url, %reason, body = %head,
+                        "deleting a message that is no S3 notification (`on_error: delete_messages`)");
+                    return delete("unreadable");
+                }
+                tracing::warn!(queue = %self.config.queue_url, %reason, body = %head,
+                    "a message is no S3 notification; it stays in the queue (`on_error: retain_messages`)");
+                return;
+            }
+        };
+        if announced.size == 0 {
+            self.stats.objects_empty.add(1);
+            return delete("an empty object");
+        }
+        if let Some((include, exclude)) = self.config.filters.get(&announced.bucket) {
+            let key = &announced.key;
+            let passes = (include.is_empty()
+                || include.iter().any(|p| key.starts_with(p.as_str())))
+                && !exclude.iter().any(|s| key.ends_with(s.as_str()));
+            if !passes {
+                self.stats.objects_filtered.add(1);
+                return delete("filtered out");
+            }
+        }
+        let object = Arc::new(InFlight {
+            state: Mutex::new((0, false)),
+            receipt: receipt.clone(),
+            deletes: self.deletes.clone(),
+        });
+        let keeper = self.config.protect_visibility.map(|limit| {
+            tokio::spawn(keep_hidden(
+                self.sqs.clone(),
+                self.config.queue_url.clone(),
+                receipt.clone(),
+                self.config.visibility_timeout,
+                limit,
+                Arc::downgrade(&object),
+                self.stop.clone(),
+                self.stats.clone(),
+            ))
+        });
+        let started = Instant::now();
+        match self.read(&announced, &object).await {
+            Ok((bytes, lines)) => {
+                self.stats.objects_succeeded.add(1);
+                self.stats.object_size.record(bytes as f64);
+                self.stats.processed_bytes.record(bytes as f64);
+                self.stats.object_events.record(lines as f64);
+                self.stats.read_time.record(started.elapsed().as_secs_f64());
+                tracing::debug!(bucket = %announced.bucket, key = %announced.key, bytes, lines, "object read");
+                object.read_whole();
+            }
+            Err(ReadError::Stopped) => {
+                tracing::info!(bucket = %announced.bucket, key = %announced.key,
+                    "stopped while reading an object; its message stays in the queue, and the object is read again (lines the sinks hold are skipped by file and opensearch sinks)");
+            }
+            Err(ReadError::Failed(reason)) => {
+                self.stats.objects_failed.add(1);
+                tracing::warn!(bucket = %announced.bucket, key = %announced.key, %reason,
+                    "reading an object failed; its message stays in the queue and comes back after its visibility timeout");
+            }
+        }
+        // The keeper stops by itself once the object is done or dropped.
+        drop(keeper);
+    }
+
+    /// The owner the bucket must have, if checked.
+    fn expected_owner(&self, bucket: &str) -> Option<String> {
+        if !self.config.check_owner {
+            return None;
+        }
+        self.config
+            .bucket_owners
+            .get(bucket)
+            .or(self.config.default_bucket_owner.as_ref())
+            .or(self.account.as_ref())
+            .cloned()
+    }
+
+    /// Streams the object, sending its lines in batches; returns its bytes and lines.
+    async fn read(&self, a: &Announced, object: &Arc<InFlight>) -> Result<(u64, i64), ReadError> {
+        let gzip = match self.config.compression {
+            Compression::Gzip => true,
+            Compression::None => false,
+            Compression::Automatic => a.key.ends_with(".gz"),
+        };
+        let mut stop = self.stop.clone();
+        let mut body = None;
+        let mut etag = None;
+        let mut got: u64 = 0;
+        let mut attempts = 0;
+        let mut inflate = Inflate::new(gzip);
+        let mut splitter = Splitter::default();
+        let mut lines = Batcher::new(self, a, object);
+        loop {
+            if body.is_none() {
+                let get = self.get(a, got, etag.as_deref());
+                let out = tokio::select! {
+                    out = get => out?,
+                    _ = stop.wait_for(|s| *s) => return Err(ReadError::Stopped),
+                };
+                if etag.is_none() {
+                    lines.partition = partition(out.e_tag().unwrap_or_default());
+                    etag = out.e_tag().map(str::to_owned);
+                }
+                body = Some(out.body);
+            }
+            let stream = body.as_mut().expect("set above");
+            let chunk = tokio::select! {
+                c = stream.next() => c,
+                _ = stop.wait_for(|s| *s) => return Err(ReadError::Stopped),
+            };
+            match chunk {
+                None => break,
+                Some(Ok(chunk)) => {
+                    got += chunk.len() as u64;
+                    let mut pieces = Vec::new();
+                    let fed = inflate.feed(&chunk, &mut |text| {
+                        splitter.feed(text, &mut |p| pieces.push(owned(p)));
+                    });
+                    if let Err(e) = fed {
+                        return Err(ReadError::Failed(format!("inflating gzip: {e}")));
+                    }
+                    for p in pieces {
+                        lines.take(p).await?;
+                    }
+                }
+                Some(Err(e)) => {
+                    attempts += 1;
+                    if attempts > 5 {
+                        return Err(ReadError::Failed(format!("reading the body: {e}")));
+                    }
+                    tracing::warn!(bucket = %a.bucket, key = %a.key, at = got, error = %e,
+                        "reading an object broke off; resuming where it stopped");
+                    body = None;
+                }
+            }
+        }
+        let mut pieces = Vec::new();
+        inflate
+            .finish(&mut |text| splitter.feed(text, &mut |p| pieces.push(owned(p))))
+            .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
+        splitter.finish(&mut |p| pieces.push(owned(p)));
+        for p in pieces {
+            lines.take(p).await?;
+        }
+        lines.flush().await?;
+        Ok((got, lines.number))
+    }
+
+    /// `GetObject` from byte `from` on (`If-Match` the first read's ETag when resuming).
+    async fn get(
+        &self,
+        a: &Announced,
+        from: u64,
+        etag: Option<&str>,
+    ) -> Result<aws_sdk_s3::operation::get_object::GetObjectOutput, ReadError> {
+        let mut get = self.s3.get_object().bucket(&a.bucket).key(&a.key);
+        if let Some(owner) = self.expected_owner(&a.bucket) {
+            get = get.expected_bucket_owner(owner);
+        }
+        if from > 0 {
+            get = get.range(format!("bytes={from}-"));
+        }
+        if let Some(etag) = etag {
+            get = get.if_match(etag);
+        }
+        get.send().await.map_err(|e| {
+            match e.code() {
+                Some("NoSuchKey" | "NotFound") => self.stats.objects_not_found.add(1),
+                Some("AccessDenied") => self.stats.objects_access_denied.add(1),
+                _ => {}
+            }
+            ReadError::Failed(format!(
+                "GetObject s3://{}/{}: {}",
+                a.bucket,
+                a.key,
+                DisplayErrorContext(&e)
+            ))
+        })
+    }
+}
+
+/// A piece of text, owned (the splitter's borrow ends with the chunk).
+enum Owned {
+    Line(Vec<u8>),
+    TooLong(Vec<u8>),
+}
+
+fn owned(p: Piece<'_>) -> Owned {
+    match p {
+        Piece::Line(l) => Owned::Line(l.to_vec()),
+        Piece::TooLong(l) => Owned::TooLong(l.to_vec()),
+    }
+}
+
+/// The partition of an object's positions: a hash of its ETag (non-negative).
+fn partition(etag: &str) -> i32 {
+    (crc32fast::hash(etag.trim_matches('"').as_bytes()) & 0x7fff_ffff) as i32
+}
+
+/// An object's lines on their way into batches.
+struct Batcher<'a> {
+    reading: &'a Reading,
+    object: &'a Arc<InFlight>,
+    topic: Arc<str>,
+    partition: i32,
+    /// The last line's number.
+    number: i64,
+    header: Option<String>,
+    /// The batch being filled, and the first line number it covers.
+    records: Vec<Record>,
+    unreadable: Vec<Unreadable>,
+    start: i64,
+    epoch: u64,
+    first: bool,
+}
+
+impl<'a> Batcher<'a> {
+    fn new(reading: &'a Reading, a: &Announced, object: &'a Arc<InFlight>) -> Self {
+        Self {
+            reading,
+            object,
+            topic: Arc::from(format!("s3://{}/{}", a.bucket, a.key)),
+            partition: 0,
+            number: 0,
+            header: None,
+            records: Vec::new(),
+            unreadable: Vec::new(),
+            start: 1,
+            epoch: reading.reads.fetch_add(1, Ordering::Relaxed),
+            first: true,
+        }
+    }
+
+    fn record(&self, payload: Vec<u8>) -> Record {
+        Record {
+            payload,
+            key: None,
+            received_at_ms: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            position: Some(Position {
+                topic: self.topic.clone(),
+                partition: self.partition,
+                offset: self.number,
+            }),
+            origin: format!("{}:{}", self.topic, self.number),
+            headers: self
+                .header
+                .iter()
+                .map(|h| (HEADER.to_owned(), h.clone()))
+                .collect(),
+            ..Record::default()
+        }
+    }
+
+    /// Takes the next piece of the object's text.
+    async fn take(&mut self, piece: Owned) -> Result<(), ReadError> {
+        self.number += 1;
+        let config = &self.reading.config;
+        let skipped = self.number as usize <= config.skip_lines;
+        let line = match piece {
+            Owned::Line(line) => line,
+            Owned::TooLong(head) => {
+                if !skipped {
+                    let reason = format!(
+                        "the line is longer than {LINE_LIMIT} bytes (its first {LINE_LIMIT} are kept here)"
+                    );
+                    let record = self.record(head);
+                    self.unreadable.push(Unreadable { record, reason });
+                }
+                return self.full().await;
+            }
+        };
+        if skipped {
+            return self.full().await;
+        }
+        if config.header && self.header.is_none() {
+            self.header = Some(String::from_utf8_lossy(&line).into_owned());
+            return self.full().await;
+        }
+        if let Lines::Ndjson {
+            include_empty_objects,
+        } = config.lines
+        {
+            let blank = line.iter().all(u8::is_ascii_whitespace);
+            let empty = !include_empty_objects && {
+                let text: Vec<u8> = line
+                    .iter()
+                    .copied()
+                    .filter(|b| !b.is_ascii_whitespace())
+                    .collect();
+                text == b"{}"
+            };
+            if blank || empty {
+                return self.full().await;
+            }
+        }
+        let record = self.record(line);
+        self.records.push(record);
+        self.full().await
+    }
+
+    /// Sends the batch once it holds `batch_size` lines.
+    async fn full(&mut self) -> Result<(), ReadError> {
+        if self.records.len() + self.unreadable.len() >= self.reading.config.batch_size {
+            self.flush().await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends what the batch holds (the lines read since the last one, skipped ones included).
+    async fn flush(&mut self) -> Result<(), ReadError> {
+        let end = self.number + 1;
+        if end == self.start {
+            return Ok(());
+        }
+        let read = Read {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            epoch: self.epoch,
+            start: self.start,
+            end,
+            begins: self.first,
+        };
+        let object = self.object.clone();
+        object.sent();
+        let records = std::mem::take(&mut self.records);
+        self.reading.stats.records_read.add(records.len() as u64);
+        let batch = Batch {
+            records,
+            unreadable: std::mem::take(&mut self.unreadable),
+            ack: Acknowledgement::new(move || object.acknowledged()),
+            room: None,
+            parts: None,
+            reads: vec![read],
+        };
+        self.start = end;
+        self.first = false;
+        let mut stop = self.reading.stop.clone();
+        tokio::select! {
+            sent = self.reading.batches.send(batch) => sent.map_err(|_| ReadError::Stopped),
+            _ = stop.wait_for(|s| *s) => Err(ReadError::Stopped),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_is_deleted_only_read_whole_and_every_batch_acknowledged() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let o = InFlight {
+            state: Mutex::new((0, false)),
+            receipt: "r".to_owned(),
+            deletes: tx,
+        };
+        o.sent();
+        o.sent();
+        o.acknowledged();
+        o.read_whole();
+        assert!(rx.try_recv().is_err(), "one batch is still out");
+        o.acknowledged();
+        assert!(matches!(rx.try_recv(), Ok(Delete::Message(r)) if r == "r"));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let o = InFlight {
+            state: Mutex::new((0, false)),
+            receipt: "r".to_owned(),
+            deletes: tx,
+        };
+        o.sent();
+        o.acknowledged();
+        assert!(rx.try_recv().is_err(), "not read to its end");
+    }
+}

@@ -1,0 +1,225 @@
+//! The queue side of the s3 source: what a queue URL says, the deleter (what reached the
+//! sinks, up to ten messages a request) and the keeper of a message's visibility.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use aws_sdk_s3::error::DisplayErrorContext;
+use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
+use tokio::sync::{mpsc, watch};
+
+use super::object::InFlight;
+use super::{S3SourceError, S3Stats};
+
+/// What the deleter is asked.
+pub(super) enum Delete {
+    /// Delete this message (its receipt handle).
+    Message(String),
+    /// Everything asked before was sent: say so.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// What the queue URL says: where to send SQS requests, the account and region.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct QueueUrl {
+    /// `scheme://host:port` of a queue not on AWS (a local SQS-compatible server); `None`:
+    /// AWS's endpoint for the region.
+    pub(super) endpoint: Option<String>,
+    pub(super) account: Option<String>,
+    pub(super) region: Option<String>,
+}
+
+impl QueueUrl {
+    pub(super) fn parse(url: &str) -> Result<Self, S3SourceError> {
+        let error = |reason: &str| S3SourceError::QueueUrl {
+            url: url.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+            error("not a URL; give the queue's URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`), not its ARN")
+        })?;
+        if scheme != "https" && scheme != "http" {
+            return Err(error("not an http(s) URL"));
+        }
+        let (host, path) = rest
+            .split_once('/')
+            .ok_or_else(|| error("No path for the SQS queue URL."))?;
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let [account, _name] = parts[..] else {
+            return Err(error("Not enough path parts for the SQS queue URL."));
+        };
+        let name = host.split(':').next().unwrap_or(host);
+        if name.ends_with(".amazonaws.com") {
+            if account.len() != 12 {
+                return Err(error("SQS queue URL has accountId of invalid length."));
+            }
+            if !account.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(error(
+                    "SQS queue URL has accountId with invalid characters.",
+                ));
+            }
+            // sqs.<region>.amazonaws.com
+            let region = name.split('.').nth(1).map(str::to_owned);
+            return Ok(Self {
+                endpoint: None,
+                account: Some(account.to_owned()),
+                region,
+            });
+        }
+        Ok(Self {
+            endpoint: Some(format!("{scheme}://{host}")),
+            account: Some(account.to_owned()).filter(|a| a.len() == 12),
+            region: None,
+        })
+    }
+}
+
+/// Deletes what reached the sinks, up to ten messages a request, until flushed at `join`.
+pub(super) async fn delete_loop(
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    stats: Arc<S3Stats>,
+    mut asks: mpsc::UnboundedReceiver<Delete>,
+) {
+    while let Some(first) = asks.recv().await {
+        let mut handles = Vec::new();
+        let mut flushed = Vec::new();
+        let mut next = Some(first);
+        while let Some(ask) = next.take() {
+            match ask {
+                Delete::Message(h) => handles.push(h),
+                Delete::Flush(done) => flushed.push(done),
+            }
+            if handles.len() < 10 {
+                next = asks.try_recv().ok();
+            }
+        }
+        if !handles.is_empty() {
+            let entries: Vec<_> = handles
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(h)
+                        .build()
+                        .expect("id and receipt handle are set")
+                })
+                .collect();
+            let result = sqs
+                .delete_message_batch()
+                .queue_url(&queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    stats.messages_deleted.add(out.successful().len() as u64);
+                    for failed in out.failed() {
+                        stats.messages_delete_failed.add(1);
+                        tracing::warn!(queue = %queue_url, code = %failed.code(), reason = ?failed.message(),
+                            "deleting a message failed; its object is read again when it comes back (the file and opensearch sinks skip the lines they hold)");
+                    }
+                }
+                Err(e) => {
+                    stats.messages_delete_failed.add(handles.len() as u64);
+                    tracing::warn!(queue = %queue_url, error = %DisplayErrorContext(&e), messages = handles.len(),
+                        "deleting messages failed; their objects are read again when they come back (the file and opensearch sinks skip the lines they hold)");
+                }
+            }
+        }
+        for done in flushed {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Keeps a message hidden while its object is in flight (`visibility_duplication_protection`):
+/// every half visibility timeout it resets the timeout, until the object is done or dropped,
+/// the source stops, or `limit` passed.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one task's inputs, each used once"
+)]
+pub(super) async fn keep_hidden(
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    receipt: String,
+    visibility: Duration,
+    limit: Duration,
+    object: Weak<InFlight>,
+    mut stop: watch::Receiver<bool>,
+    stats: Arc<S3Stats>,
+) {
+    let every = (visibility / 2)
+        .saturating_sub(Duration::from_secs(1))
+        .max(Duration::from_secs(1));
+    let started = Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        match object.upgrade() {
+            Some(o) if !o.done() => {}
+            _ => return,
+        }
+        if started.elapsed() + visibility > limit {
+            return;
+        }
+        let result = sqs
+            .change_message_visibility()
+            .queue_url(&queue_url)
+            .receipt_handle(&receipt)
+            .visibility_timeout(visibility.as_secs() as i32)
+            .send()
+            .await;
+        match result {
+            Ok(_) => stats.visibility_changed.add(1),
+            Err(e) => {
+                stats.visibility_change_failed.add(1);
+                tracing::warn!(queue = %queue_url, error = %DisplayErrorContext(&e),
+                    "extending a message's visibility failed; its object may be read twice");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_url_gives_the_endpoint_region_and_account() {
+        let aws = QueueUrl::parse("https://sqs.eu-west-1.amazonaws.com/123456789012/q").unwrap();
+        assert_eq!(
+            aws,
+            QueueUrl {
+                endpoint: None,
+                account: Some("123456789012".to_owned()),
+                region: Some("eu-west-1".to_owned())
+            }
+        );
+        let local = QueueUrl::parse("http://127.0.0.1:9324/123456789012/q").unwrap();
+        assert_eq!(local.endpoint.as_deref(), Some("http://127.0.0.1:9324"));
+        for (url, want) in [
+            ("arn:aws:sqs:us-east-1:123456789012:q", "not its ARN"),
+            ("https://sqs.us-east-1.amazonaws.com", "No path"),
+            (
+                "https://sqs.us-east-1.amazonaws.com/q",
+                "Not enough path parts",
+            ),
+            (
+                "https://sqs.us-east-1.amazonaws.com/1234/q",
+                "invalid length",
+            ),
+            (
+                "https://sqs.us-east-1.amazonaws.com/<account id>/q",
+                "invalid",
+            ),
+        ] {
+            let err = QueueUrl::parse(url).unwrap_err().to_string();
+            assert!(err.contains(want), "{url}: {err}");
+        }
+    }
+}
