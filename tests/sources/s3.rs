@@ -477,3 +477,79 @@ fn a_500_mib_object_killed_mid_way_reaches_the_file_once() {
     let twice = counts.iter().filter(|n| **n > 1).count();
     assert_eq!((lost, twice), (0, 0), "lines lost, lines twice");
 }
+
+/// Shutdown drains: an object read while its sink refuses (503) keeps its message in flight;
+/// on SIGTERM the sink delivers once the endpoint takes requests again, and the message is
+/// deleted before the process exits (the deletes come after the sinks, in the buffer's join).
+#[test]
+fn sigterm_delivers_what_was_read_then_deletes_its_message() {
+    let store = S3Store::start();
+    let bucket = unique("drain").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    let queue = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "a.log", text("d", 50)).await;
+        let q = create_queue(&unique("drain")).await;
+        send(&q, &object_created(&bucket, "a.log", 300)).await;
+        q
+    });
+    let endpoint = crate::sinks::http::Endpoint::start();
+    endpoint.state.lock().unwrap().fail_with = Some(503);
+    let yaml = pipeline(
+        "drain",
+        &queue,
+        &store.endpoint(),
+        "unused.jsonl",
+        "codec:\n  newline:",
+    )
+    .replace(
+        "  sink:\n    - file:\n        path: {dir}/unused.jsonl\n",
+        &format!("  sink:\n    - http:\n        url: {}\n", endpoint.url()),
+    )
+    .replace(
+        "visibility_timeout: 2s",
+        "visibility_timeout: 4s\n        visibility_duplication_protection: true",
+    );
+    let mut sluice = Sluice::start_without_listener_env(&yaml, &store.env());
+    sluice.wait_for(
+        "the object read, the sink refused",
+        Duration::from_secs(60),
+        || {
+            sluice.metric("s3_s3ObjectsSucceeded", "drain") == Some(1.0)
+                && endpoint.state.lock().unwrap().refused >= 2
+        },
+    );
+    let (_, hidden) = rt.block_on(queue_counts(&queue));
+    assert_eq!(hidden, 1, "in flight, not deleted, while the sink refuses");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &sluice.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    sluice.wait_for("the shutdown begun", Duration::from_secs(30), || {
+        sluice.log().contains("shutting down")
+    });
+    endpoint.state.lock().unwrap().fail_with = None;
+    let code = sluice.exit_code_within(Duration::from_secs(90));
+    assert_eq!(code, 0, "{}", sluice.log());
+    let bodies: String = endpoint
+        .state
+        .lock()
+        .unwrap()
+        .taken
+        .iter()
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    for i in 0..50 {
+        assert!(
+            bodies.contains(&format!("\"d-{i}\"")),
+            "line {i} delivered: {bodies}"
+        );
+    }
+    assert_eq!(
+        rt.block_on(queue_counts(&queue)),
+        (0, 0),
+        "deleted before the exit: {}",
+        sluice.log()
+    );
+}
