@@ -10,10 +10,7 @@
 //!   pause: a pause drops librdkafka's prefetched records, which are fetched again.
 //!
 //! # When offsets are committed
-//! What is acknowledged is committed from this thread, between two polls: a scheduled commit
-//! is sent without waiting for the broker (one at a time; the tracker learns the result at a
-//! later poll, so a broker slow to commit, hundreds of milliseconds on Nisshi, does not stop
-//! the fetching), a commit on revoke or close waits for it:
+//! What is acknowledged is committed (synchronously, on this thread, between two polls):
 //! - at once while a partition is new to this consumer: during the first `commit_interval`
 //!   after its first record was read following a start or an assignment, every check that
 //!   finds its commit point moved commits. So the first acknowledged batch after a start or a
@@ -65,16 +62,12 @@ struct Shared {
     /// Batches handed out and not yet acknowledged or dropped.
     in_flight: AtomicUsize,
     stats: Arc<KafkaStats>,
-    /// A scheduled commit was sent and its result has not come back (`Context::commit_callback`).
-    committing: AtomicBool,
-    /// The last scheduled commit failed: the schedule waits a `commit_interval` before the next.
-    commit_failed: AtomicBool,
 }
 
 impl Shared {
-    /// The commit list of what the tracker allows (only `only`, when given); `None` when
-    /// there is nothing to commit or the list cannot be built.
-    fn committable(&self, only: Option<&[i32]>) -> Option<(Vec<(i32, i64)>, TopicPartitionList)> {
+    /// Commits what the tracker allows (only `only`, when given). Returns `None` when there
+    /// was nothing to commit, else whether the broker took the commit.
+    fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) -> Option<bool> {
         let offsets = self.tracker.lock().expect("not poisoned").committable(only);
         if offsets.is_empty() {
             return None;
@@ -85,37 +78,9 @@ impl Shared {
                 list.add_partition_offset(&self.topic, *partition, Offset::Offset(*offset))
             {
                 tracing::warn!(error = %e, "building the commit list failed");
-                return None;
+                return Some(false);
             }
         }
-        Some((offsets, list))
-    }
-
-    /// Sends a commit of what the tracker allows without waiting for the broker (on a slow
-    /// broker one commit takes hundreds of milliseconds, and the consumer would not fetch
-    /// meanwhile); the tracker learns the result in `Context::commit_callback`, at a later
-    /// poll. One at a time: returns whether one was sent.
-    fn commit_async(&self, consumer: &BaseConsumer<Context>) -> bool {
-        if self.committing.load(Ordering::SeqCst) {
-            return false;
-        }
-        let Some((offsets, list)) = self.committable(None) else {
-            return false;
-        };
-        self.committing.store(true, Ordering::SeqCst);
-        if let Err(e) = consumer.commit(&list, CommitMode::Async) {
-            self.committing.store(false, Ordering::SeqCst);
-            self.commit_failed.store(true, Ordering::SeqCst);
-            tracing::warn!(topic = %self.topic, error = %e, ?offsets, "committing offsets failed; retrying after `commit_interval`");
-        }
-        true
-    }
-
-    /// Commits what the tracker allows (only `only`, when given), waiting for the broker:
-    /// on revoke and close. Returns `None` when there was nothing to commit, else whether the
-    /// broker took the commit.
-    fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) -> Option<bool> {
-        let (offsets, list) = self.committable(only)?;
         let started = Instant::now();
         match consumer.commit(&list, CommitMode::Sync) {
             Ok(()) => {
@@ -171,42 +136,6 @@ impl ClientContext for Context {
 }
 
 impl ConsumerContext for Context {
-    /// The result of a commit (a scheduled one sent by `Shared::commit_async`, and the
-    /// synchronous ones too, which already applied theirs): what the broker took is committed.
-    fn commit_callback(
-        &self,
-        result: rdkafka::error::KafkaResult<()>,
-        offsets: &TopicPartitionList,
-    ) {
-        let shared = &self.shared;
-        match result {
-            Ok(()) => {
-                let taken: Vec<(i32, i64)> = offsets
-                    .elements_for_topic(&shared.topic)
-                    .iter()
-                    .filter_map(|e| match e.offset() {
-                        Offset::Offset(o) => Some((e.partition(), o)),
-                        _ => None,
-                    })
-                    .collect();
-                let moved = shared
-                    .tracker
-                    .lock()
-                    .expect("not poisoned")
-                    .committed(&taken);
-                shared.stats.records_committed.add(moved);
-                if moved > 0 {
-                    tracing::debug!(topic = %shared.topic, offsets = ?taken, records = moved, "committed");
-                }
-            }
-            Err(e) => {
-                shared.commit_failed.store(true, Ordering::SeqCst);
-                tracing::warn!(topic = %shared.topic, error = %e, "committing offsets failed; retrying after `commit_interval`");
-            }
-        }
-        shared.committing.store(false, Ordering::SeqCst);
-    }
-
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Revoke(list) => {
@@ -269,8 +198,6 @@ impl Consumer {
             tracker: Mutex::new(Tracker::default()),
             in_flight: AtomicUsize::new(0),
             stats,
-            committing: AtomicBool::new(false),
-            commit_failed: AtomicBool::new(false),
         });
         let client = config.consumer_client_config(index);
         let error = |error| KafkaBufferError::Client {
@@ -342,12 +269,9 @@ impl Consumer {
     /// Commits what was acknowledged if `schedule` says it is time (see the module doc).
     fn commit_if_due(&self, schedule: &mut Schedule) {
         let now = Instant::now();
-        if self.shared.commit_failed.swap(false, Ordering::SeqCst) {
-            schedule.attempted(now, false);
-        }
         let due = schedule.due(now, &self.shared.tracker.lock().expect("not poisoned"));
-        if due && self.shared.commit_async(&self.consumer) {
-            schedule.attempted(now, true);
+        if due && let Some(ok) = self.shared.commit(&self.consumer, None) {
+            schedule.attempted(now, ok);
         }
     }
 
