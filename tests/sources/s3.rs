@@ -198,10 +198,16 @@ fn objects_announced_over_sqs_become_events_with_data_preppers_metadata() {
         json!({"bucket": bucket, "key": "dir/a b+c.log.gz"}),
         "the key form-decoded, the object gunzipped by its name"
     );
-    for metric in ["s3_s3ObjectsEmpty", "s3_sqsMessagesFailed"] {
-        assert_eq!(sluice.metric(metric, "lines"), Some(1.0), "{metric}");
+    // At least: on a loaded machine a message may come back (2 s visibility) before its
+    // delete lands, and is then counted again.
+    for (metric, least) in [
+        ("s3_s3ObjectsEmpty", 1.0),
+        ("s3_sqsMessagesFailed", 1.0),
+        ("s3_s3ObjectsSucceeded", 3.0),
+    ] {
+        let value = sluice.metric(metric, "lines").unwrap_or(0.0);
+        assert!(value >= least, "{metric} is {value}, at least {least}");
     }
-    assert_eq!(sluice.metric("s3_s3ObjectsSucceeded", "lines"), Some(3.0));
     assert!(sluice.metric("s3_sqsMessagesDeleted", "lines").unwrap() >= 7.0);
 
     // ndjson: `{}` and the blank line skipped, bucket and key at the top; the line that is
@@ -282,7 +288,7 @@ fn kill_9_mid_object_every_line_once_in_an_exactly_once_file_and_the_message_red
         "out.jsonl",
         "compression: automatic\ncodec:\n  newline:",
     )
-    .replace("visibility_timeout: 2s", "visibility_timeout: 4s\n        maximum_messages: 1\n        visibility_duplication_protection: true");
+    .replace("visibility_timeout: 2s", "visibility_timeout: 10s\n        maximum_messages: 1\n        visibility_duplication_protection: true");
     let mut sluice = Sluice::start_without_listener_env(&yaml, &store.env());
     let out = sluice.path("out.jsonl");
     // Each event is about the same size: `{"message":"<100 bytes>","s3":{...}}`.
@@ -436,7 +442,7 @@ fn a_500_mib_object_killed_mid_way_reaches_the_file_once() {
     )
     .replace(
         "visibility_timeout: 2s",
-        "visibility_timeout: 4s\n        visibility_duplication_protection: true",
+        "visibility_timeout: 10s\n        visibility_duplication_protection: true",
     );
     let mut sluice = Sluice::start_without_listener_env(&yaml, &store.env());
     let out = sluice.path("out.jsonl");
@@ -508,7 +514,7 @@ fn sigterm_delivers_what_was_read_then_deletes_its_message() {
     )
     .replace(
         "visibility_timeout: 2s",
-        "visibility_timeout: 4s\n        visibility_duplication_protection: true",
+        "visibility_timeout: 10s\n        visibility_duplication_protection: true",
     );
     let mut sluice = Sluice::start_without_listener_env(&yaml, &store.env());
     sluice.wait_for(

@@ -104,16 +104,39 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     );
     if args.large_mb > 0 {
         let lines_large = args.large_mb * (1 << 20) / (args.line_bytes + 1);
-        let key = "large/one.log";
-        runtime.block_on(put_large(&store, key, args, lines_large))?;
-        let (took, peak) = sluice_read(&runtime, &store, &[key.to_owned()], lines_large, args)?;
-        println!(
-            "  one {} MiB object ({lines_large} lines): {:.1} s, {:.0} lines/s; sluice's peak RSS {:.0} MiB (target < 200)",
-            args.large_mb,
-            took.as_secs_f64(),
-            lines_large as f64 / took.as_secs_f64(),
-            peak as f64 / f64::from(1 << 20)
-        );
+        runtime.block_on(put_large(&store, "large/one.log", args, lines_large))?;
+        // The same text gzipped (its lines compress well: a small object that inflates to
+        // the large one), made without holding the text.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let per = (8 << 20) / (args.line_bytes + 1);
+        let mut made = 0;
+        while made < lines_large {
+            let n = per.min(lines_large - made);
+            gz.write_all(&lines(args, 9999, n))?;
+            made += n;
+        }
+        let gz = gz.finish()?;
+        runtime.block_on(async {
+            let client = store.client(sluice_tests::s3::S3_SECRET_KEY).await;
+            client
+                .put_object()
+                .bucket(BUCKET)
+                .key("large/one.log.gz")
+                .body(gz.into())
+                .send()
+                .await
+                .context("putting the gzip object")
+        })?;
+        for (key, what) in [("large/one.log", "plain"), ("large/one.log.gz", "gzip")] {
+            let (took, peak) = sluice_read(&runtime, &store, &[key.to_owned()], lines_large, args)?;
+            println!(
+                "  one {} MiB object, {what} ({lines_large} lines): {:.1} s, {:.0} lines/s; sluice's peak RSS {:.0} MiB (target < 200)",
+                args.large_mb,
+                took.as_secs_f64(),
+                lines_large as f64 / took.as_secs_f64(),
+                peak as f64 / f64::from(1 << 20)
+            );
+        }
     }
     Ok(())
 }

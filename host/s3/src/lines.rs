@@ -8,8 +8,9 @@ use std::io::Write as _;
 /// The longest line read; a longer one is reported (its start) and skipped to its end.
 pub const LINE_LIMIT: usize = 16 << 20;
 
-/// Bytes fed to the decoder at once: one write inflates at most about a thousand times that.
-const INFLATE_SLICE: usize = 8 << 10;
+/// Bytes fed to the decoder at once: one write inflates at most about a thousand times that,
+/// so what one slice makes is bounded (feed a chunk slice by slice).
+pub const INFLATE_SLICE: usize = 8 << 10;
 
 /// Undoes the object's compression.
 pub enum Inflate {
@@ -26,36 +27,27 @@ impl Inflate {
         }
     }
 
-    /// Feeds `chunk`, handing what it inflates to `out` piece by piece.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut impl FnMut(&[u8])) -> std::io::Result<()> {
+    /// Feeds `slice` (at most [`INFLATE_SLICE`] bytes, so what it inflates is bounded),
+    /// putting what it inflates in `out` (cleared first).
+    pub fn feed(&mut self, slice: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+        out.clear();
         match self {
-            Inflate::None => {
-                out(chunk);
-                Ok(())
-            }
+            Inflate::None => out.extend_from_slice(slice),
             Inflate::Gzip(decoder) => {
-                for slice in chunk.chunks(INFLATE_SLICE) {
-                    decoder.write_all(slice)?;
-                    let inflated = decoder.get_mut();
-                    if !inflated.is_empty() {
-                        out(inflated);
-                        inflated.clear();
-                    }
-                }
-                Ok(())
+                decoder.write_all(slice)?;
+                std::mem::swap(decoder.get_mut(), out);
             }
         }
+        Ok(())
     }
 
-    /// The end of the object: what is left, or an error if the gzip stream was cut short.
-    pub fn finish(&mut self, out: &mut impl FnMut(&[u8])) -> std::io::Result<()> {
+    /// The end of the object: what is left in `out` (cleared first), or an error if the gzip
+    /// stream was cut short.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        out.clear();
         if let Inflate::Gzip(decoder) = self {
             decoder.try_finish()?;
-            let inflated = decoder.get_mut();
-            if !inflated.is_empty() {
-                out(inflated);
-                inflated.clear();
-            }
+            std::mem::swap(decoder.get_mut(), out);
         }
         Ok(())
     }
@@ -84,6 +76,10 @@ pub struct Splitter {
 impl Splitter {
     /// Feeds `chunk`, handing each complete line to `out`.
     pub fn feed(&mut self, mut chunk: &[u8], out: &mut impl FnMut(Piece<'_>)) {
+        if chunk.is_empty() {
+            // Nothing to say whether a `\n` follows a `\r`.
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -102,6 +98,8 @@ impl Splitter {
             }
             if self.skipping {
                 self.skipping = false;
+            } else if self.partial.is_empty() && line.len() > LINE_LIMIT {
+                out(Piece::TooLong(&line[..LINE_LIMIT]));
             } else if self.partial.is_empty() {
                 out(Piece::Line(line));
             } else if self.partial.len() + line.len() > LINE_LIMIT {
@@ -172,6 +170,11 @@ mod tests {
         assert_eq!(lines(&[b"he", b"llo\nwor", b"ld"]), ["hello", "world"]);
         assert_eq!(lines(&[b"\n\nx\n"]), ["", "", "x"]);
         assert_eq!(lines(&[b""]), Vec::<String>::new());
+        assert_eq!(
+            lines(&[b"a\r", b"", b"\nb"]),
+            ["a", "b"],
+            "an empty chunk between"
+        );
     }
 
     #[test]
@@ -181,6 +184,14 @@ mod tests {
         assert_eq!(
             got,
             ["a".to_owned(), format!("!{LINE_LIMIT}"), "b".to_owned()]
+        );
+        let mut whole = vec![b'y'; LINE_LIMIT + 1];
+        whole.extend_from_slice(b"\nc\n");
+        let got = lines(&[&whole]);
+        assert_eq!(
+            got,
+            [format!("!{LINE_LIMIT}"), "c".to_owned()],
+            "in one chunk too"
         );
     }
 
@@ -194,19 +205,19 @@ mod tests {
         let mut both = gz(b"one\ntw");
         both.extend(gz(b"o\nthree"));
         let mut inflate = Inflate::new(true);
-        let mut text = Vec::new();
+        let (mut text, mut out) = (Vec::new(), Vec::new());
         for chunk in both.chunks(5) {
-            inflate
-                .feed(chunk, &mut |b| text.extend_from_slice(b))
-                .unwrap();
+            inflate.feed(chunk, &mut out).unwrap();
+            text.extend_from_slice(&out);
         }
-        inflate.finish(&mut |b| text.extend_from_slice(b)).unwrap();
+        inflate.finish(&mut out).unwrap();
+        text.extend_from_slice(&out);
         assert_eq!(text, b"one\ntwo\nthree");
         let mut cut = Inflate::new(true);
         let whole = gz(b"abcdefgh".repeat(100).as_slice());
-        cut.feed(&whole[..whole.len() / 2], &mut |_| {}).unwrap();
+        cut.feed(&whole[..whole.len() / 2], &mut out).unwrap();
         assert!(
-            cut.finish(&mut |_| {}).is_err(),
+            cut.finish(&mut out).is_err(),
             "a cut gzip stream is an error"
         );
     }

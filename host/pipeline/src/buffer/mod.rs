@@ -33,6 +33,9 @@ pub enum BufferError {
     /// The `s3` source's queue cannot be read.
     #[error("s3 source: {0}")]
     S3Source(#[from] sluice_s3::source::S3SourceError),
+    /// The `s3` source's settings could not be resolved.
+    #[error("s3 source: {0}")]
+    S3SourceSecret(sluice_config::SecretError),
     /// The `kafka` source's SASL password could not be read.
     #[error("kafka source: authentication: {0}")]
     KafkaSourceSecret(sluice_config::SecretError),
@@ -72,8 +75,8 @@ pub async fn build(
         return Ok(Arc::new(source));
     }
     if let sluice_config::Source::S3(s3) = &p.source {
-        let settings = sluice_config::Resolve::resolve(&**s3, &p.name)
-            .map_err(BufferError::KafkaSourceSecret)?;
+        let settings =
+            sluice_config::Resolve::resolve(&**s3, &p.name).map_err(BufferError::S3SourceSecret)?;
         let buffer = own_buffer(p);
         // At least one waiting batch per queue reader.
         let queued = (buffer.buffer_size / buffer.batch_size.max(1)).max(settings.workers);

@@ -161,7 +161,13 @@ impl Objects {
         if let Some(destination) = &self.header
             && let Some(header) = header
         {
-            fields.push((vec![destination.clone()], Value::String(header.clone())));
+            // A path, as `metadata_root_key` (Data Prepper's `event.put`).
+            let path = destination
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect();
+            fields.push((path, Value::String(header.clone())));
         }
         Decoration {
             attributes: Map::new(),

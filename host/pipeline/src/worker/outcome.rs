@@ -108,7 +108,9 @@ impl Split {
                 out.push(b'\n');
                 continue;
             }
+            // An escaped `\u` or `\/` may spell a key the search below would miss.
             let taken = memchr::memmem::find(line, b"\\u").is_some()
+                || memchr::memmem::find(line, b"\\/").is_some()
                 || keys.iter().any(|k| memchr::memmem::find(line, k).is_some());
             if taken || line.len() < 2 {
                 return false;

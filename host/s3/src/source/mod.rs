@@ -99,6 +99,11 @@ pub struct S3SourceConfig {
     pub drain_timeout: Duration,
 }
 
+/// Whole seconds for SQS, rounded up (`500ms` is 1 s, not 0: visible at once).
+fn seconds(d: Duration) -> i32 {
+    i32::try_from(d.as_millis().div_ceil(1000)).unwrap_or(i32::MAX)
+}
+
 /// The name under which a line's header travels in its record's `headers`.
 pub const HEADER: &str = "s3_header";
 
@@ -184,11 +189,15 @@ impl S3Source {
     /// Checks that the queue answers, then starts `workers` queue readers and the deleter.
     pub async fn connect(config: S3SourceConfig) -> Result<Self, S3SourceError> {
         let url = QueueUrl::parse(&config.queue_url)?;
-        let region = config
-            .region
-            .clone()
-            .or_else(|| url.region.clone())
-            .unwrap_or_else(|| "us-east-1".to_owned());
+        // `aws.region`, else the queue URL's, else the AWS chain's, else `us-east-1`.
+        let region = match config.region.clone().or_else(|| url.region.clone()) {
+            Some(region) => region,
+            None => aws_config::default_provider::region::DefaultRegionChain::builder()
+                .build()
+                .region()
+                .await
+                .map_or_else(|| "us-east-1".to_owned(), |r| r.to_string()),
+        };
         let mut shared = crate::aws_defaults(&region, None).await;
         if config.sts_role_arn.is_some() {
             let role = sluice_sigv4::Settings {

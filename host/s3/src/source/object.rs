@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::queue::{Delete, keep_hidden};
 use super::{Compression, HEADER, Lines, S3SourceConfig, S3Stats};
-use crate::lines::{Inflate, LINE_LIMIT, Piece, Splitter};
+use crate::lines::{INFLATE_SLICE, Inflate, LINE_LIMIT, Piece, Splitter};
 use crate::notification::{self, Announced, Notice};
 
 /// Everything a queue reader needs.
@@ -92,8 +92,8 @@ impl Reading {
                 .receive_message()
                 .queue_url(&self.config.queue_url)
                 .max_number_of_messages(self.config.maximum_messages)
-                .visibility_timeout(self.config.visibility_timeout.as_secs() as i32)
-                .wait_time_seconds(self.config.wait_time.as_secs() as i32)
+                .visibility_timeout(super::seconds(self.config.visibility_timeout))
+                .wait_time_seconds(super::seconds(self.config.wait_time))
                 .message_system_attribute_names(
                     aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
                 )
@@ -121,12 +121,22 @@ impl Reading {
             };
             self.stats.messages_received.add(messages.len() as u64);
             let any = !messages.is_empty();
-            for message in messages {
+            // Each message's object in flight from its receipt: with
+            // `visibility_duplication_protection`, the later messages of one receive are kept
+            // hidden while the first objects are read.
+            let messages: Vec<_> = messages
+                .into_iter()
+                .filter_map(|m| {
+                    let object = self.in_flight(m.receipt_handle.clone()?);
+                    Some((m, object))
+                })
+                .collect();
+            for (message, object) in messages {
                 if *stop.borrow() {
                     // Not started: it comes back after its visibility timeout.
                     return;
                 }
-                self.handle(message).await;
+                self.handle(message, object).await;
             }
             if any && !self.config.poll_delay.is_zero() {
                 tokio::select! {
@@ -137,11 +147,33 @@ impl Reading {
         }
     }
 
+    /// A received message's object in flight, its visibility kept (with protection) until the
+    /// object is done or dropped.
+    fn in_flight(&self, receipt: String) -> Arc<InFlight> {
+        let object = Arc::new(InFlight {
+            state: Mutex::new((0, false)),
+            receipt: receipt.clone(),
+            deletes: self.deletes.clone(),
+        });
+        if let Some(limit) = self.config.protect_visibility {
+            // It stops by itself once the object is done or dropped.
+            tokio::spawn(keep_hidden(
+                self.sqs.clone(),
+                self.config.queue_url.clone(),
+                receipt,
+                self.config.visibility_timeout,
+                limit,
+                Arc::downgrade(&object),
+                self.stop.clone(),
+                self.stats.clone(),
+            ));
+        }
+        object
+    }
+
     /// Reads the object one message announces, or decides it has none.
-    async fn handle(&self, message: aws_sdk_sqs::types::Message) {
-        let Some(receipt) = message.receipt_handle.clone() else {
-            return;
-        };
+    async fn handle(&self, message: aws_sdk_sqs::types::Message, object: Arc<InFlight>) {
+        let receipt = object.receipt.clone();
         let body = message.body.as_deref().unwrap_or_default();
         let delete = |why: &str| {
             tracing::debug!(queue = %self.config.queue_url, why, "deleting a message unread");
@@ -192,23 +224,6 @@ impl Reading {
                 return delete("filtered out");
             }
         }
-        let object = Arc::new(InFlight {
-            state: Mutex::new((0, false)),
-            receipt: receipt.clone(),
-            deletes: self.deletes.clone(),
-        });
-        let keeper = self.config.protect_visibility.map(|limit| {
-            tokio::spawn(keep_hidden(
-                self.sqs.clone(),
-                self.config.queue_url.clone(),
-                receipt.clone(),
-                self.config.visibility_timeout,
-                limit,
-                Arc::downgrade(&object),
-                self.stop.clone(),
-                self.stats.clone(),
-            ))
-        });
         let started = Instant::now();
         match self.read(&announced, &object).await {
             Ok((bytes, lines)) => {
@@ -230,8 +245,6 @@ impl Reading {
                     "reading an object failed; its message stays in the queue and comes back after its visibility timeout");
             }
         }
-        // The keeper stops by itself once the object is done or dropped.
-        drop(keeper);
     }
 
     /// The owner the bucket must have, if checked.
@@ -260,6 +273,7 @@ impl Reading {
         let mut got: u64 = 0;
         let mut attempts = 0;
         let mut inflate = Inflate::new(gzip);
+        let mut text = Vec::new();
         let mut splitter = Splitter::default();
         let mut lines = Batcher::new(self, a, object);
         loop {
@@ -272,6 +286,19 @@ impl Reading {
                 if etag.is_none() {
                     lines.partition = partition(out.e_tag().unwrap_or_default());
                     etag = out.e_tag().map(str::to_owned);
+                } else {
+                    // A store that ignores `Range` would send the object from its start.
+                    let from = out
+                        .content_range()
+                        .and_then(|r| r.strip_prefix("bytes "))
+                        .and_then(|r| r.split('-').next())
+                        .and_then(|n| n.parse::<u64>().ok());
+                    if from != Some(got) {
+                        return Err(ReadError::Failed(format!(
+                            "resuming at byte {got}, the store answered the range {:?}",
+                            out.content_range()
+                        )));
+                    }
                 }
                 body = Some(out.body);
             }
@@ -284,15 +311,13 @@ impl Reading {
                 None => break,
                 Some(Ok(chunk)) => {
                     got += chunk.len() as u64;
-                    let mut pieces = Vec::new();
-                    let fed = inflate.feed(&chunk, &mut |text| {
-                        splitter.feed(text, &mut |p| pieces.push(owned(p)));
-                    });
-                    if let Err(e) = fed {
-                        return Err(ReadError::Failed(format!("inflating gzip: {e}")));
-                    }
-                    for p in pieces {
-                        lines.take(p).await?;
+                    // Slice by slice: what one slice inflates goes out (waiting for room)
+                    // before the next is inflated.
+                    for slice in chunk.chunks(INFLATE_SLICE) {
+                        inflate
+                            .feed(slice, &mut text)
+                            .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
+                        lines.split(&mut splitter, &text).await?;
                     }
                 }
                 Some(Err(e)) => {
@@ -306,12 +331,13 @@ impl Reading {
                 }
             }
         }
-        let mut pieces = Vec::new();
         inflate
-            .finish(&mut |text| splitter.feed(text, &mut |p| pieces.push(owned(p))))
+            .finish(&mut text)
             .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
-        splitter.finish(&mut |p| pieces.push(owned(p)));
-        for p in pieces {
+        lines.split(&mut splitter, &text).await?;
+        let mut last = None;
+        splitter.finish(&mut |p| last = Some(owned(p)));
+        if let Some(p) = last {
             lines.take(p).await?;
         }
         lines.flush().await?;
@@ -425,6 +451,16 @@ impl<'a> Batcher<'a> {
         }
     }
 
+    /// Cuts `text` into lines with `splitter` and takes each.
+    async fn split(&mut self, splitter: &mut Splitter, text: &[u8]) -> Result<(), ReadError> {
+        let mut pieces = Vec::new();
+        splitter.feed(text, &mut |p| pieces.push(owned(p)));
+        for p in pieces {
+            self.take(p).await?;
+        }
+        Ok(())
+    }
+
     /// Takes the next piece of the object's text.
     async fn take(&mut self, piece: Owned) -> Result<(), ReadError> {
         self.number += 1;
@@ -455,14 +491,11 @@ impl<'a> Batcher<'a> {
         } = config.lines
         {
             let blank = line.iter().all(u8::is_ascii_whitespace);
-            let empty = !include_empty_objects && {
-                let text: Vec<u8> = line
+            let empty = !include_empty_objects
+                && line
                     .iter()
-                    .copied()
                     .filter(|b| !b.is_ascii_whitespace())
-                    .collect();
-                text == b"{}"
-            };
+                    .eq(b"{}".iter());
             if blank || empty {
                 return self.full().await;
             }

@@ -49,7 +49,7 @@ impl QueueUrl {
             return Err(error("Not enough path parts for the SQS queue URL."));
         };
         let name = host.split(':').next().unwrap_or(host);
-        if name.ends_with(".amazonaws.com") {
+        if name.ends_with(".amazonaws.com") || name.ends_with(".amazonaws.com.cn") {
             if account.len() != 12 {
                 return Err(error("SQS queue URL has accountId of invalid length."));
             }
@@ -58,12 +58,14 @@ impl QueueUrl {
                     "SQS queue URL has accountId with invalid characters.",
                 ));
             }
-            // sqs.<region>.amazonaws.com
-            let region = name.split('.').nth(1).map(str::to_owned);
+            // `sqs.<region>.amazonaws.com[.cn]`: the SDK's endpoint for the region; any other
+            // AWS host (a VPC endpoint, `<region>.queue.amazonaws.com`) as it is.
+            let parts: Vec<&str> = name.split('.').collect();
+            let regional = parts.len() >= 4 && parts[0] == "sqs" && parts[2] == "amazonaws";
             return Ok(Self {
-                endpoint: None,
+                endpoint: (!regional).then(|| format!("{scheme}://{host}")),
                 account: Some(account.to_owned()),
-                region,
+                region: regional.then(|| parts[1].to_owned()),
             });
         }
         Ok(Self {
@@ -171,7 +173,7 @@ pub(super) async fn keep_hidden(
             .change_message_visibility()
             .queue_url(&queue_url)
             .receipt_handle(&receipt)
-            .visibility_timeout(visibility.as_secs() as i32)
+            .visibility_timeout(super::seconds(visibility))
             .send()
             .await;
         match result {
@@ -200,6 +202,16 @@ mod tests {
                 region: Some("eu-west-1".to_owned())
             }
         );
+        let china =
+            QueueUrl::parse("https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q").unwrap();
+        assert_eq!(
+            (china.endpoint, china.region.as_deref()),
+            (None, Some("cn-north-1"))
+        );
+        let vpce = "https://vpce-1a2b-x.sqs.us-east-1.vpce.amazonaws.com/123456789012/q";
+        let vpce = QueueUrl::parse(vpce).unwrap();
+        assert_eq!(vpce.region, None, "a VPC endpoint is reached as it is");
+        assert!(vpce.endpoint.unwrap().starts_with("https://vpce-"));
         let local = QueueUrl::parse("http://127.0.0.1:9324/123456789012/q").unwrap();
         assert_eq!(local.endpoint.as_deref(), Some("http://127.0.0.1:9324"));
         for (url, want) in [
