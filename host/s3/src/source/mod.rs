@@ -240,8 +240,9 @@ impl S3Source {
         let stats = Arc::new(S3Stats::new(&config.pipeline));
         let (stop, stopped) = watch::channel(false);
         let (tx, rx) = mpsc::channel(config.queued.max(1));
-        // Unbounded, yet bounded by what is in flight: one entry per message whose object
-        // was read, and messages are received only while the channel of batches has room.
+        // Unbounded, yet bounded by the messages in flight: at most one entry per message
+        // received, and a reader receives again only once it handled what it received (an
+        // object's reading waits for room in the channel of batches).
         let (deletes, deletes_rx) = mpsc::unbounded_channel();
         let deleter = tokio::spawn(delete_loop(
             sqs.clone(),
