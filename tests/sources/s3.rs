@@ -559,3 +559,151 @@ fn sigterm_delivers_what_was_read_then_deletes_its_message() {
         sluice.log()
     );
 }
+
+/// `scan`: a bucket listed on a schedule, through its prefix, suffix and start time. Killed
+/// mid-object, the object is listed and read again (every line once in the exactly-once
+/// file); an object written later is read by a later scan; after a restart, what was read is
+/// recorded and not read again.
+#[test]
+fn a_scanned_bucket_is_read_once_across_kills_and_later_scans() {
+    let store = S3Store::start();
+    let bucket = unique("scan").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    let client = rt.block_on(store.client(sluice_tests::s3::S3_SECRET_KEY));
+    // Written before `start_time` (its own last-modified second: both ends are excluded).
+    let start_time = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "logs/old.log", text("old", 10)).await;
+        let head = client
+            .head_object()
+            .bucket(&bucket)
+            .key("logs/old.log")
+            .send()
+            .await
+            .unwrap();
+        let modified = std::time::SystemTime::try_from(*head.last_modified().unwrap()).unwrap();
+        // The others are written a whole second later.
+        while std::time::SystemTime::now() < modified + Duration::from_millis(1500) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        put(&store, &bucket, "logs/a.log", text("a", 50)).await;
+        put(&store, &bucket, "logs/b.log.gz", gzip(&text("b", 3000))).await;
+        put(&store, &bucket, "logs/big.log", big_text("big")).await;
+        put(&store, &bucket, "logs/skip.tmp", text("tmp", 5)).await;
+        put(&store, &bucket, "other/c.log", text("c", 5)).await;
+        // The process runs in UTC (`TZ`): Data Prepper's times are the host's local ones.
+        chrono::DateTime::<chrono::Utc>::from(modified)
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string()
+    });
+    let yaml = format!(
+        r#"
+scan:
+  delay: 50ms
+  source:
+    s3:
+      compression: automatic
+      codec:
+        newline:
+      workers: 2
+      scan:
+        start_time: {start_time}
+        scheduling:
+          interval: 1s
+          count: 1000
+        buckets:
+          - bucket:
+              name: s3://{bucket}
+              filter:
+                include_prefix: [logs/]
+                exclude_suffix: [.tmp]
+      aws:
+        region: us-east-1
+        endpoint: {endpoint}
+  sink:
+    - file:
+        path: {{dir}}/out.jsonl
+"#,
+        endpoint = store.endpoint()
+    );
+    let mut env = store.env().to_vec();
+    env.push(("TZ", "UTC"));
+    let mut sluice = Sluice::start_without_listener_env(&yaml, &env);
+    let out = sluice.path("out.jsonl");
+    let lines = || std::fs::read_to_string(&out).map_or(0, |t| t.lines().count());
+    let all = 50 + 3000 + BIG_LINES;
+    sluice.wait_for("the big object part way", Duration::from_secs(120), || {
+        lines() >= all / 3
+    });
+    sluice.freeze();
+    let cut_at = lines();
+    sluice.kill9();
+    sluice.restart(&[]);
+    sluice.wait_for("every line", Duration::from_secs(180), || lines() >= all);
+    rt.block_on(put(&store, &bucket, "logs/late.log", text("late", 7)));
+    sluice.wait_for(
+        "a later scan reads the new object",
+        Duration::from_secs(60),
+        || lines() >= all + 7,
+    );
+    // Recorded once the sinks took them: a restart reads nothing again.
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    sluice.restart(&[]);
+    let since_restart = || {
+        let log = sluice.log();
+        log[log.rfind("scanning buckets").unwrap()..].to_owned()
+    };
+    sluice.wait_for(
+        "two scans after the restart",
+        Duration::from_secs(60),
+        || {
+            since_restart()
+                .matches("s3 scan listed its buckets")
+                .count()
+                >= 2
+        },
+    );
+    assert!(
+        since_restart().contains("read=0 read_before=4"),
+        "the 4 objects are recorded as read: {}",
+        since_restart()
+    );
+    assert_eq!(
+        sluice
+            .metric("s3_s3ObjectsSucceeded", "scan")
+            .unwrap_or(0.0),
+        0.0
+    );
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for line in std::fs::read_to_string(&out).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(e["s3"]["bucket"], json!(bucket));
+        let key = e["s3"]["key"].as_str().unwrap();
+        assert!(
+            key.starts_with("logs/") && !key.ends_with(".tmp") && key != "logs/old.log",
+            "{key} was not to be read"
+        );
+        let message = e["message"].as_str().unwrap();
+        let id = message.split(' ').next().unwrap();
+        *seen.entry(id.to_owned()).or_default() += 1;
+    }
+    let twice: Vec<_> = seen
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(k, _)| k)
+        .take(5)
+        .collect();
+    assert!(twice.is_empty(), "lines read twice: {twice:?}");
+    assert_eq!(
+        seen.len(),
+        all + 7,
+        "every line once (killed at {cut_at} of {all})"
+    );
+    assert!(
+        sluice
+            .log()
+            .contains("skipping events the file already holds"),
+        "the object cut off by the kill was read again, and what the file held was skipped"
+    );
+}

@@ -53,8 +53,7 @@ pub struct S3Source {
     /// `ndjson` (each line a JSON object). Required.
     #[serde(default)]
     pub codec: Option<Codec>,
-    /// The queue S3 announces new objects on. Required (scanning buckets, `scan`, is not
-    /// supported yet).
+    /// The queue S3 announces new objects on. Required unless `scan` is given.
     #[serde(default)]
     pub sqs: Option<Sqs>,
     /// Queue readers, each reading one object at a time, 1 to 1000. Default 1.
@@ -91,7 +90,8 @@ pub struct S3Source {
     /// queue URL's account.
     #[serde(default)]
     pub default_bucket_owner: Option<String>,
-    /// How long an idle bucket scan sleeps (Data Prepper's `scan`); accepted. Default `30s`.
+    /// With `scan`: how long to wait before listing the buckets again when objects could not
+    /// be read (they are tried again until they are). Default `30s`.
     #[serde(default = "thirty_seconds", deserialize_with = "units::duration")]
     pub backoff_time: Duration,
     /// Where each event gets its object's `bucket` and `key`: a path, `/`-separated, whose
@@ -114,10 +114,12 @@ pub struct S3Source {
     /// Delete each object once it was read (Data Prepper's); only `false` for now.
     #[serde(default)]
     pub delete_s3_objects_on_read: bool,
-    /// Scanning buckets (Data Prepper's `scan`); refused for now: announce the objects on an
-    /// SQS queue.
+    /// Read whole buckets by listing them, once or on a schedule, instead of (or beside) the
+    /// objects an SQS queue announces. Each object read to its end and taken by the sinks is
+    /// recorded in the data directory (`s3-scan/<pipeline>.jsonl`), so a restart or a later
+    /// scan does not read it again.
     #[serde(default)]
-    pub scan: Option<serde_yaml::Value>,
+    pub scan: Option<Scan>,
     /// S3 Select (Data Prepper's `s3_select`); refused for now.
     #[serde(default)]
     pub s3_select: Option<serde_yaml::Value>,
@@ -221,7 +223,9 @@ impl Codec {
 }
 
 /// A key that is there, its options or their defaults when it has no value (`newline:`).
-fn given<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<Option<T>, D::Error> {
+fn given<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     Option::<T>::deserialize(d).map(|t| Some(t.unwrap_or_default()))
 }
 
@@ -312,6 +316,104 @@ pub struct S3SourceAws {
     pub sts_header_overrides: BTreeMap<String, String>,
 }
 
+/// `scan`: which buckets to list, which of their objects to read, and how often.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scan {
+    /// The buckets, each `- bucket: {name, filter, start_time, end_time, range,
+    /// data_selection}`. Required.
+    #[serde(default)]
+    pub buckets: Vec<ScanBuckets>,
+    /// Read only objects last modified after this local date and time
+    /// (`2023-01-01T00:00:00`, the host's time zone), unless the bucket says otherwise.
+    #[serde(default)]
+    pub start_time: Option<String>,
+    /// Read only objects last modified before this local date and time; not with
+    /// `scheduling`.
+    #[serde(default)]
+    pub end_time: Option<String>,
+    /// Read only objects last modified within this long before the pipeline started
+    /// (`P7D`, `24h`); not with `start_time` or `end_time`.
+    #[serde(default, deserialize_with = "units::optional_duration")]
+    pub range: Option<Duration>,
+    /// Scan again every `interval`, `count` times in all. Default: one scan.
+    #[serde(default)]
+    pub scheduling: Option<Scheduling>,
+    /// Data Prepper's wait for an object's acknowledgements; accepted, no effect (an object is
+    /// recorded as read only once the sinks took every line, however long that takes).
+    /// Default `2h`.
+    #[serde(default = "two_hours", deserialize_with = "units::duration")]
+    pub acknowledgment_timeout: Duration,
+    /// Data Prepper's folder partitions (with `delete_s3_objects_on_read`); refused for now.
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub folder_partitions: Option<serde_yaml::Value>,
+}
+
+/// One entry of `scan.buckets`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanBuckets {
+    /// The bucket.
+    pub bucket: ScanBucket,
+}
+
+/// `scan.buckets[].bucket`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanBucket {
+    /// The bucket's name (an `s3://` in front is dropped), 3 to 500 characters. Required.
+    #[serde(default)]
+    pub name: String,
+    /// Which keys to read: `include_prefix` (each listed; default the whole bucket) and
+    /// `exclude_suffix`. Not with the top-level `filters`.
+    #[serde(default)]
+    pub filter: Option<KeyFilter>,
+    /// As `scan.start_time`, for this bucket; any of the three here replaces all three there.
+    #[serde(default)]
+    pub start_time: Option<String>,
+    /// As `scan.end_time`, for this bucket.
+    #[serde(default)]
+    pub end_time: Option<String>,
+    /// As `scan.range`, for this bucket.
+    #[serde(default, deserialize_with = "units::optional_duration")]
+    pub range: Option<Duration>,
+    /// `data_and_metadata` or `data_only`, for this bucket's objects. Default
+    /// `data_and_metadata`.
+    #[serde(default)]
+    pub data_selection: DataSelection,
+    /// Data Prepper's processing conditions; refused for now.
+    #[serde(default, deserialize_with = "crate::http::present")]
+    pub processing_conditions: Option<serde_yaml::Value>,
+}
+
+impl ScanBucket {
+    /// The bucket's name without `s3://`.
+    pub fn bucket(&self) -> &str {
+        self.name.strip_prefix("s3://").unwrap_or(&self.name)
+    }
+}
+
+/// `scan.scheduling`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scheduling {
+    /// The time from the end of one scan's listing to the start of the next, `1s` to
+    /// `365d`. Required.
+    #[serde(default, deserialize_with = "units::optional_duration")]
+    pub interval: Option<Duration>,
+    /// Scans in all, at least 2. Default: no end.
+    #[serde(default)]
+    pub count: Option<u32>,
+}
+
+/// A local date and time as Java's `LocalDateTime` reads it (`2023-01-01T00:00:00`, seconds
+/// and their fraction optional).
+pub fn local_time(text: &str) -> Option<chrono::NaiveDateTime> {
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok())
+}
+
 /// One bucket's entry of `filters`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -361,7 +463,10 @@ pub enum Lines {
 /// The s3 source as it runs.
 #[derive(Debug, Clone)]
 pub struct S3SourceSettings {
-    pub queue_url: String,
+    /// `sqs.queue_url`, when objects are announced.
+    pub queue_url: Option<String>,
+    /// `scan`, when buckets are listed.
+    pub scan: Option<ScanSettings>,
     pub region: Option<String>,
     /// The S3 store's endpoint (`aws.endpoint`), path-style.
     pub endpoint: Option<String>,
@@ -388,9 +493,39 @@ pub struct S3SourceSettings {
     pub default_bucket_owner: Option<String>,
     pub check_owner: bool,
     pub filters: BTreeMap<String, KeyFilter>,
-    /// Where `bucket` and `key` go in each event (`None`: nowhere).
+    /// Where `bucket` and `key` go in each event (`None`: nowhere, with
+    /// `disable_s3_metadata_in_event`).
     pub metadata_root: Option<Vec<String>>,
+    /// `data_selection: data_only`: no `bucket` and `key` in the events of announced objects.
+    pub data_only: bool,
+    /// The same, for each scanned bucket (its own `data_selection`).
+    pub bucket_data_only: BTreeMap<String, bool>,
     pub drain_timeout: Duration,
+}
+
+/// The `scan` as it runs.
+#[derive(Debug, Clone)]
+pub struct ScanSettings {
+    pub buckets: Vec<ScanBucketSettings>,
+    /// `(interval, count)` with `scheduling`.
+    pub scheduling: Option<(Duration, u32)>,
+    /// How long to wait before listing again for objects that failed (`backoff_time`).
+    pub backoff: Duration,
+}
+
+/// One scanned bucket, its times resolved (the bucket's, else the scan's).
+#[derive(Debug, Clone)]
+pub struct ScanBucketSettings {
+    pub name: String,
+    /// Each listed (the whole bucket when empty).
+    pub include_prefix: Vec<String>,
+    pub exclude_suffix: Vec<String>,
+    /// Only objects last modified after it (local time).
+    pub start_time: Option<chrono::NaiveDateTime>,
+    /// Only objects last modified before it (local time).
+    pub end_time: Option<chrono::NaiveDateTime>,
+    /// Only objects last modified within this long before the start.
+    pub range: Option<Duration>,
 }
 
 impl S3Source {
@@ -412,7 +547,7 @@ impl S3Source {
     /// `metadata_root_key` as path parts (Data Prepper's: a leading `/` dropped; each part
     /// an object), `None` when metadata is left out.
     fn metadata_root(&self) -> Option<Vec<String>> {
-        if self.disable_s3_metadata_in_event || self.data_selection == DataSelection::DataOnly {
+        if self.disable_s3_metadata_in_event {
             return None;
         }
         Some(
@@ -457,8 +592,49 @@ impl crate::Resolve for S3Source {
             ..serde_yaml::from_str("{}").expect("every key has a default")
         });
         let aws = self.aws.clone();
+        let scan = self.scan.as_ref().map(|scan| ScanSettings {
+            buckets: scan
+                .buckets
+                .iter()
+                .map(|b| {
+                    let b = &b.bucket;
+                    let own = b.start_time.is_some() || b.end_time.is_some() || b.range.is_some();
+                    let (start, end, range) = if own {
+                        (&b.start_time, &b.end_time, b.range)
+                    } else {
+                        (&scan.start_time, &scan.end_time, scan.range)
+                    };
+                    let filter = b.filter.clone().unwrap_or_default();
+                    ScanBucketSettings {
+                        name: b.bucket().to_owned(),
+                        include_prefix: filter.include_prefix,
+                        exclude_suffix: filter.exclude_suffix,
+                        start_time: start.as_deref().and_then(local_time),
+                        end_time: end.as_deref().and_then(local_time),
+                        range,
+                    }
+                })
+                .collect(),
+            scheduling: scan
+                .scheduling
+                .as_ref()
+                .and_then(|s| Some((s.interval?, s.count.unwrap_or(u32::MAX)))),
+            backoff: self.backoff_time,
+        });
+        let bucket_data_only = self
+            .scan
+            .iter()
+            .flat_map(|s| &s.buckets)
+            .map(|b| {
+                (
+                    b.bucket.bucket().to_owned(),
+                    b.bucket.data_selection == DataSelection::DataOnly,
+                )
+            })
+            .collect();
         Ok(S3SourceSettings {
-            queue_url: sqs.queue_url,
+            queue_url: self.sqs.as_ref().map(|s| s.queue_url.clone()),
+            scan,
             region: aws.as_ref().and_then(|a| a.region.clone()),
             endpoint: aws.as_ref().and_then(|a| a.endpoint.clone()),
             sts_role_arn: aws.as_ref().and_then(|a| a.sts_role_arn.clone()),
@@ -484,6 +660,8 @@ impl crate::Resolve for S3Source {
             check_owner: !self.disable_bucket_ownership_validation,
             filters: self.filters.clone(),
             metadata_root: self.metadata_root(),
+            data_only: self.data_selection == DataSelection::DataOnly,
+            bucket_data_only,
             drain_timeout: sqs.shutdown_timeout,
         })
     }
@@ -534,8 +712,11 @@ impl CheckSource for S3Source {
             }
         }
         for (given, key, what) in [
-            (self.scan.is_some(), "scan", "reading buckets by listing them (`scan`)"),
-            (self.s3_select.is_some(), "s3_select", "S3 Select (`s3_select`)"),
+            (
+                self.s3_select.is_some(),
+                "s3_select",
+                "S3 Select (`s3_select`)",
+            ),
             (
                 self.delete_s3_objects_on_read,
                 "delete_s3_objects_on_read",
@@ -547,21 +728,31 @@ impl CheckSource for S3Source {
                     key,
                     format!(
                         "`{path}.{key}`: {what} is not supported by sluice's s3 source yet; \
-                         announce the objects on an SQS queue (`sqs`) and remove `{key}`"
+                         remove `{key}`"
                     ),
                 );
             }
         }
         match &self.sqs {
-            None if self.scan.is_some() => {}
+            None if self.scan.is_some() => {
+                if self.notification_type.is_some() {
+                    at(
+                        "notification_type",
+                        format!("`{path}.notification_type: sqs` needs `sqs` with `queue_url`"),
+                    );
+                }
+            }
             None => at(
                 "sqs",
                 format!(
-                    "`{path}` needs `sqs` with `queue_url`: sluice reads the objects S3 \
-                     announces on an SQS queue (scanning buckets is not supported yet)"
+                    "`{path}` needs `sqs` with `queue_url` (the objects S3 announces on an SQS \
+                     queue) or `scan` (buckets to list)"
                 ),
             ),
             Some(sqs) => check_sqs(sqs, &join(path, "sqs"), &mut at),
+        }
+        if let Some(scan) = &self.scan {
+            check_scan(scan, !self.filters.is_empty(), &join(path, "scan"), &mut at);
         }
         match &self.aws {
             None => at(
@@ -582,7 +773,11 @@ impl CheckSource for S3Source {
                 format!(
                     "`{path}.compression: {}` is not supported by sluice's s3 source yet; use \
                      `none`, `gzip` or `automatic`",
-                    if self.compression == Compression::Snappy { "snappy" } else { "zstd" }
+                    if self.compression == Compression::Snappy {
+                        "snappy"
+                    } else {
+                        "zstd"
+                    }
                 ),
             ),
             _ => {}
@@ -633,7 +828,10 @@ fn check_sqs(sqs: &Sqs, path: &str, at: &mut impl FnMut(&str, String)) {
     if !(1..=10).contains(&sqs.maximum_messages) {
         at(
             &key("maximum_messages"),
-            format!("`{path}.maximum_messages` is {}; it must be 1 to 10", sqs.maximum_messages),
+            format!(
+                "`{path}.maximum_messages` is {}; it must be 1 to 10",
+                sqs.maximum_messages
+            ),
         );
     }
     let ranges = [
@@ -649,7 +847,11 @@ fn check_sqs(sqs: &Sqs, path: &str, at: &mut impl FnMut(&str, String)) {
     ];
     for (name, value, least, most) in ranges {
         if value < Duration::from_secs(least) || value > Duration::from_secs(most) {
-            let most = if most == u64::MAX { "".to_owned() } else { format!(" and at most `{most}s`") };
+            let most = if most == u64::MAX {
+                "".to_owned()
+            } else {
+                format!(" and at most `{most}s`")
+            };
             at(
                 &key(name),
                 format!("`{path}.{name}` is {value:?}; it must be at least `{least}s`{most}"),
@@ -664,9 +866,158 @@ fn check_sqs(sqs: &Sqs, path: &str, at: &mut impl FnMut(&str, String)) {
     }
 }
 
+fn check_scan(scan: &Scan, top_filters: bool, path: &str, at: &mut impl FnMut(&str, String)) {
+    let key = |k: &str| format!("scan.{k}");
+    if scan.buckets.is_empty() {
+        at(
+            &key("buckets"),
+            format!("`{path}.buckets` needs at least one `- bucket: {{name: ...}}`"),
+        );
+    }
+    check_times(
+        (&scan.start_time, &scan.end_time, scan.range),
+        path,
+        "",
+        &mut |k, m| at(&key(k), m),
+    );
+    if let Some(s) = &scan.scheduling {
+        match s.interval {
+            None => at(
+                &key("scheduling.interval"),
+                format!("`{path}.scheduling` needs `interval`"),
+            ),
+            Some(i) if i < Duration::from_secs(1) => at(
+                &key("scheduling.interval"),
+                format!("`{path}.scheduling.interval`: S3 scan interval must be at least 1 second"),
+            ),
+            Some(i) if i > Duration::from_secs(365 * 86_400) => at(
+                &key("scheduling.interval"),
+                format!(
+                    "`{path}.scheduling.interval`: S3 scan interval must be less than or equal \
+                     to 365 days"
+                ),
+            ),
+            Some(_) => {}
+        }
+        if s.count.is_some_and(|c| c < 2) {
+            at(
+                &key("scheduling.count"),
+                format!(
+                    "`{path}.scheduling.count` must be at least 2 (leave `scheduling` out for one scan)"
+                ),
+            );
+        }
+        if scan.end_time.is_some() || (scan.start_time.is_some() && scan.range.is_some()) {
+            at(
+                &key("scheduling"),
+                format!(
+                    "`{path}`: end_time is not a valid option when using scheduling with s3 scan. \
+                     One of start_time or range must be used for scheduled scan."
+                ),
+            );
+        }
+    }
+    if scan.folder_partitions.is_some() {
+        at(
+            &key("folder_partitions"),
+            format!(
+                "`{path}.folder_partitions` is not supported by sluice's s3 source yet; remove it \
+                 (each object is read by one worker, and recorded once the sinks took its lines)"
+            ),
+        );
+    }
+    for (i, b) in scan.buckets.iter().enumerate() {
+        let b = &b.bucket;
+        let here = format!("buckets[{i}].bucket");
+        let mut at = |k: &str, m: String| at(&key(&format!("{here}.{k}")), m);
+        let path = format!("{path}.{here}");
+        if !(3..=500).contains(&b.bucket().len()) {
+            at(
+                "name",
+                format!(
+                    "`{path}.name` is `{}`: bucket length should be at least 3 characters (3 to 500)",
+                    b.name
+                ),
+            );
+        }
+        check_times(
+            (&b.start_time, &b.end_time, b.range),
+            &path,
+            "bucket ",
+            &mut at,
+        );
+        if b.filter.is_some() && top_filters {
+            at(
+                "filter",
+                format!(
+                    "`{path}.filter`: Top-level filters cannot be used together with scan \
+                     bucket-level filter. Use one or the other."
+                ),
+            );
+        }
+        if b.data_selection == DataSelection::MetadataOnly {
+            at(
+                "data_selection",
+                format!(
+                    "`{path}.data_selection: metadata_only` is not supported by sluice's s3 \
+                     source yet; use `data_and_metadata` or `data_only`"
+                ),
+            );
+        }
+        if b.processing_conditions.is_some() {
+            at(
+                "processing_conditions",
+                format!(
+                    "`{path}.processing_conditions` is not supported by sluice's s3 source yet; remove it"
+                ),
+            );
+        }
+    }
+}
+
+/// `start_time`, `end_time` and `range` of a scan or one of its buckets (`what`: `""` or
+/// `"bucket "`, as Data Prepper's messages say).
+fn check_times(
+    (start, end, range): (&Option<String>, &Option<String>, Option<Duration>),
+    path: &str,
+    what: &str,
+    at: &mut impl FnMut(&str, String),
+) {
+    for (key, value) in [("start_time", start), ("end_time", end)] {
+        if let Some(text) = value
+            && local_time(text).is_none()
+        {
+            at(
+                key,
+                format!(
+                    "`{path}.{key}` is `{text}`, not a local date and time; write e.g. \
+                     `2023-01-01T00:00:00`"
+                ),
+            );
+        }
+    }
+    if start.is_some() && end.is_some() && range.is_some() {
+        at(
+            "range",
+            format!(
+                "`{path}`: At most two options from start_time, end_time and range can be \
+                 specified at the same time"
+            ),
+        );
+    } else if (start.is_some() || end.is_some()) && range.is_some() {
+        at(
+            "range",
+            format!("`{path}`: {what}start_time or end_time cannot be used along with range"),
+        );
+    }
+}
+
 fn check_aws(aws: &S3SourceAws, path: &str, at: &mut impl FnMut(&str, String)) {
     if aws.region.as_deref() == Some("") {
-        at("aws.region", format!("`{path}.region` is empty: Region cannot be empty string"));
+        at(
+            "aws.region",
+            format!("`{path}.region` is empty: Region cannot be empty string"),
+        );
     }
     if let Some(arn) = &aws.sts_role_arn
         && !(20..=2048).contains(&arn.len())
@@ -721,12 +1072,18 @@ mod tests {
         )
         .unwrap();
         let r = s.resolve("p").unwrap();
-        assert_eq!((r.skip_lines, r.header_destination.as_deref()), (1, Some("header")));
+        assert_eq!(
+            (r.skip_lines, r.header_destination.as_deref()),
+            (1, Some("header"))
+        );
         assert_eq!((r.maximum_messages, r.workers), (5, 3));
         assert_eq!(r.visibility_timeout, Duration::from_secs(120));
         assert_eq!(r.protect_visibility, Some(Duration::from_secs(7200)));
         assert_eq!(r.wait_time, Duration::from_secs(5));
-        assert_eq!(r.metadata_root, Some(vec!["meta".to_owned(), "s3".to_owned()]));
+        assert_eq!(
+            r.metadata_root,
+            Some(vec!["meta".to_owned(), "s3".to_owned()])
+        );
         assert_eq!(r.compression, Compression::Gzip);
         assert_eq!(r.filters["b"].include_prefix, ["logs/"]);
         assert_eq!(r.filters["b"].exclude_suffix, [".tmp"]);
@@ -737,27 +1094,143 @@ mod tests {
     fn the_codec_picks_the_built_in_deserializer() {
         let s = parse(&BASE.replace("newline: ", "ndjson: ")).unwrap();
         assert_eq!(s.deserializer().name, "json");
-        assert_eq!(s.resolve("p").unwrap().lines, Lines::Ndjson { include_empty_objects: false });
+        assert_eq!(
+            s.resolve("p").unwrap().lines,
+            Lines::Ndjson {
+                include_empty_objects: false
+            }
+        );
         let s = parse(&format!("{BASE}metadata_root_key: ''")).unwrap();
         assert_eq!(s.resolve("p").unwrap().metadata_root, Some(vec![]));
         let s = parse(&format!("{BASE}data_selection: data_only")).unwrap();
+        assert!(s.resolve("p").unwrap().data_only);
+        let s = parse(&format!("{BASE}disable_s3_metadata_in_event: true")).unwrap();
         assert_eq!(s.resolve("p").unwrap().metadata_root, None);
+    }
+
+    /// A scan of one bucket, beside the queue (the test adds scan keys below `    `).
+    const SCAN: &str = "codec: {newline: }\nsqs: {queue_url: 'http://127.0.0.1:9324/123456789012/q'}\naws: {region: us-east-1}\n\
+                        scan:\n    buckets:\n      - bucket: {name: logs, filter: {include_prefix: [a/]}}\n";
+
+    #[test]
+    fn a_scan_resolves_each_buckets_times_and_the_schedule() {
+        let s = parse(
+            "codec: {newline: }\naws: {region: us-east-1}\nscan:\n  start_time: 2023-01-01T00:00:00\n  \
+             scheduling: {interval: PT1H, count: 3}\n  buckets:\n    - bucket: {name: 's3://logs', data_selection: data_only}\n    \
+             - bucket: {name: other, range: P2D, filter: {include_prefix: [a/, b/], exclude_suffix: [.tmp]}}\n",
+        )
+        .unwrap();
+        let r = s.resolve("p").unwrap();
+        assert_eq!(r.queue_url, None);
+        let scan = r.scan.unwrap();
+        assert_eq!(scan.scheduling, Some((Duration::from_secs(3600), 3)));
+        let [logs, other] = &scan.buckets[..] else {
+            panic!("{:?}", scan.buckets)
+        };
+        assert_eq!(logs.name, "logs", "`s3://` dropped");
+        assert_eq!(logs.start_time, local_time("2023-01-01T00:00"));
+        assert_eq!(
+            (other.start_time, other.range),
+            (None, Some(Duration::from_secs(2 * 86_400))),
+            "the bucket's own times replace the scan's"
+        );
+        assert_eq!(
+            (other.include_prefix.len(), &other.exclude_suffix[..]),
+            (2, &[".tmp".to_owned()][..])
+        );
+        assert_eq!(r.bucket_data_only.get("logs"), Some(&true));
+        assert_eq!(r.bucket_data_only.get("other"), Some(&false));
     }
 
     #[test]
     fn what_sluice_cannot_do_is_refused_by_name() {
         for (source, want) in [
-            (BASE.replace("codec: {newline: }\n", ""), "A codec is required"),
-            (BASE.replace("newline: ", "parquet: "), "codec: parquet` is not supported"),
-            (BASE.replace("'http://127.0.0.1:9324/123456789012/q'", "''"), "SQS URL cannot be null or empty"),
-            (format!("{BASE}compression: zstd"), "compression: zstd` is not supported"),
-            (format!("{BASE}scan: {{buckets: []}}"), "`scan`) is not supported"),
+            (
+                BASE.replace("codec: {newline: }\n", ""),
+                "A codec is required",
+            ),
+            (
+                BASE.replace("newline: ", "parquet: "),
+                "codec: parquet` is not supported",
+            ),
+            (
+                BASE.replace("'http://127.0.0.1:9324/123456789012/q'", "''"),
+                "SQS URL cannot be null or empty",
+            ),
+            (
+                format!("{BASE}compression: zstd"),
+                "compression: zstd` is not supported",
+            ),
+            (format!("{BASE}scan: {{buckets: []}}"), "needs at least one"),
+            (
+                format!("{SCAN}    start_time: 2023-01-01T00:00:00\n    range: P1D\n"),
+                "start_time or end_time cannot be used along with range",
+            ),
+            (
+                format!(
+                    "{SCAN}    end_time: 2023-01-01T00:00:00\n    scheduling: {{interval: 1h}}\n"
+                ),
+                "end_time is not a valid option when using scheduling",
+            ),
+            (
+                format!("{SCAN}    scheduling: {{interval: 500ms}}\n"),
+                "must be at least 1 second",
+            ),
+            (
+                format!("{SCAN}    scheduling: {{interval: 1h, count: 1}}\n"),
+                "must be at least 2",
+            ),
+            (
+                format!("{SCAN}    start_time: yesterday\n"),
+                "not a local date and time",
+            ),
+            (
+                SCAN.replace("name: logs", "name: s3://ab"),
+                "bucket length should be at least 3",
+            ),
+            (
+                SCAN.replace(
+                    "name: logs",
+                    "name: logs, range: P1D, start_time: 2023-01-01T00:00:00",
+                ),
+                "bucket start_time or end_time cannot be used along with range",
+            ),
+            (
+                format!("{SCAN}filters: {{logs: {{include_prefix: [a/]}}}}\n"),
+                "Top-level filters cannot be used together",
+            ),
+            (
+                format!("{SCAN}    folder_partitions: {{depth: 1}}\n"),
+                "folder_partitions` is not supported",
+            ),
+            (
+                SCAN.replace(
+                    "sqs: {queue_url: 'http://127.0.0.1:9324/123456789012/q'}\n",
+                    "notification_type: sqs\n",
+                ),
+                "notification_type: sqs` needs `sqs`",
+            ),
             (format!("{BASE}workers: 0"), "it must be 1 to 1000"),
             (format!("{BASE}default_bucket_owner: '1234'"), "12 digits"),
-            (BASE.replace("}\naws", ", wait_time: 30s}\naws"), "at most `20s`"),
-            (BASE.replace("}\naws", ", maximum_messages: 11}\naws"), "it must be 1 to 10"),
-            (BASE.replace("aws: {region: us-east-1}\n", ""), "needs `aws`"),
-            (BASE.replace("sqs: {queue_url: 'http://127.0.0.1:9324/123456789012/q'}\n", ""), "needs `sqs`"),
+            (
+                BASE.replace("}\naws", ", wait_time: 30s}\naws"),
+                "at most `20s`",
+            ),
+            (
+                BASE.replace("}\naws", ", maximum_messages: 11}\naws"),
+                "it must be 1 to 10",
+            ),
+            (
+                BASE.replace("aws: {region: us-east-1}\n", ""),
+                "needs `aws`",
+            ),
+            (
+                BASE.replace(
+                    "sqs: {queue_url: 'http://127.0.0.1:9324/123456789012/q'}\n",
+                    "",
+                ),
+                "needs `sqs`",
+            ),
         ] {
             let err = parse(&source).unwrap_err();
             assert!(err.contains(want), "{source}:\n{err}");

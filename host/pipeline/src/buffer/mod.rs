@@ -80,7 +80,7 @@ pub async fn build(
         let buffer = own_buffer(p);
         // At least one waiting batch per queue reader.
         let queued = (buffer.buffer_size / buffer.batch_size.max(1)).max(settings.workers);
-        let source = crate::source::s3::connect(p, settings, queued, &buffer).await?;
+        let source = crate::source::s3::connect(p, settings, queued, &buffer, data_dir).await?;
         return Ok(Arc::new(source));
     }
     match &p.buffer {

@@ -5,10 +5,14 @@
 //! `header_destination`. What `sluice dlq replay` sends back goes to a small in-memory buffer
 //! beside the readers (`Pulled`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
-use sluice_config::source::s3::{Compression, Lines, NotificationSource, OnError, S3SourceSettings};
+use sluice_config::source::s3::{
+    Compression, Lines, NotificationSource, OnError, S3SourceSettings,
+};
 use sluice_s3::source::{self as s3, S3SourceConfig};
 use tokio::sync::watch;
 
@@ -39,10 +43,40 @@ pub(crate) async fn connect(
     s: S3SourceSettings,
     queued: usize,
     buffer: &sluice_config::BoundedBlocking,
+    data_dir: &std::path::Path,
 ) -> Result<Pulled, s3::S3SourceError> {
+    let started = SystemTime::now();
+    let scan = s.scan.map(|scan| s3::ScanConfig {
+        buckets: scan
+            .buckets
+            .into_iter()
+            .map(|b| {
+                // `range`: the time before the start (with `scheduling`, no end: later scans
+                // read what was written since).
+                let (after, before) = match b.range {
+                    Some(range) => (
+                        started.checked_sub(range),
+                        scan.scheduling.is_none().then_some(started),
+                    ),
+                    None => (b.start_time.map(local), b.end_time.map(local)),
+                };
+                s3::ScanBucket {
+                    name: b.name,
+                    include_prefix: b.include_prefix,
+                    exclude_suffix: b.exclude_suffix,
+                    after,
+                    before,
+                }
+            })
+            .collect(),
+        scheduling: scan.scheduling,
+        backoff: scan.backoff,
+        record: data_dir.join("s3-scan").join(format!("{}.jsonl", p.name)),
+    });
     let config = S3SourceConfig {
         pipeline: p.name.clone(),
         queue_url: s.queue_url,
+        scan,
         region: s.region,
         endpoint: s.endpoint,
         sts_role_arn: s.sts_role_arn,
@@ -92,11 +126,26 @@ pub(crate) async fn connect(
     Ok(Pulled::new(p, Box::new(source), buffer))
 }
 
+/// A local date and time (Data Prepper's `LocalDateTime`, in the host's zone) as a time.
+fn local(t: chrono::NaiveDateTime) -> SystemTime {
+    use chrono::TimeZone as _;
+    let at = chrono::Local
+        .from_local_datetime(&t)
+        .earliest()
+        // A time skipped by a clock change: as UTC.
+        .map_or_else(|| t.and_utc().timestamp_millis(), |l| l.timestamp_millis());
+    SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(at).unwrap_or(0))
+}
+
 /// Where an s3 source's events get their object's bucket and key, and the header line.
 #[derive(Debug)]
 pub(crate) struct Objects {
     /// The path of `bucket` and `key`'s parent (`None`: not added).
     root: Option<Vec<String>>,
+    /// `data_selection: data_only`: not added, unless the bucket says otherwise.
+    data_only: bool,
+    /// Each scanned bucket's `data_selection: data_only`.
+    bucket_data_only: BTreeMap<String, bool>,
     /// `header_destination`.
     header: Option<String>,
     /// The last object's decoration, with its position's topic and header: the lines of one
@@ -113,6 +162,8 @@ impl Objects {
         let s = sluice_config::Resolve::resolve(source, "").ok()?;
         Some(Arc::new(Self {
             root: s.metadata_root,
+            data_only: s.data_only,
+            bucket_data_only: s.bucket_data_only,
             header: s.header_destination,
             last: std::sync::Mutex::new(None),
         }))
@@ -149,6 +200,11 @@ impl Objects {
                 .topic
                 .strip_prefix("s3://")
                 .and_then(|rest| rest.split_once('/'))
+            && !self
+                .bucket_data_only
+                .get(bucket)
+                .copied()
+                .unwrap_or(self.data_only)
         {
             let at = |name: &str| {
                 let mut path = root.clone();

@@ -33,9 +33,11 @@ use crate::notification;
 
 mod object;
 mod queue;
+mod scan;
 
 use object::Reading;
-use queue::{Delete, QueueUrl, delete_loop};
+use queue::{Delete, Queue, QueueUrl, delete_loop};
+pub use scan::{ScanBucket, ScanConfig};
 
 /// How an object's bytes are compressed: `compression`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +61,10 @@ pub enum Lines {
 #[derive(Debug, Clone)]
 pub struct S3SourceConfig {
     pub pipeline: String,
-    pub queue_url: String,
+    /// The queue whose notifications announce objects (`sqs.queue_url`).
+    pub queue_url: Option<String>,
+    /// Buckets to list (`scan`).
+    pub scan: Option<ScanConfig>,
     /// The region (else the queue URL's, else the AWS chain's, else `us-east-1`).
     pub region: Option<String>,
     /// An S3-compatible store, path-style.
@@ -116,6 +121,8 @@ pub enum S3SourceError {
     Queue { url: String, reason: String },
     #[error("aws: {0}")]
     Role(#[from] sluice_sigv4::Error),
+    #[error("scan: the record of objects read, {path}: {reason}")]
+    ScanRecord { path: String, reason: String },
 }
 
 /// Counts with Data Prepper's names: `s3_<name>{pipeline}` (Data Prepper's
@@ -176,21 +183,33 @@ pub struct S3Source {
 }
 
 struct Inner {
+    /// The queue and the buckets read, for messages.
+    what: String,
     config: S3SourceConfig,
     stats: Arc<S3Stats>,
     stop: watch::Sender<bool>,
     batches: Arc<tokio::sync::Mutex<mpsc::Receiver<Batch>>>,
     workers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    deletes: mpsc::UnboundedSender<Delete>,
+    /// The deleter's inbox, when a queue is read.
+    deletes: Option<mpsc::UnboundedSender<Delete>>,
     deleter: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl S3Source {
-    /// Checks that the queue answers, then starts `workers` queue readers and the deleter.
+    /// Checks that the queue answers and opens the scan's record, then starts `workers`
+    /// queue readers and the deleter, and the scan.
     pub async fn connect(config: S3SourceConfig) -> Result<Self, S3SourceError> {
-        let url = QueueUrl::parse(&config.queue_url)?;
+        let url = config
+            .queue_url
+            .as_deref()
+            .map(QueueUrl::parse)
+            .transpose()?;
         // `aws.region`, else the queue URL's, else the AWS chain's, else `us-east-1`.
-        let region = match config.region.clone().or_else(|| url.region.clone()) {
+        let region = match config
+            .region
+            .clone()
+            .or_else(|| url.as_ref().and_then(|u| u.region.clone()))
+        {
             Some(region) => region,
             None => aws_config::default_provider::region::DefaultRegionChain::builder()
                 .build()
@@ -213,70 +232,121 @@ impl S3Source {
         // The SDK's standard retries (3 attempts): a delete lost to a blip means an object
         // read again.
         let retry = aws_config::retry::RetryConfig::standard();
-        // A long poll waits `wait_time`; past that, an attempt that does not answer is cut.
-        let timeouts = aws_config::timeout::TimeoutConfig::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .operation_attempt_timeout(config.wait_time + Duration::from_secs(30))
-            .build();
-        let mut sqs = aws_sdk_sqs::config::Builder::from(&shared)
-            .retry_config(retry.clone())
-            .timeout_config(timeouts);
-        if let Some(endpoint) = &url.endpoint {
-            sqs = sqs.endpoint_url(endpoint);
-        }
-        let sqs = aws_sdk_sqs::Client::from_conf(sqs.build());
         let s3 = crate::s3_client(&shared, config.endpoint.as_deref());
-        let s3 =
-            aws_sdk_s3::Client::from_conf(s3.config().to_builder().retry_config(retry).build());
-        sqs.get_queue_attributes()
-            .queue_url(&config.queue_url)
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
-            .send()
-            .await
-            .map_err(|e| S3SourceError::Queue {
-                url: config.queue_url.clone(),
-                reason: DisplayErrorContext(&e).to_string(),
-            })?;
+        let s3 = aws_sdk_s3::Client::from_conf(
+            s3.config().to_builder().retry_config(retry.clone()).build(),
+        );
         let stats = Arc::new(S3Stats::new(&config.pipeline));
         let (stop, stopped) = watch::channel(false);
         let (tx, rx) = mpsc::channel(config.queued.max(1));
-        // Unbounded, yet bounded by the messages in flight: at most one entry per message
-        // received, and a reader receives again only once it handled what it received (an
-        // object's reading waits for room in the channel of batches).
-        let (deletes, deletes_rx) = mpsc::unbounded_channel();
-        let deleter = tokio::spawn(delete_loop(
-            sqs.clone(),
-            config.queue_url.clone(),
-            stats.clone(),
-            deletes_rx,
-        ));
+        // The queue URL's account, else the role's: the default expected bucket owner.
+        let account = url.as_ref().and_then(|u| u.account.clone()).or_else(|| {
+            let arn = config.sts_role_arn.as_deref()?;
+            arn.split(':')
+                .nth(4)
+                .filter(|a| a.len() == 12)
+                .map(str::to_owned)
+        });
         let reading = Arc::new(Reading {
             config: config.clone(),
             stats: stats.clone(),
-            sqs,
             s3,
-            account: url.account,
+            account,
             batches: tx,
-            deletes: deletes.clone(),
-            stop: stopped,
+            stop: stopped.clone(),
             reads: Arc::new(AtomicU64::new(0)),
         });
-        let workers = (0..config.workers)
-            .map(|_| tokio::spawn(reading.clone().run()))
-            .collect();
-        tracing::info!(pipeline = %config.pipeline, queue = %config.queue_url, workers = config.workers,
-            "s3 source reading the objects the queue announces");
+        let mut workers = Vec::new();
+        let mut deletes = None;
+        let mut deleter = None;
+        if let (Some(queue_url), Some(url)) = (&config.queue_url, &url) {
+            // A long poll waits `wait_time`; past that, an attempt that does not answer is cut.
+            let timeouts = aws_config::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(5))
+                .operation_attempt_timeout(config.wait_time + Duration::from_secs(30))
+                .build();
+            let mut sqs = aws_sdk_sqs::config::Builder::from(&shared)
+                .retry_config(retry)
+                .timeout_config(timeouts);
+            if let Some(endpoint) = &url.endpoint {
+                sqs = sqs.endpoint_url(endpoint);
+            }
+            let sqs = aws_sdk_sqs::Client::from_conf(sqs.build());
+            sqs.get_queue_attributes()
+                .queue_url(queue_url)
+                .attribute_names(
+                    aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages,
+                )
+                .send()
+                .await
+                .map_err(|e| S3SourceError::Queue {
+                    url: queue_url.clone(),
+                    reason: DisplayErrorContext(&e).to_string(),
+                })?;
+            // Unbounded, yet bounded by the messages in flight: at most one entry per message
+            // received, and a reader receives again only once it handled what it received (an
+            // object's reading waits for room in the channel of batches).
+            let (tx, deletes_rx) = mpsc::unbounded_channel();
+            deleter = Some(tokio::spawn(delete_loop(
+                sqs.clone(),
+                queue_url.clone(),
+                stats.clone(),
+                deletes_rx,
+            )));
+            let queue = Arc::new(Queue {
+                reading: reading.clone(),
+                sqs,
+                url: queue_url.clone(),
+                deletes: tx.clone(),
+            });
+            deletes = Some(tx);
+            workers.extend((0..config.workers).map(|_| tokio::spawn(queue.clone().run())));
+            tracing::info!(pipeline = %config.pipeline, queue = %queue_url, workers = config.workers,
+                "s3 source reading the objects the queue announces");
+        }
+        if let Some(scan) = config.scan.clone() {
+            let scanned =
+                scan::Scanned::open(&scan.record).map_err(|e| S3SourceError::ScanRecord {
+                    path: scan.record.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+            tracing::info!(pipeline = %config.pipeline, buckets = ?scan.buckets.iter().map(|b| &b.name).collect::<Vec<_>>(),
+                record = %scan.record.display(), workers = config.workers, "s3 source scanning buckets");
+            workers.push(tokio::spawn(scan::scan(
+                reading,
+                scan,
+                Arc::new(scanned),
+                stopped,
+            )));
+        }
         Ok(Self {
             inner: Arc::new(Inner {
+                what: config.what(),
                 config,
                 stats,
                 stop,
                 batches: Arc::new(tokio::sync::Mutex::new(rx)),
                 workers: Mutex::new(workers),
                 deletes,
-                deleter: Mutex::new(Some(deleter)),
+                deleter: Mutex::new(deleter),
             }),
         })
+    }
+}
+
+impl S3SourceConfig {
+    /// What the source reads, for messages: the queue, the buckets.
+    fn what(&self) -> String {
+        let mut what: Vec<String> = self
+            .queue_url
+            .iter()
+            .map(|u| format!("queue {u}"))
+            .collect();
+        if let Some(scan) = &self.scan {
+            let buckets: Vec<&str> = scan.buckets.iter().map(|b| b.name.as_str()).collect();
+            what.push(format!("the buckets {}", buckets.join(", ")));
+        }
+        what.join(" and ")
     }
 }
 
@@ -288,7 +358,7 @@ struct Unwritable(String);
 impl BufferWriter for Unwritable {
     async fn write(&self, _: Vec<Record>, _: Duration) -> Result<(), WriteError> {
         Err(WriteError::Unavailable(format!(
-            "the pipeline reads the objects queue {} announces itself and has no buffer to write to",
+            "the pipeline reads the objects of {} itself and has no buffer to write to",
             self.0
         )))
     }
@@ -308,7 +378,7 @@ impl BufferReader for Reader {
 #[async_trait::async_trait]
 impl Buffer for S3Source {
     fn writer(&self) -> Arc<dyn BufferWriter> {
-        Arc::new(Unwritable(self.inner.config.queue_url.clone()))
+        Arc::new(Unwritable(self.inner.what.clone()))
     }
 
     fn reader(&self) -> Box<dyn BufferReader> {
@@ -322,20 +392,22 @@ impl Buffer for S3Source {
         let _ = self.inner.stop.send(true);
     }
 
-    /// Waits for the queue readers, then sends the last deletes (of what the sinks took),
-    /// for at most `shutdown_timeout`: what is not deleted by then comes back and is read again.
+    /// Waits for the queue readers and the scan, then sends the last deletes (of what the
+    /// sinks took), for at most `shutdown_timeout`: what is not deleted by then comes back and
+    /// is read again. (The scan records each object as its lines reach the sinks.)
     async fn join(&self) {
         let workers = std::mem::take(&mut *self.inner.workers.lock().expect("not poisoned"));
         for w in workers {
             let _ = w.await;
         }
         let (done, flushed) = tokio::sync::oneshot::channel();
-        if self.inner.deletes.send(Delete::Flush(done)).is_ok()
+        if let Some(deletes) = &self.inner.deletes
+            && deletes.send(Delete::Flush(done)).is_ok()
             && tokio::time::timeout(self.inner.config.drain_timeout, flushed)
                 .await
                 .is_err()
         {
-            tracing::warn!(queue = %self.inner.config.queue_url, timeout = ?self.inner.config.drain_timeout,
+            tracing::warn!(source = %self.inner.what, timeout = ?self.inner.config.drain_timeout,
                 "the last deletes did not finish in time; their messages come back and their objects are read again");
         }
         let deleter = self.inner.deleter.lock().expect("not poisoned").take();
@@ -352,7 +424,7 @@ impl Buffer for S3Source {
         let s = &self.inner.stats;
         tracing::info!(
             pipeline = %self.inner.config.pipeline,
-            queue = %self.inner.config.queue_url,
+            reads = %self.inner.what,
             messages_received = s.messages_received.get(),
             messages_deleted = s.messages_deleted.get(),
             objects_read = s.objects_succeeded.get(),

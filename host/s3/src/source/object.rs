@@ -1,45 +1,51 @@
-//! A queue reader of the s3 source: receives messages, streams the object each announces into
-//! batches of lines (their positions the object and the line number), and counts what is in
-//! flight of each object, so its message is deleted only once every line reached the sinks.
+//! Reading one object of the s3 source: streams it into batches of lines (their positions the
+//! object and the line number), and counts what is in flight of each object, so it finishes
+//! (its message is deleted, or the scan records it) only once every line reached the sinks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
 use sluice_buffer::{Acknowledgement, Batch, Position, Read, Record, Unreadable};
 use tokio::sync::{mpsc, watch};
 
-use super::queue::{Delete, keep_hidden};
 use super::{Compression, HEADER, Lines, S3SourceConfig, S3Stats};
 use crate::lines::{INFLATE_SLICE, Inflate, LINE_LIMIT, Piece, Splitter};
-use crate::notification::{self, Announced, Notice};
+use crate::notification::Announced;
 
-/// Everything a queue reader needs.
+/// What reads objects into batches, for the queue readers and the scan.
 pub(super) struct Reading {
     pub(super) config: S3SourceConfig,
     pub(super) stats: Arc<S3Stats>,
-    pub(super) sqs: aws_sdk_sqs::Client,
     pub(super) s3: aws_sdk_s3::Client,
-    /// The queue URL's account: the default expected bucket owner.
+    /// The queue URL's account (else the role's): the default expected bucket owner.
     pub(super) account: Option<String>,
     pub(super) batches: mpsc::Sender<Batch>,
-    pub(super) deletes: mpsc::UnboundedSender<Delete>,
     pub(super) stop: watch::Receiver<bool>,
     /// Each read of an object gets the next (the `epoch` of its [`Read`]s).
     pub(super) reads: Arc<AtomicU64>,
 }
 
-/// One object in flight: its message is deleted once it was read to the end and every batch
-/// of its lines was acknowledged. Dropped otherwise (a batch dropped unacknowledged, a failed
-/// or stopped read): the message stays and comes back.
+/// One object in flight: it finishes (its message is deleted, or the scan records it) once it
+/// was read to the end and every batch of its lines was acknowledged. Dropped otherwise (a
+/// batch dropped unacknowledged, a failed or stopped read), it finishes unread: the message
+/// stays and comes back, the scan tries it again.
 pub(super) struct InFlight {
-    state: Mutex<(usize, bool)>,
-    receipt: String,
-    deletes: mpsc::UnboundedSender<Delete>,
+    /// Batches out, read to the end, finished.
+    state: Mutex<(usize, bool, bool)>,
+    /// Called once: `true` when done, `false` when dropped before.
+    finish: Box<dyn Fn(bool) + Send + Sync>,
 }
 
 impl InFlight {
+    pub(super) fn new(finish: impl Fn(bool) + Send + Sync + 'static) -> Self {
+        Self {
+            state: Mutex::new((0, false, false)),
+            finish: Box::new(finish),
+        }
+    }
+
     /// One more batch out.
     fn sent(&self) {
         self.state.lock().expect("not poisoned").0 += 1;
@@ -49,206 +55,75 @@ impl InFlight {
     fn acknowledged(&self) {
         let mut s = self.state.lock().expect("not poisoned");
         s.0 -= 1;
-        if s.0 == 0 && s.1 {
-            let _ = self.deletes.send(Delete::Message(self.receipt.clone()));
-        }
+        self.finish_if_done(&mut s);
     }
 
     /// The object was read to its end.
     fn read_whole(&self) {
         let mut s = self.state.lock().expect("not poisoned");
         s.1 = true;
-        if s.0 == 0 {
-            let _ = self.deletes.send(Delete::Message(self.receipt.clone()));
+        self.finish_if_done(&mut s);
+    }
+
+    fn finish_if_done(&self, s: &mut (usize, bool, bool)) {
+        if s.0 == 0 && s.1 && !s.2 {
+            s.2 = true;
+            (self.finish)(true);
         }
     }
 
     pub(super) fn done(&self) -> bool {
-        let s = self.state.lock().expect("not poisoned");
-        s.1 && s.0 == 0
+        self.state.lock().expect("not poisoned").2
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.state.get_mut().expect("not poisoned").2 {
+            (self.finish)(false);
+        }
     }
 }
 
 /// Why an object was not read whole.
 #[derive(Debug)]
-enum ReadError {
+pub(super) enum ReadError {
     /// Shutting down.
     Stopped,
-    /// The store refused or failed (the message stays for another try).
+    /// The store refused or failed (to be tried again).
     Failed(String),
+    /// The object is not there (any more).
+    Missing(String),
 }
 
 impl Reading {
-    /// One queue reader: receive, read each announced object, until stopped.
-    pub(super) async fn run(self: Arc<Self>) {
-        let mut stop = self.stop.clone();
-        let mut backoff = Duration::from_secs(1);
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            let receive = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.config.queue_url)
-                .max_number_of_messages(self.config.maximum_messages)
-                .visibility_timeout(super::seconds(self.config.visibility_timeout))
-                .wait_time_seconds(super::seconds(self.config.wait_time))
-                .message_system_attribute_names(
-                    aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
-                )
-                .send();
-            let received = tokio::select! {
-                r = receive => r,
-                _ = stop.wait_for(|s| *s) => return,
-            };
-            let messages = match received {
-                Ok(out) => {
-                    backoff = Duration::from_secs(1);
-                    out.messages.unwrap_or_default()
-                }
-                Err(e) => {
-                    self.stats.receive_failed.add(1);
-                    tracing::warn!(queue = %self.config.queue_url, error = %DisplayErrorContext(&e), retry_in = ?backoff,
-                        "receiving from the queue failed");
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = stop.wait_for(|s| *s) => return,
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(60));
-                    continue;
-                }
-            };
-            self.stats.messages_received.add(messages.len() as u64);
-            let any = !messages.is_empty();
-            // Each message's object in flight from its receipt: with
-            // `visibility_duplication_protection`, the later messages of one receive are kept
-            // hidden while the first objects are read.
-            let messages: Vec<_> = messages
-                .into_iter()
-                .filter_map(|m| {
-                    let object = self.in_flight(m.receipt_handle.clone()?);
-                    Some((m, object))
-                })
-                .collect();
-            for (message, object) in messages {
-                if *stop.borrow() {
-                    // Not started: it comes back after its visibility timeout.
-                    return;
-                }
-                self.handle(message, object).await;
-            }
-            if any && !self.config.poll_delay.is_zero() {
-                tokio::select! {
-                    _ = tokio::time::sleep(self.config.poll_delay) => {}
-                    _ = stop.wait_for(|s| *s) => return,
-                }
-            }
-        }
-    }
-
-    /// A received message's object in flight, its visibility kept (with protection) until the
-    /// object is done or dropped.
-    fn in_flight(&self, receipt: String) -> Arc<InFlight> {
-        let object = Arc::new(InFlight {
-            state: Mutex::new((0, false)),
-            receipt: receipt.clone(),
-            deletes: self.deletes.clone(),
-        });
-        if let Some(limit) = self.config.protect_visibility {
-            // It stops by itself once the object is done or dropped.
-            tokio::spawn(keep_hidden(
-                self.sqs.clone(),
-                self.config.queue_url.clone(),
-                receipt,
-                self.config.visibility_timeout,
-                limit,
-                Arc::downgrade(&object),
-                self.stop.clone(),
-                self.stats.clone(),
-            ));
-        }
-        object
-    }
-
-    /// Reads the object one message announces, or decides it has none.
-    async fn handle(&self, message: aws_sdk_sqs::types::Message, object: Arc<InFlight>) {
-        let receipt = object.receipt.clone();
-        let body = message.body.as_deref().unwrap_or_default();
-        let delete = |why: &str| {
-            tracing::debug!(queue = %self.config.queue_url, why, "deleting a message unread");
-            let _ = self.deletes.send(Delete::Message(receipt.clone()));
-        };
-        if let (Some(most), Some(count)) = (
-            self.config.max_receive_attempts,
-            message
-                .attributes
-                .as_ref()
-                .and_then(|a| {
-                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
-                })
-                .and_then(|c| c.parse::<u32>().ok()),
-        ) && count > most
-        {
-            tracing::warn!(queue = %self.config.queue_url, received = count, max_receive_attempts = most,
-                "deleting a message received more than `max_receive_attempts` times, unread");
-            return delete("max_receive_attempts");
-        }
-        let announced = match notification::parse(body, self.config.from) {
-            Ok(Notice::Created(a)) => a,
-            Ok(Notice::Skip(why)) => return delete(why),
-            Err(reason) => {
-                self.stats.messages_failed.add(1);
-                let head: String = body.chars().take(200).collect();
-                if self.config.delete_unreadable {
-                    tracing::warn!(queue = %self.config.queue_url, %reason, body = %head,
-                        "deleting a message that is no S3 notification (`on_error: delete_messages`)");
-                    return delete("unreadable");
-                }
-                tracing::warn!(queue = %self.config.queue_url, %reason, body = %head,
-                    "a message is no S3 notification; it stays in the queue (`on_error: retain_messages`)");
-                return;
-            }
-        };
-        if announced.size == 0 {
-            self.stats.objects_empty.add(1);
-            return delete("an empty object");
-        }
-        if let Some((include, exclude)) = self.config.filters.get(&announced.bucket) {
-            let key = &announced.key;
-            let passes = (include.is_empty()
-                || include.iter().any(|p| key.starts_with(p.as_str())))
-                && !exclude.iter().any(|s| key.ends_with(s.as_str()));
-            if !passes {
-                self.stats.objects_filtered.add(1);
-                return delete("filtered out");
-            }
-        }
+    /// Reads the object `a` names whole into batches, counting it; once its batches are
+    /// acknowledged, `object` finishes.
+    pub(super) async fn read_object(
+        &self,
+        a: &Announced,
+        object: &Arc<InFlight>,
+    ) -> Result<(), ReadError> {
         let started = Instant::now();
-        match self.read(&announced, &object).await {
+        let result = self.read(a, object).await;
+        match &result {
             Ok((bytes, lines)) => {
                 self.stats.objects_succeeded.add(1);
-                self.stats.object_size.record(bytes as f64);
-                self.stats.processed_bytes.record(bytes as f64);
-                self.stats.object_events.record(lines as f64);
+                self.stats.object_size.record(*bytes as f64);
+                self.stats.processed_bytes.record(*bytes as f64);
+                self.stats.object_events.record(*lines as f64);
                 self.stats.read_time.record(started.elapsed().as_secs_f64());
-                tracing::debug!(bucket = %announced.bucket, key = %announced.key, bytes, lines, "object read");
+                tracing::debug!(bucket = %a.bucket, key = %a.key, bytes, lines, "object read");
                 object.read_whole();
             }
-            Err(ReadError::Stopped) => {
-                tracing::info!(bucket = %announced.bucket, key = %announced.key,
-                    "stopped while reading an object; its message stays in the queue, and the object is read again (lines the sinks hold are skipped by file and opensearch sinks)");
-            }
-            Err(ReadError::Failed(reason)) => {
-                self.stats.objects_failed.add(1);
-                tracing::warn!(bucket = %announced.bucket, key = %announced.key, %reason,
-                    "reading an object failed; its message stays in the queue and comes back after its visibility timeout");
-            }
+            Err(ReadError::Stopped) => {}
+            Err(ReadError::Failed(_) | ReadError::Missing(_)) => self.stats.objects_failed.add(1),
         }
+        result.map(|_| ())
     }
 
     /// The owner the bucket must have, if checked.
-    fn expected_owner(&self, bucket: &str) -> Option<String> {
+    pub(super) fn expected_owner(&self, bucket: &str) -> Option<String> {
         if !self.config.check_owner {
             return None;
         }
@@ -362,17 +237,21 @@ impl Reading {
             get = get.if_match(etag);
         }
         get.send().await.map_err(|e| {
-            match e.code() {
-                Some("NoSuchKey" | "NotFound") => self.stats.objects_not_found.add(1),
-                Some("AccessDenied") => self.stats.objects_access_denied.add(1),
-                _ => {}
-            }
-            ReadError::Failed(format!(
+            let reason = format!(
                 "GetObject s3://{}/{}: {}",
                 a.bucket,
                 a.key,
                 DisplayErrorContext(&e)
-            ))
+            );
+            match e.code() {
+                Some("NoSuchKey" | "NotFound") => {
+                    self.stats.objects_not_found.add(1);
+                    return ReadError::Missing(reason);
+                }
+                Some("AccessDenied") => self.stats.objects_access_denied.add(1),
+                _ => {}
+            }
+            ReadError::Failed(reason)
         })
     }
 }
@@ -555,28 +434,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_object_is_deleted_only_read_whole_and_every_batch_acknowledged() {
+    fn an_object_finishes_only_read_whole_and_every_batch_acknowledged() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let o = InFlight {
-            state: Mutex::new((0, false)),
-            receipt: "r".to_owned(),
-            deletes: tx,
-        };
+        let o = InFlight::new(move |done| {
+            let _ = tx.send(done);
+        });
         o.sent();
         o.sent();
         o.acknowledged();
         o.read_whole();
         assert!(rx.try_recv().is_err(), "one batch is still out");
         o.acknowledged();
-        assert!(matches!(rx.try_recv(), Ok(Delete::Message(r)) if r == "r"));
+        assert_eq!(rx.try_recv(), Ok(true));
+        drop(o);
+        assert!(rx.try_recv().is_err(), "finished once");
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let o = InFlight {
-            state: Mutex::new((0, false)),
-            receipt: "r".to_owned(),
-            deletes: tx,
-        };
+        let o = InFlight::new(move |done| {
+            let _ = tx.send(done);
+        });
         o.sent();
         o.acknowledged();
         assert!(rx.try_recv().is_err(), "not read to its end");
+        drop(o);
+        assert_eq!(rx.try_recv(), Ok(false), "dropped unread");
     }
 }

@@ -1,5 +1,6 @@
-//! The queue side of the s3 source: what a queue URL says, the deleter (what reached the
-//! sinks, up to ten messages a request) and the keeper of a message's visibility.
+//! The queue side of the s3 source: what a queue URL says, the queue readers (each message's
+//! object read by [`Reading`]), the deleter (what reached the sinks, up to ten messages a
+//! request) and the keeper of a message's visibility.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -8,8 +9,9 @@ use aws_sdk_s3::error::DisplayErrorContext;
 use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
 use tokio::sync::{mpsc, watch};
 
-use super::object::InFlight;
+use super::object::{InFlight, ReadError, Reading};
 use super::{S3SourceError, S3Stats};
+use crate::notification::{self, Notice};
 
 /// What the deleter is asked.
 pub(super) enum Delete {
@@ -73,6 +75,179 @@ impl QueueUrl {
             account: Some(account.to_owned()).filter(|a| a.len() == 12),
             region: None,
         })
+    }
+}
+
+/// One queue reader: receives messages and reads the object each announces.
+pub(super) struct Queue {
+    pub(super) reading: Arc<Reading>,
+    pub(super) sqs: aws_sdk_sqs::Client,
+    pub(super) url: String,
+    pub(super) deletes: mpsc::UnboundedSender<Delete>,
+}
+
+impl Queue {
+    /// One queue reader: receive, read each announced object, until stopped.
+    pub(super) async fn run(self: Arc<Self>) {
+        let mut stop = self.reading.stop.clone();
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let receive = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.url)
+                .max_number_of_messages(self.reading.config.maximum_messages)
+                .visibility_timeout(super::seconds(self.reading.config.visibility_timeout))
+                .wait_time_seconds(super::seconds(self.reading.config.wait_time))
+                .message_system_attribute_names(
+                    aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+                )
+                .send();
+            let received = tokio::select! {
+                r = receive => r,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let messages = match received {
+                Ok(out) => {
+                    backoff = Duration::from_secs(1);
+                    out.messages.unwrap_or_default()
+                }
+                Err(e) => {
+                    self.reading.stats.receive_failed.add(1);
+                    tracing::warn!(queue = %self.url, error = %DisplayErrorContext(&e), retry_in = ?backoff,
+                        "receiving from the queue failed");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    continue;
+                }
+            };
+            self.reading
+                .stats
+                .messages_received
+                .add(messages.len() as u64);
+            let any = !messages.is_empty();
+            // Each message's object in flight from its receipt: with
+            // `visibility_duplication_protection`, the later messages of one receive are kept
+            // hidden while the first objects are read.
+            let messages: Vec<_> = messages
+                .into_iter()
+                .filter_map(|m| {
+                    let object = self.in_flight(m.receipt_handle.clone()?);
+                    Some((m, object))
+                })
+                .collect();
+            for (message, object) in messages {
+                if *stop.borrow() {
+                    // Not started: it comes back after its visibility timeout.
+                    return;
+                }
+                self.handle(message, object).await;
+            }
+            if any && !self.reading.config.poll_delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.reading.config.poll_delay) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        }
+    }
+
+    /// A received message's object in flight: done, its message is deleted; its visibility
+    /// is kept (with protection) until the object is done or dropped.
+    fn in_flight(&self, receipt: String) -> Arc<InFlight> {
+        let deletes = self.deletes.clone();
+        let handle = receipt.clone();
+        let object = Arc::new(InFlight::new(move |done| {
+            if done {
+                let _ = deletes.send(Delete::Message(handle.clone()));
+            }
+        }));
+        if let Some(limit) = self.reading.config.protect_visibility {
+            // It stops by itself once the object is done or dropped.
+            tokio::spawn(keep_hidden(
+                self.sqs.clone(),
+                self.url.clone(),
+                receipt,
+                self.reading.config.visibility_timeout,
+                limit,
+                Arc::downgrade(&object),
+                self.reading.stop.clone(),
+                self.reading.stats.clone(),
+            ));
+        }
+        object
+    }
+
+    /// Reads the object one message announces, or decides it has none.
+    async fn handle(&self, message: aws_sdk_sqs::types::Message, object: Arc<InFlight>) {
+        let receipt = message.receipt_handle.clone().unwrap_or_default();
+        let body = message.body.as_deref().unwrap_or_default();
+        let delete = |why: &str| {
+            tracing::debug!(queue = %self.url, why, "deleting a message unread");
+            let _ = self.deletes.send(Delete::Message(receipt.clone()));
+        };
+        if let (Some(most), Some(count)) = (
+            self.reading.config.max_receive_attempts,
+            message
+                .attributes
+                .as_ref()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                })
+                .and_then(|c| c.parse::<u32>().ok()),
+        ) && count > most
+        {
+            tracing::warn!(queue = %self.url, received = count, max_receive_attempts = most,
+                "deleting a message received more than `max_receive_attempts` times, unread");
+            return delete("max_receive_attempts");
+        }
+        let announced = match notification::parse(body, self.reading.config.from) {
+            Ok(Notice::Created(a)) => a,
+            Ok(Notice::Skip(why)) => return delete(why),
+            Err(reason) => {
+                self.reading.stats.messages_failed.add(1);
+                let head: String = body.chars().take(200).collect();
+                if self.reading.config.delete_unreadable {
+                    tracing::warn!(queue = %self.url, %reason, body = %head,
+                        "deleting a message that is no S3 notification (`on_error: delete_messages`)");
+                    return delete("unreadable");
+                }
+                tracing::warn!(queue = %self.url, %reason, body = %head,
+                    "a message is no S3 notification; it stays in the queue (`on_error: retain_messages`)");
+                return;
+            }
+        };
+        if announced.size == 0 {
+            self.reading.stats.objects_empty.add(1);
+            return delete("an empty object");
+        }
+        if let Some((include, exclude)) = self.reading.config.filters.get(&announced.bucket) {
+            let key = &announced.key;
+            let passes = (include.is_empty()
+                || include.iter().any(|p| key.starts_with(p.as_str())))
+                && !exclude.iter().any(|s| key.ends_with(s.as_str()));
+            if !passes {
+                self.reading.stats.objects_filtered.add(1);
+                return delete("filtered out");
+            }
+        }
+        match self.reading.read_object(&announced, &object).await {
+            Ok(()) => {}
+            Err(ReadError::Stopped) => {
+                tracing::info!(bucket = %announced.bucket, key = %announced.key,
+                    "stopped while reading an object; its message stays in the queue, and the object is read again (lines the sinks hold are skipped by file and opensearch sinks)");
+            }
+            Err(ReadError::Failed(reason) | ReadError::Missing(reason)) => {
+                tracing::warn!(bucket = %announced.bucket, key = %announced.key, %reason,
+                    "reading an object failed; its message stays in the queue and comes back after its visibility timeout");
+            }
+        }
     }
 }
 
