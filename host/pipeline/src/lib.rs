@@ -53,3 +53,19 @@ pub use run::{PipelineError, RunOptions, run};
 /// For `sluice_config::Context::builtins`: builds a built-in processor to check it.
 pub use sluice_processors::check as check_builtin;
 pub use watchdog::{Stall, Watchdog};
+
+/// Runs sync work (a batch's wasm calls, a file sink's writes) off the reactor: in place on a
+/// multi-thread runtime (`block_in_place`: the thread's other tasks move to other threads
+/// meanwhile), on the blocking pool on a current-thread one. Handing each batch's work to the
+/// blocking pool cost two thread switches and their wake-up latency per hand-off, more than
+/// the work for small batches (docs/performance.md §19).
+pub(crate) async fn off_reactor<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        return tokio::task::block_in_place(work);
+    }
+    match tokio::task::spawn_blocking(work).await {
+        Ok(out) => out,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}

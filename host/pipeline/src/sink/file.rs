@@ -371,13 +371,12 @@ impl Drop for Locked {
     }
 }
 
-/// Runs file I/O on the blocking pool.
+/// Runs file I/O off the reactor: [`crate::off_reactor`] (a batch's append is a few small
+/// writes into the page cache).
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
 ) -> std::io::Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(std::io::Error::other)?
+    crate::off_reactor(work).await
 }
 
 /// Opens `path` for appending, creating it and its folder. Nothing is cut here: that is done
@@ -641,9 +640,15 @@ mod tests {
         }
         // Written again: the most recent, kept.
         held.add("p", &span("s3://b/k2", 7));
-        assert!(held.holds("p", "buffer-topic", 0, 5), "a topic is never dropped");
+        assert!(
+            held.holds("p", "buffer-topic", 0, 5),
+            "a topic is never dropped"
+        );
         assert!(held.holds("p", "s3://b/k2", 7, 5));
-        assert!(!held.holds("p", "s3://b/k0", 7, 5), "the oldest object went");
+        assert!(
+            !held.holds("p", "s3://b/k0", 7, 5),
+            "the oldest object went"
+        );
         assert!(held.holds("p", &format!("s3://b/k{}", OBJECTS_KEPT + 4), 7, 10));
         assert_eq!(held.ranges.len(), OBJECTS_KEPT + 1);
         let text = serde_json::to_string(&held).unwrap();

@@ -118,7 +118,7 @@ pub(crate) async fn run(
         // Sync wasm calls must not run on the reactor.
         let delivery = outputs.clone();
         let slot = slot.clone();
-        let (d, stage_list, share, mut out) = tokio::task::spawn_blocking(move || {
+        let (d, stage_list, share, mut out) = crate::off_reactor(move || {
             let pipeline = &delivery.pipeline;
             let split = if delivery.connected {
                 // Events from upstream pipelines: read natively, with their metadata.
@@ -176,8 +176,7 @@ pub(crate) async fn run(
             };
             (d, stage_list, share, out)
         })
-        .await
-        .expect("the plugins do not panic: plugin faults are values");
+        .await;
         decoder = Some(d);
         stages = Some(stage_list);
         for u in &batch.unreadable {
