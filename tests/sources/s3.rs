@@ -707,3 +707,106 @@ scan:
         "the object cut off by the kill was read again, and what the file held was skipped"
     );
 }
+
+/// The `json` and `csv` codecs (Data Prepper's): each element of an array, each row, is an
+/// event. A malformed object gives what comes before the fault, then counts as failed and is
+/// read again after `backoff_time`: the exactly-once file holds its first element once.
+#[test]
+fn json_and_csv_objects_become_one_event_per_element_and_row() {
+    let store = S3Store::start();
+    let bucket = unique("codecs").to_lowercase().replace('_', "-");
+    let rt = runtime();
+    rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        let records =
+            r#"{"owner": "ada", "records": [{"a": 1}, {"a": 2, "owner": "x"}, null], "after": 1}"#;
+        put(
+            &store,
+            &bucket,
+            "json/good.json",
+            records.as_bytes().to_vec(),
+        )
+        .await;
+        put(
+            &store,
+            &bucket,
+            "json/broken.json",
+            br#"{"records": [{"a": 3}, {"a": "#.to_vec(),
+        )
+        .await;
+        let rows = "name,age\nada,36\n\"bob, jr\",41\n\"two\nlines\",7\n";
+        put(&store, &bucket, "csv/people.csv", rows.as_bytes().to_vec()).await;
+    });
+    let pipeline = |name: &str, prefix: &str, codec: &str| {
+        format!(
+            r#"
+{name}:
+  delay: 50ms
+  source:
+    s3:
+      codec:
+        {codec}
+      backoff_time: 1s
+      scan:
+        buckets:
+          - bucket:
+              name: {bucket}
+              filter: {{include_prefix: [{prefix}]}}
+      aws:
+        region: us-east-1
+        endpoint: {endpoint}
+  sink:
+    - file:
+        path: {{dir}}/{name}.jsonl
+"#,
+            endpoint = store.endpoint()
+        )
+    };
+    let yaml = pipeline(
+        "json",
+        "json/",
+        "json: {key_name: records, include_keys: [owner]}",
+    ) + &pipeline("csv", "csv/", "csv:");
+    let sluice = Sluice::start_without_listener_env(&yaml, &store.env());
+    sluice.wait_for(
+        "the broken object read twice",
+        Duration::from_secs(60),
+        || sluice.metric("s3_s3ObjectsFailed", "json").unwrap_or(0.0) >= 2.0,
+    );
+    sluice.wait_for("every row", Duration::from_secs(60), || {
+        json_lines(&sluice.path("csv.jsonl")).len() >= 3
+    });
+    let strip = |mut e: Value| {
+        let key = e["s3"]["key"].as_str().unwrap().to_owned();
+        e.as_object_mut().unwrap().remove("s3");
+        (key, e)
+    };
+    let events: Vec<_> = json_lines(&sluice.path("json.jsonl"))
+        .into_iter()
+        .map(strip)
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("json/broken.json".to_owned(), json!({"a": 3})),
+            ("json/good.json".to_owned(), json!({"a": 1, "owner": "ada"})),
+            ("json/good.json".to_owned(), json!({"a": 2, "owner": "ada"})),
+            ("json/good.json".to_owned(), json!({"owner": "ada"})),
+        ],
+        "each element once, `owner` put in; the broken object's first element once"
+    );
+    let rows: Vec<_> = json_lines(&sluice.path("csv.jsonl"))
+        .into_iter()
+        .map(|e| strip(e).1)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            json!({"name": "ada", "age": "36"}),
+            json!({"name": "bob, jr", "age": "41"}),
+            json!({"name": "two\nlines", "age": "7"}),
+        ]
+    );
+    let mut sluice = sluice;
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+}

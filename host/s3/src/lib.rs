@@ -8,6 +8,7 @@
 //! - the s3 source's [`source::S3Source`]: the objects an SQS queue announces
 //!   ([`notification`]), streamed and cut into lines ([`lines`]).
 
+pub mod codec;
 pub mod lines;
 pub mod notification;
 pub mod source;

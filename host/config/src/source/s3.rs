@@ -189,11 +189,13 @@ pub struct Codec {
     /// Each line is a JSON object, the event.
     #[serde(default, deserialize_with = "given")]
     pub ndjson: Option<Ndjson>,
+    /// Each element of the object's arrays is an event.
+    #[serde(default, deserialize_with = "given")]
+    pub json: Option<JsonCodec>,
+    /// Each row is an event, `{"column": "value", ...}`.
+    #[serde(default, deserialize_with = "given")]
+    pub csv: Option<CsvCodec>,
     /// Data Prepper's other codecs: refused by name (not supported yet).
-    #[serde(default, deserialize_with = "crate::http::present")]
-    pub json: Option<serde_yaml::Value>,
-    #[serde(default, deserialize_with = "crate::http::present")]
-    pub csv: Option<serde_yaml::Value>,
     #[serde(default, deserialize_with = "crate::http::present")]
     pub parquet: Option<serde_yaml::Value>,
     #[serde(default, deserialize_with = "crate::http::present")]
@@ -208,8 +210,6 @@ impl Codec {
     /// The codecs given that sluice does not read yet.
     fn unsupported(&self) -> Vec<&'static str> {
         [
-            ("json", &self.json),
-            ("csv", &self.csv),
             ("parquet", &self.parquet),
             ("avro", &self.avro),
             ("event_json", &self.event_json),
@@ -240,6 +240,120 @@ pub struct Newline {
     /// of its other lines' events; that line is no event itself. Default: none.
     #[serde(default)]
     pub header_destination: Option<String>,
+}
+
+/// `codec.json` (Data Prepper's `json` input codec): each element of a top-level array, or of
+/// an array field (`key_name`'s only, if set) of the top-level object, is an event. Data
+/// Prepper's walk stops at the first object end it meets, so arrays after a field whose value
+/// is an object give nothing.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonCodec {
+    /// Read only the arrays of this field, 1 to 2048 characters. Default: every array.
+    #[serde(default)]
+    pub key_name: Option<String>,
+    /// Top-level keys (met before the array) whose values, as strings, go into each event.
+    #[serde(default)]
+    pub include_keys: Vec<String>,
+    /// Data Prepper's keys for event metadata; refused for now (sluice's events carry none).
+    #[serde(default)]
+    pub include_keys_metadata: Vec<String>,
+    /// The longest string value, at least 20000000 (Jackson's limit). Default 20000000.
+    #[serde(default)]
+    pub max_event_length: Option<i64>,
+}
+
+/// `codec.csv` (Data Prepper's `csv` input codec): each row is the event `{"column":
+/// "value", ...}`, every value a string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CsvCodec {
+    /// The column separator, one character. Default `,`.
+    #[serde(default = "comma")]
+    pub delimiter: String,
+    /// The quote around a value, one character. Default `"`.
+    #[serde(default = "double_quote")]
+    pub quote_character: String,
+    /// The column names, with `detect_header: false` (then `column<N>` past them).
+    #[serde(default)]
+    pub header: Option<Vec<String>>,
+    /// The first row holds the column names. Default true.
+    #[serde(default = "yes")]
+    pub detect_header: bool,
+}
+
+impl Default for CsvCodec {
+    fn default() -> Self {
+        Self {
+            delimiter: comma(),
+            quote_character: double_quote(),
+            header: None,
+            detect_header: true,
+        }
+    }
+}
+
+fn comma() -> String {
+    ",".to_owned()
+}
+fn double_quote() -> String {
+    "\"".to_owned()
+}
+const fn yes() -> bool {
+    true
+}
+
+/// Java's `String.length()`: UTF-16 code units.
+fn java_length(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+impl JsonCodec {
+    /// Data Prepper's checks, with its messages (`JsonInputCodecConfig`).
+    fn problems(&self) -> Vec<&'static str> {
+        let mut problems = Vec::new();
+        if self
+            .key_name
+            .as_deref()
+            .is_some_and(|k| !(1..=2048).contains(&java_length(k)))
+        {
+            problems.push("keyName size must be between 1 and 2048");
+        }
+        if self.max_event_length.is_some_and(|m| m < 20_000_000) {
+            problems.push("maxEventLength must be greater than or equal to 20000000");
+        }
+        problems
+    }
+}
+
+impl CsvCodec {
+    /// Data Prepper's checks, with its messages (`CsvInputCodecConfig`), and sluice's: no
+    /// line end as delimiter or quote.
+    fn problems(&self) -> Vec<&'static str> {
+        let mut problems = Vec::new();
+        if java_length(&self.delimiter) != 1 {
+            problems.push("delimiter must be exactly one character.");
+        }
+        if java_length(&self.quote_character) != 1 {
+            problems.push("quote_character must be exactly one character.");
+        }
+        if self.delimiter == self.quote_character {
+            problems.push("quote_character and delimiter cannot be the same character.");
+        }
+        if self.header.as_ref().is_some_and(Vec::is_empty) {
+            problems.push(
+                "header must not be an empty list. To autogenerate columns, set detect_header: \
+                 false and delete header from config.",
+            );
+        }
+        if matches!(self.delimiter.as_str(), "\r" | "\n") {
+            problems.push("delimiter must not be a line end.");
+        }
+        if matches!(self.quote_character.as_str(), "\r" | "\n") {
+            problems.push("quote_character must not be a line end.");
+        }
+        problems
+    }
 }
 
 /// `codec.ndjson`.
@@ -451,13 +565,26 @@ fn default_metadata_root_key() -> String {
     "s3/".to_owned()
 }
 
-/// How an object's lines are read, for the runtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an object's bytes become records, for the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lines {
     /// `newline`: every line a record.
     Newline,
     /// `ndjson`: blank lines skipped, and `{}` unless `include_empty_objects`.
     Ndjson { include_empty_objects: bool },
+    /// `json`: each element of the arrays a record.
+    Json {
+        key_name: Option<String>,
+        include_keys: Vec<String>,
+        max_event_length: Option<usize>,
+    },
+    /// `csv`: each row a record (a JSON object).
+    Csv {
+        delimiter: char,
+        quote_character: char,
+        header: Option<Vec<String>>,
+        detect_header: bool,
+    },
 }
 
 /// The s3 source as it runs.
@@ -531,6 +658,24 @@ pub struct ScanBucketSettings {
 impl S3Source {
     fn lines(&self) -> (Lines, usize, Option<String>) {
         let codec = self.codec.clone().unwrap_or_default();
+        let first = |s: &str| s.chars().next().unwrap_or(',');
+        if let Some(j) = codec.json {
+            let lines = Lines::Json {
+                key_name: j.key_name,
+                include_keys: j.include_keys,
+                max_event_length: j.max_event_length.and_then(|m| usize::try_from(m).ok()),
+            };
+            return (lines, 0, None);
+        }
+        if let Some(c) = codec.csv {
+            let lines = Lines::Csv {
+                delimiter: first(&c.delimiter),
+                quote_character: first(&c.quote_character),
+                header: c.header,
+                detect_header: c.detect_header,
+            };
+            return (lines, 0, None);
+        }
         match (codec.ndjson, codec.newline) {
             (Some(n), _) => (
                 Lines::Ndjson {
@@ -572,9 +717,12 @@ impl SourceConfig for S3Source {
         if let Some(d) = &self.deserializer {
             return Cow::Borrowed(d);
         }
-        match self.codec.as_ref().and_then(|c| c.ndjson.as_ref()) {
-            Some(_) => Cow::Owned(DeserializerConfig::default()),
-            None => Cow::Owned(DeserializerConfig {
+        match &self.codec {
+            // Each record is a JSON object: the built-in `json`.
+            Some(c) if c.ndjson.is_some() || c.json.is_some() || c.csv.is_some() => {
+                Cow::Owned(DeserializerConfig::default())
+            }
+            _ => Cow::Owned(DeserializerConfig {
                 name: "plain".to_owned(),
                 ..DeserializerConfig::default()
             }),
@@ -675,27 +823,57 @@ impl CheckSource for S3Source {
                 "codec",
                 format!(
                     "`{path}` needs `codec`: A codec is required for reading objects \
-                     (`newline` or `ndjson`)"
+                     (`newline`, `ndjson`, `json` or `csv`)"
                 ),
             ),
             Some(codec) => {
                 let unsupported = codec.unsupported();
                 let given = unsupported.len()
                     + usize::from(codec.newline.is_some())
-                    + usize::from(codec.ndjson.is_some());
+                    + usize::from(codec.ndjson.is_some())
+                    + usize::from(codec.json.is_some())
+                    + usize::from(codec.csv.is_some());
                 if let Some(name) = unsupported.first() {
                     at(
                         "codec",
                         format!(
                             "`{path}.codec: {name}` is not supported by sluice's s3 source yet; \
-                             read the objects with `newline` (then the `csv` processor, or a \
-                             `deserializer` plugin) or `ndjson`"
+                             read the objects with `newline`, `ndjson`, `json` or `csv`, or \
+                             with `newline` and a `deserializer` plugin"
                         ),
                     );
                 } else if given != 1 {
                     at(
                         "codec",
-                        format!("`{path}.codec` takes one of `newline` and `ndjson`"),
+                        format!(
+                            "`{path}.codec` takes one of `newline`, `ndjson`, `json` and `csv`"
+                        ),
+                    );
+                }
+                let problems = [
+                    ("json", codec.json.as_ref().map(JsonCodec::problems)),
+                    ("csv", codec.csv.as_ref().map(CsvCodec::problems)),
+                ];
+                for (name, problems) in problems {
+                    if let Some(problems) = problems.filter(|p| !p.is_empty()) {
+                        at(
+                            &format!("codec.{name}"),
+                            format!("`{path}.codec.{name}`: {}", problems.join(" ")),
+                        );
+                    }
+                }
+                if codec
+                    .json
+                    .as_ref()
+                    .is_some_and(|j| !j.include_keys_metadata.is_empty())
+                {
+                    at(
+                        "codec.json.include_keys_metadata",
+                        format!(
+                            "`{path}.codec.json.include_keys_metadata` is not supported by \
+                             sluice's s3 source yet (sluice's events carry no metadata); use \
+                             `include_keys`"
+                        ),
                     );
                 }
                 if let Some(n) = &codec.newline
@@ -1100,6 +1278,35 @@ mod tests {
                 include_empty_objects: false
             }
         );
+        let s = parse(&BASE.replace(
+            "newline: ",
+            "json: {key_name: records, include_keys: [owner]}",
+        ))
+        .unwrap();
+        assert_eq!(s.deserializer().name, "json");
+        assert_eq!(
+            s.resolve("p").unwrap().lines,
+            Lines::Json {
+                key_name: Some("records".to_owned()),
+                include_keys: vec!["owner".to_owned()],
+                max_event_length: None
+            }
+        );
+        let s = parse(&BASE.replace(
+            "newline: ",
+            "csv: {delimiter: \"\\t\", detect_header: false, header: [a, b]}",
+        ))
+        .unwrap();
+        assert_eq!(s.deserializer().name, "json");
+        assert_eq!(
+            s.resolve("p").unwrap().lines,
+            Lines::Csv {
+                delimiter: '\t',
+                quote_character: '"',
+                header: Some(vec!["a".to_owned(), "b".to_owned()]),
+                detect_header: false
+            }
+        );
         let s = parse(&format!("{BASE}metadata_root_key: ''")).unwrap();
         assert_eq!(s.resolve("p").unwrap().metadata_root, Some(vec![]));
         let s = parse(&format!("{BASE}data_selection: data_only")).unwrap();
@@ -1153,6 +1360,23 @@ mod tests {
                 BASE.replace("newline: ", "parquet: "),
                 "codec: parquet` is not supported",
             ),
+            (
+                BASE.replace("newline: ", "csv: {delimiter: ';;', quote_character: ';;'}"),
+                "delimiter must be exactly one character. quote_character must be exactly one character. quote_character and delimiter cannot be the same character.",
+            ),
+            (
+                BASE.replace("newline: ", "csv: {header: []}"),
+                "header must not be an empty list",
+            ),
+            (
+                BASE.replace("newline: ", "json: {key_name: '', max_event_length: 100}"),
+                "keyName size must be between 1 and 2048 maxEventLength must be greater than or equal to 20000000",
+            ),
+            (
+                BASE.replace("newline: ", "json: {include_keys_metadata: [a]}"),
+                "include_keys_metadata` is not supported",
+            ),
+            (BASE.replace("newline: ", "json: , csv: "), "takes one of"),
             (
                 BASE.replace("'http://127.0.0.1:9324/123456789012/q'", "''"),
                 "SQS URL cannot be null or empty",

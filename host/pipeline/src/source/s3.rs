@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use sluice_config::source::s3::{
     Compression, Lines, NotificationSource, OnError, S3SourceSettings,
 };
+use sluice_s3::codec::{csv, json};
 use sluice_s3::source::{self as s3, S3SourceConfig};
 use tokio::sync::watch;
 
@@ -99,6 +100,34 @@ pub(crate) async fn connect(
             } => s3::Lines::Ndjson {
                 include_empty_objects,
             },
+            Lines::Json {
+                key_name,
+                include_keys,
+                max_event_length,
+            } => {
+                let defaults = json::JsonOptions::default();
+                let longest = max_event_length.unwrap_or(defaults.max_string_length);
+                s3::Lines::Json(json::JsonOptions {
+                    key_name,
+                    include_keys,
+                    max_string_length: longest,
+                    // An element holding one string as long as allowed is kept whole.
+                    element_limit: defaults.element_limit.max(longest),
+                    ..defaults
+                })
+            }
+            Lines::Csv {
+                delimiter,
+                quote_character,
+                header,
+                detect_header,
+            } => s3::Lines::Csv(csv::CsvOptions {
+                delimiter,
+                quote_character,
+                header,
+                detect_header,
+                ..csv::CsvOptions::default()
+            }),
         },
         skip_lines: s.skip_lines,
         header: s.header_destination.is_some(),

@@ -48,13 +48,17 @@ pub enum Compression {
     Automatic,
 }
 
-/// How lines become records: the codec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an object's bytes become records: the codec.
+#[derive(Debug, Clone)]
 pub enum Lines {
     /// Every line.
     Newline,
     /// Blank lines skipped, and `{}` unless kept.
     Ndjson { include_empty_objects: bool },
+    /// Each element of its arrays (`codec: json`), numbered from 1.
+    Json(crate::codec::json::JsonOptions),
+    /// Each row as a JSON object (`codec: csv`), numbered by the line it starts on.
+    Csv(crate::codec::csv::CsvOptions),
 }
 
 /// One s3 source's settings.

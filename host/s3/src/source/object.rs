@@ -11,6 +11,7 @@ use sluice_buffer::{Acknowledgement, Batch, Position, Read, Record, Unreadable};
 use tokio::sync::{mpsc, watch};
 
 use super::{Compression, HEADER, Lines, S3SourceConfig, S3Stats};
+use crate::codec::{csv, json};
 use crate::lines::{INFLATE_SLICE, Inflate, LINE_LIMIT, Piece, Splitter};
 use crate::notification::Announced;
 
@@ -149,7 +150,7 @@ impl Reading {
         let mut attempts = 0;
         let mut inflate = Inflate::new(gzip);
         let mut text = Vec::new();
-        let mut splitter = Splitter::default();
+        let mut decoder = Decoder::new(&self.config.lines);
         let mut lines = Batcher::new(self, a, object);
         loop {
             if body.is_none() {
@@ -192,7 +193,7 @@ impl Reading {
                         inflate
                             .feed(slice, &mut text)
                             .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
-                        lines.split(&mut splitter, &text).await?;
+                        lines.decode(&mut decoder, &text).await?;
                     }
                 }
                 Some(Err(e)) => {
@@ -209,13 +210,14 @@ impl Reading {
         inflate
             .finish(&mut text)
             .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
-        lines.split(&mut splitter, &text).await?;
-        let mut last = None;
-        splitter.finish(&mut |p| last = Some(owned(p)));
-        if let Some(p) = last {
-            lines.take(p).await?;
+        lines.decode(&mut decoder, &text).await?;
+        let mut last = Vec::new();
+        let end = decoder.finish(&mut last);
+        for (number, piece) in last {
+            lines.take(number, piece).await?;
         }
         lines.flush().await?;
+        end?;
         Ok((got, lines.number))
     }
 
@@ -256,7 +258,7 @@ impl Reading {
     }
 }
 
-/// A piece of text, owned (the splitter's borrow ends with the chunk).
+/// A record's bytes, owned (the decoder's borrow ends with the chunk).
 enum Owned {
     Line(Vec<u8>),
     TooLong(Vec<u8>),
@@ -266,6 +268,75 @@ fn owned(p: Piece<'_>) -> Owned {
     match p {
         Piece::Line(l) => Owned::Line(l.to_vec()),
         Piece::TooLong(l) => Owned::TooLong(l.to_vec()),
+    }
+}
+
+/// How the codec cuts an object's text into records, each with its number when the codec
+/// gives one (`None`: the next line's).
+enum Decoder {
+    Lines(Splitter),
+    Json(Box<json::JsonSplitter>),
+    Csv(Box<csv::CsvSplitter>),
+}
+
+type Pieces = Vec<(Option<i64>, Owned)>;
+
+impl Decoder {
+    fn new(lines: &Lines) -> Self {
+        match lines {
+            Lines::Newline | Lines::Ndjson { .. } => Self::Lines(Splitter::default()),
+            Lines::Json(options) => Self::Json(Box::new(json::JsonSplitter::new(options.clone()))),
+            Lines::Csv(options) => Self::Csv(Box::new(csv::CsvSplitter::new(options.clone()))),
+        }
+    }
+
+    fn feed(&mut self, text: &[u8], out: &mut Pieces) -> Result<(), ReadError> {
+        match self {
+            Self::Lines(s) => {
+                s.feed(text, &mut |p| out.push((None, owned(p))));
+                Ok(())
+            }
+            Self::Json(s) => s
+                .feed(text, &mut |e| out.push(element(e)))
+                .map_err(malformed),
+            Self::Csv(s) => s.feed(text, &mut |r| out.push(row(r))).map_err(malformed),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Pieces) -> Result<(), ReadError> {
+        match self {
+            Self::Lines(s) => {
+                s.finish(&mut |p| out.push((None, owned(p))));
+                Ok(())
+            }
+            Self::Json(s) => s.finish(&mut |e| out.push(element(e))).map_err(malformed),
+            Self::Csv(s) => s.finish(&mut |r| out.push(row(r))).map_err(malformed),
+        }
+    }
+}
+
+/// A malformed object: Data Prepper's codecs fail it there, after the records before.
+fn malformed(e: impl std::fmt::Display) -> ReadError {
+    ReadError::Failed(format!("the codec cannot read on: {e}"))
+}
+
+fn number(n: u64) -> Option<i64> {
+    Some(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn element(e: json::Element<'_>) -> (Option<i64>, Owned) {
+    match e {
+        json::Element::Event { ordinal, json, .. } => (number(ordinal), Owned::Line(json.to_vec())),
+        json::Element::TooLong { ordinal, head, .. } => {
+            (number(ordinal), Owned::TooLong(head.to_vec()))
+        }
+    }
+}
+
+fn row(r: csv::Row<'_>) -> (Option<i64>, Owned) {
+    match r {
+        csv::Row::Event { line, json, .. } => (number(line), Owned::Line(json.to_vec())),
+        csv::Row::TooLong { line, head, .. } => (number(line), Owned::TooLong(head.to_vec())),
     }
 }
 
@@ -330,19 +401,23 @@ impl<'a> Batcher<'a> {
         }
     }
 
-    /// Cuts `text` into lines with `splitter` and takes each.
-    async fn split(&mut self, splitter: &mut Splitter, text: &[u8]) -> Result<(), ReadError> {
+    /// Cuts `text` into records with `decoder` and takes each.
+    async fn decode(&mut self, decoder: &mut Decoder, text: &[u8]) -> Result<(), ReadError> {
         let mut pieces = Vec::new();
-        splitter.feed(text, &mut |p| pieces.push(owned(p)));
-        for p in pieces {
-            self.take(p).await?;
+        let cut = decoder.feed(text, &mut pieces);
+        // What came before a malformed part goes on, as Data Prepper's codecs hand it out.
+        for (number, piece) in pieces {
+            self.take(number, piece).await?;
         }
-        Ok(())
+        if cut.is_err() {
+            self.flush().await?;
+        }
+        cut
     }
 
-    /// Takes the next piece of the object's text.
-    async fn take(&mut self, piece: Owned) -> Result<(), ReadError> {
-        self.number += 1;
+    /// Takes the next record of the object: numbered `number`, or the next line's.
+    async fn take(&mut self, number: Option<i64>, piece: Owned) -> Result<(), ReadError> {
+        self.number = number.map_or(self.number + 1, |n| n.max(self.number + 1));
         let config = &self.reading.config;
         let skipped = self.number as usize <= config.skip_lines;
         let line = match piece {
@@ -350,7 +425,7 @@ impl<'a> Batcher<'a> {
             Owned::TooLong(head) => {
                 if !skipped {
                     let reason = format!(
-                        "the line is longer than {LINE_LIMIT} bytes (its first {LINE_LIMIT} are kept here)"
+                        "the record is longer than {LINE_LIMIT} bytes (its first {LINE_LIMIT} are kept here)"
                     );
                     let record = self.record(head);
                     self.unreadable.push(Unreadable { record, reason });
@@ -367,10 +442,10 @@ impl<'a> Batcher<'a> {
         }
         if let Lines::Ndjson {
             include_empty_objects,
-        } = config.lines
+        } = &config.lines
         {
             let blank = line.iter().all(u8::is_ascii_whitespace);
-            let empty = !include_empty_objects
+            let empty = !*include_empty_objects
                 && line
                     .iter()
                     .filter(|b| !b.is_ascii_whitespace())

@@ -1,0 +1,100 @@
+//! The s3 source's codecs besides `newline` and `ndjson` (which [`crate::lines`] cuts): Data
+//! Prepper's `json` and `csv` input codecs, as pure streaming decoders. Each is fed an object's
+//! inflated bytes chunk by chunk ([`crate::lines::Inflate`] makes them) and hands out one JSON
+//! object text per event, for the `json` deserializer downstream:
+//!
+//! - [`json::JsonSplitter`]: each element of the object's array(s) (`codec: json`);
+//! - [`csv::CsvSplitter`]: each row, as `{"column": "value", ...}` (`codec: csv`).
+//!
+//! Neither does I/O nor holds more than one event (bounded, like a line in `lines`) and one
+//! chunk, so an object of any size streams through. Each module's doc lists its Data Prepper
+//! keys, defaults and validation messages, for the config layer.
+//!
+//! Both match Data Prepper's behaviour, quirks included, as read in its source (each module
+//! names the files): a malformed object stops the decoder with an error naming where, after the
+//! events before that point were handed out, as Data Prepper's codec throws after giving them
+//! to its consumer (its s3 source then counts the object as failed: `S3ObjectWorker.java`).
+
+pub mod csv;
+pub mod json;
+
+/// Writes `s` as a JSON string (in quotes), escaping what JSON requires.
+pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    write_json_chars(out, s);
+    out.push(b'"');
+}
+
+/// Writes `s` escaped as inside a JSON string (no quotes), copying runs that need nothing.
+pub(crate) fn write_json_chars(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut rest = s.as_bytes();
+    while let Some(i) = rest
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        out.extend_from_slice(&rest[..i]);
+        let b = rest[i];
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0C => out.extend_from_slice(b"\\f"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xF)]);
+            }
+        }
+        rest = &rest[i + 1..];
+    }
+    out.extend_from_slice(rest);
+}
+
+/// Java's `String.trim()`: strips every character up to U+0020 (controls too) at both ends.
+pub(crate) fn java_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c <= ' ')
+}
+
+/// Java's `String.length()`: UTF-16 code units.
+pub(crate) fn java_length(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+/// `byte` for an error message: itself in backticks when printable ASCII, else its code.
+pub(crate) fn show_byte(byte: u8) -> String {
+    if byte.is_ascii_graphic() {
+        format!("`{}`", char::from(byte))
+    } else {
+        format!("byte 0x{byte:02X}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_escape_what_json_requires_and_nothing_else() {
+        let mut out = Vec::new();
+        write_json_string(&mut out, "a\"b\\c\nd\re\tf\u{8}\u{c}\u{1}\u{1f} é😀/");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""a\"b\\c\nd\re\tf\b\f\u0001\u001f é😀/""#
+        );
+    }
+
+    #[test]
+    fn java_trim_and_length_count_as_java_does() {
+        assert_eq!(java_trim("\u{1} a b \t\n"), "a b");
+        assert_eq!(
+            java_trim("\u{feff}a "),
+            "\u{feff}a",
+            "a BOM is no space to Java"
+        );
+        assert_eq!(java_length("a😀é"), 4);
+    }
+}
