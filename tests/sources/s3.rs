@@ -12,6 +12,11 @@ use serde_json::{Value, json};
 use sluice_tests::sqs::{create_queue, object_created, queue_counts, send};
 use sluice_tests::{S3Store, Sluice, json_lines, unique};
 
+/// A fresh bucket name (lowercase, no `_`).
+fn bucket_name(prefix: &str) -> String {
+    unique(prefix).to_lowercase().replace('_', "-")
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Runtime::new().unwrap()
 }
@@ -79,7 +84,7 @@ fn pipeline(name: &str, queue: &str, endpoint: &str, out: &str, extra: &str) -> 
 #[test]
 fn objects_announced_over_sqs_become_events_with_data_preppers_metadata() {
     let store = S3Store::start();
-    let bucket = unique("b").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("b");
     let rt = runtime();
     let (lines_q, ndjson_q, csv_q) = rt.block_on(async {
         store.create_bucket(&bucket).await;
@@ -266,7 +271,7 @@ fn write_lines(out: &mut impl std::io::Write, prefix: &str, n: usize) -> std::io
 #[test]
 fn kill_9_mid_object_every_line_once_in_an_exactly_once_file_and_the_message_redelivered() {
     let store = S3Store::start();
-    let bucket = unique("big").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("big");
     let rt = runtime();
     let queue = rt.block_on(async {
         store.create_bucket(&bucket).await;
@@ -357,7 +362,7 @@ fn kill_9_mid_object_every_line_once_in_an_exactly_once_file_and_the_message_red
 #[test]
 fn a_role_is_assumed_and_its_credentials_call_the_store() {
     let store = S3Store::start();
-    let bucket = unique("role").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("role");
     let rt = runtime();
     let queue = rt.block_on(async {
         store.create_bucket(&bucket).await;
@@ -421,7 +426,7 @@ const LARGE_LINES: usize = 500 * (1 << 20) / (WIDTH + 1);
 #[test]
 fn a_500_mib_object_killed_mid_way_reaches_the_file_once() {
     let store = S3Store::start();
-    let bucket = unique("large").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("large");
     let rt = runtime();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     write_lines(&mut gz, "big", LARGE_LINES).unwrap();
@@ -490,7 +495,7 @@ fn a_500_mib_object_killed_mid_way_reaches_the_file_once() {
 #[test]
 fn sigterm_delivers_what_was_read_then_deletes_its_message() {
     let store = S3Store::start();
-    let bucket = unique("drain").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("drain");
     let rt = runtime();
     let queue = rt.block_on(async {
         store.create_bucket(&bucket).await;
@@ -567,7 +572,7 @@ fn sigterm_delivers_what_was_read_then_deletes_its_message() {
 #[test]
 fn a_scanned_bucket_is_read_once_across_kills_and_later_scans() {
     let store = S3Store::start();
-    let bucket = unique("scan").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("scan");
     let rt = runtime();
     let client = rt.block_on(store.client(sluice_tests::s3::S3_SECRET_KEY));
     // Written before `start_time` (its own last-modified second: both ends are excluded).
@@ -714,7 +719,7 @@ scan:
 #[test]
 fn json_and_csv_objects_become_one_event_per_element_and_row() {
     let store = S3Store::start();
-    let bucket = unique("codecs").to_lowercase().replace('_', "-");
+    let bucket = bucket_name("codecs");
     let rt = runtime();
     rt.block_on(async {
         store.create_bucket(&bucket).await;

@@ -988,29 +988,12 @@ mod tests {
         }
     }
 
-    /// Every way of cutting `text` (at each position, byte by byte, and at pseudo-random
-    /// places) gives what feeding it whole gives.
+    /// Every way of cutting `text` ([`super::super::cuts`]) gives what feeding it whole
+    /// gives.
     fn same_when_cut(options: &CsvOptions, text: &[u8]) -> Vec<String> {
         let whole = rows_with(options, &[text]);
-        for cut in 0..=text.len() {
-            let (a, b) = text.split_at(cut);
-            assert_eq!(rows_with(options, &[a, b]), whole, "cut at {cut}");
-        }
-        let bytes: Vec<&[u8]> = text.chunks(1).collect();
-        assert_eq!(rows_with(options, &bytes), whole, "byte by byte");
-        let mut seed = 0x2545_F491_4F6C_DD1D_u64 ^ text.len() as u64;
-        for round in 0..20 {
-            let mut chunks = Vec::new();
-            let mut rest = text;
-            while !rest.is_empty() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let n = ((seed % 9) as usize).min(rest.len());
-                chunks.push(&rest[..n]);
-                rest = &rest[n..];
-            }
-            assert_eq!(rows_with(options, &chunks), whole, "random cut {round}");
+        for (how, chunks) in super::super::cuts(text, 0x2545_F491_4F6C_DD1D_u64) {
+            assert_eq!(rows_with(options, &chunks), whole, "{how}");
         }
         whole
     }

@@ -1409,30 +1409,12 @@ mod tests {
         }
     }
 
-    /// Every way of cutting `text` (at each position, byte by byte, and at pseudo-random
-    /// places) gives what feeding it whole gives.
+    /// Every way of cutting `text` ([`super::super::cuts`]) gives what feeding it whole
+    /// gives.
     fn same_when_cut(options: &JsonOptions, text: &[u8]) -> Vec<String> {
         let whole = split_with(options, &[text]);
-        for cut in 0..=text.len() {
-            let (a, b) = text.split_at(cut);
-            assert_eq!(split_with(options, &[a, b]), whole, "cut at {cut}");
-        }
-        let bytes: Vec<&[u8]> = text.chunks(1).collect();
-        assert_eq!(split_with(options, &bytes), whole, "byte by byte");
-        let mut seed = 0x9E37_79B9_7F4A_7C15_u64 ^ text.len() as u64;
-        for round in 0..20 {
-            let mut chunks = Vec::new();
-            let mut rest = text;
-            while !rest.is_empty() {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let n = (seed % 9) as usize;
-                let n = n.min(rest.len());
-                chunks.push(&rest[..n]);
-                rest = &rest[n..];
-            }
-            assert_eq!(split_with(options, &chunks), whole, "random cut {round}");
+        for (how, chunks) in super::super::cuts(text, 0x9E37_79B9_7F4A_7C15_u64) {
+            assert_eq!(split_with(options, &chunks), whole, "{how}");
         }
         whole
     }

@@ -73,6 +73,34 @@ pub(crate) fn show_byte(byte: u8) -> String {
     }
 }
 
+/// Every way the tests cut `text` into chunks: at each position, byte by byte, and 20 times at
+/// pseudo-random places (from `seed`), each with its name; a decoder must give what feeding
+/// it whole gives.
+#[cfg(test)]
+pub(crate) fn cuts(text: &[u8], seed: u64) -> Vec<(String, Vec<&[u8]>)> {
+    let mut all = Vec::new();
+    for cut in 0..=text.len() {
+        let (a, b) = text.split_at(cut);
+        all.push((format!("cut at {cut}"), vec![a, b]));
+    }
+    all.push(("byte by byte".to_owned(), text.chunks(1).collect()));
+    let mut seed = seed ^ text.len() as u64;
+    for round in 0..20 {
+        let mut chunks = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let n = ((seed % 9) as usize).min(rest.len());
+            chunks.push(&rest[..n]);
+            rest = &rest[n..];
+        }
+        all.push((format!("random cut {round}"), chunks));
+    }
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
