@@ -194,6 +194,46 @@ async fn records_round_trip_once_and_a_restart_resumes_after_the_commit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_batches_are_committed_while_the_buffer_runs() {
+    // Read from the broker before the close (whose commit waits for the broker whatever the
+    // schedule did): each round's scheduled commit reaches it. Scheduled commits sent
+    // asynchronously, whose results rust-rdkafka 0.38 never reports, stopped after the first.
+    let (topic, group) = (unique("sluice-running"), unique("group"));
+    let buffer = KafkaBuffer::connect(config(kafka_bootstrap(), &topic, &group))
+        .await
+        .unwrap();
+    let stats = buffer.stats();
+    let mut reader = buffer.reader();
+    for round in 0..3 {
+        let range = round * 30..(round + 1) * 30;
+        write(&buffer, range.clone()).await;
+        read_all(&buffer, &mut reader, expected(range.clone())).await;
+        let want = range.end as i64;
+        let started = Instant::now();
+        loop {
+            let (bootstrap, topic, group) = (kafka_bootstrap(), topic.clone(), group.clone());
+            let committed = tokio::task::spawn_blocking(move || {
+                sluice_tests::committed_and_end(&bootstrap, &topic, &group)[0].1
+            })
+            .await
+            .unwrap();
+            if committed == want && stats.records_committed.get() == want as u64 {
+                break;
+            }
+            assert!(
+                started.elapsed() < READ_WAIT,
+                "round {round}: committed {committed} of {want} (counted {}) within \
+                 {READ_WAIT:?}, the buffer still running",
+                stats.records_committed.get()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    close(buffer, reader).await;
+    assert_eq!(stats.records_committed.get(), 90);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buffers_with_the_same_client_settings_share_a_producer_and_keep_their_records_apart() {
     let connect = |linger: Option<&str>| {
         let mut c = config(

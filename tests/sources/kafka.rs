@@ -376,6 +376,38 @@ fn kill_9_while_reading_a_topic_loses_and_repeats_nothing_in_an_exactly_once_fil
 }
 
 #[test]
+fn a_running_source_commits_round_after_round_without_waiting_for_a_close() {
+    // The committed offsets are read from the broker while sluice runs: a close's commit
+    // waits for the broker whatever the schedule did, so only this shows the scheduled
+    // commits reaching it. Several rounds, inside the eager first `commit_interval` and after
+    // it: scheduled commits sent asynchronously, whose results rust-rdkafka 0.38 never
+    // reports, stopped after the first.
+    let (topic, group) = (topic(2), unique("g"));
+    let yaml = exactly_once(&topic, &group).replace("commit_interval: 10s", "commit_interval: 2s");
+    let mut sluice = Sluice::start_without_listener(&yaml);
+    let out = sluice.path("out.jsonl");
+    let mut sent = 0;
+    for round in 0..4 {
+        produce(&topic, &json_events("r", sent, 100));
+        sent += 100;
+        sluice.wait_for(
+            &format!("round {round} in the file"),
+            Duration::from_secs(90),
+            || ids(&out).len() >= sent,
+        );
+        sluice.wait_for(
+            &format!("round {round} committed while sluice runs"),
+            Duration::from_secs(60),
+            || committed_to_end(&topic, &group),
+        );
+    }
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+    let counts = ids(&out);
+    assert_eq!(counts.len(), sent);
+    assert!(counts.values().all(|n| *n == 1), "an event twice");
+}
+
+#[test]
 fn two_hosts_in_one_group_share_a_topic_and_each_record_lands_once() {
     let (topic, group) = (topic(4), unique("g"));
     let yaml = exactly_once(&topic, &group).replace("commit_interval: 10s", "commit_interval: 1s");

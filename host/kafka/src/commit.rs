@@ -9,6 +9,12 @@
 //! `commit_interval`. A process in a crash loop (an OOM loop, a bad deploy) that lives a few
 //! seconds each time therefore still moves its offsets forward, instead of reading the same
 //! backlog again at every start (the death spiral Redpanda's transforms had).
+//!
+//! What the schedule commits goes to the consumer's committer thread (`committer`), so the
+//! tracker also remembers what was asked of it (`asked`, at or above `committed`): the schedule
+//! looks at what moved beyond that, and while one commit is on its way only newer commit
+//! points make another request. [`coalesce`] merges requests so that a partition's commit
+//! point never goes back.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -23,6 +29,9 @@ pub(crate) struct PartitionTracker {
     pub(crate) next: i64,
     /// What was last committed (or where reading started).
     pub(crate) committed: i64,
+    /// The highest commit point handed to the committer (at or above `committed`): what the
+    /// schedule has already asked for, whatever became of it.
+    asked: i64,
     /// Where reading started.
     first: i64,
     /// The offset after the last record read. A batch's range starts here, so offsets the
@@ -41,6 +50,7 @@ impl PartitionTracker {
             epoch,
             next: start,
             committed: start,
+            asked: start,
             first: start,
             read_to: start,
             done: BTreeMap::new(),
@@ -80,6 +90,30 @@ pub(crate) struct Range {
     pub(crate) epoch: u64,
     pub(crate) start: i64,
     pub(crate) end: i64,
+}
+
+/// Where a partition is to be committed, under the assignment whose reads it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CommitPoint {
+    pub(crate) partition: i32,
+    pub(crate) epoch: u64,
+    /// The offset of the next record to read, as Kafka commits it.
+    pub(crate) offset: i64,
+}
+
+/// Merges `newer` commit points into `waiting` (a request the committer has not taken yet):
+/// per partition the newest wins, a later assignment over an earlier one, a higher offset
+/// over a lower one of the same assignment, so a request never carries a commit point older
+/// than the one it replaces.
+pub(crate) fn coalesce(waiting: &mut Vec<CommitPoint>, newer: Vec<CommitPoint>) {
+    for point in newer {
+        match waiting.iter_mut().find(|w| w.partition == point.partition) {
+            Some(w) if (point.epoch, point.offset) > (w.epoch, w.offset) => *w = point,
+            Some(_) => {}
+            None => waiting.push(point),
+        }
+    }
+    waiting.sort_unstable_by_key(|w| w.partition);
 }
 
 /// What a commit now would do.
@@ -134,24 +168,68 @@ impl Tracker {
         }
     }
 
-    /// Partitions whose commit point moved since the last commit, with the offset to commit.
-    /// `only`: restrict to these partitions.
-    pub(crate) fn committable(&self, only: Option<&[i32]>) -> Vec<(i32, i64)> {
-        let mut out: Vec<(i32, i64)> = self
+    /// Partitions whose commit point moved since the last commit, with the offset to commit:
+    /// what a revoke or a close commits. `only`: restrict to these partitions.
+    pub(crate) fn committable(&self, only: Option<&[i32]>) -> Vec<CommitPoint> {
+        self.points(|p, t| t.next > t.committed && only.is_none_or(|o| o.contains(&p)))
+    }
+
+    /// Partitions whose commit point moved beyond what was asked of the committer, with the
+    /// offset to commit; from now on that is asked.
+    pub(crate) fn ask(&mut self) -> Vec<CommitPoint> {
+        let points = self.points(|_, t| t.next > t.asked);
+        for point in &points {
+            if let Some(t) = self.partitions.get_mut(&point.partition) {
+                t.asked = point.offset;
+            }
+        }
+        points
+    }
+
+    /// After a failed scheduled commit (the committer dropped what it had waiting): nothing
+    /// that is not committed counts as asked, so the schedule asks for it again.
+    pub(crate) fn unask(&mut self) {
+        for t in self.partitions.values_mut() {
+            t.asked = t.committed;
+        }
+    }
+
+    /// Those of `points` still worth committing: of the current assignment of their
+    /// partition (not revoked since they were asked for) and beyond what it committed.
+    pub(crate) fn current(&self, points: &[CommitPoint]) -> Vec<CommitPoint> {
+        points
+            .iter()
+            .filter(|c| {
+                self.partitions
+                    .get(&c.partition)
+                    .is_some_and(|t| t.epoch == c.epoch && c.offset > t.committed)
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Each partition's commit point where `keep` says so, by partition.
+    fn points(&self, keep: impl Fn(i32, &PartitionTracker) -> bool) -> Vec<CommitPoint> {
+        let mut out: Vec<CommitPoint> = self
             .partitions
             .iter()
-            .filter(|(p, t)| t.next > t.committed && only.is_none_or(|o| o.contains(p)))
-            .map(|(p, t)| (*p, t.next))
+            .filter(|(p, t)| keep(**p, t))
+            .map(|(p, t)| CommitPoint {
+                partition: *p,
+                epoch: t.epoch,
+                offset: t.next,
+            })
             .collect();
-        out.sort_unstable();
+        out.sort_unstable_by_key(|c| c.partition);
         out
     }
 
-    /// Whether a commit now would move anything, and whether one of the partitions it would
-    /// move is within `window` of its first read (new to this consumer).
+    /// Whether a scheduled commit now would move anything (beyond what was asked of the
+    /// committer), and whether one of the partitions it would move is within `window` of its
+    /// first read (new to this consumer).
     pub(crate) fn pending(&self, now: Instant, window: Duration) -> Pending {
         let mut pending = Pending::Nothing;
-        for t in self.partitions.values().filter(|t| t.next > t.committed) {
+        for t in self.partitions.values().filter(|t| t.next > t.asked) {
             if now.saturating_duration_since(t.since) < window {
                 return Pending::Eager;
             }
@@ -160,13 +238,19 @@ impl Tracker {
         pending
     }
 
-    /// Records that `offsets` were committed; returns how many records the commit covered.
-    pub(crate) fn committed(&mut self, offsets: &[(i32, i64)]) -> u64 {
+    /// Records that `points` were committed (those of an earlier assignment change nothing);
+    /// returns how many records the commit covered.
+    pub(crate) fn committed(&mut self, points: &[CommitPoint]) -> u64 {
         let mut moved = 0;
-        for (p, offset) in offsets {
-            if let Some(t) = self.partitions.get_mut(p) {
-                moved += u64::try_from(offset - t.committed).unwrap_or(0);
-                t.committed = t.committed.max(*offset);
+        for c in points {
+            if let Some(t) = self
+                .partitions
+                .get_mut(&c.partition)
+                .filter(|t| t.epoch == c.epoch)
+            {
+                moved += u64::try_from(c.offset - t.committed).unwrap_or(0);
+                t.committed = t.committed.max(c.offset);
+                t.asked = t.asked.max(t.committed);
             }
         }
         moved
@@ -196,12 +280,16 @@ impl Tracker {
 ///   quiet `interval` (the clock runs from the last commit, not from the last check).
 /// - After a failed commit (the broker is away), the next waits a whole `interval`, eager or
 ///   not, so an outage is not hammered with commits.
+///
+/// A commit is handed to the committer thread ([`Schedule::requested`]) and its result comes
+/// back later ([`Schedule::ended`]); what is on its way is not asked for again
+/// ([`Tracker::ask`]).
 #[derive(Debug)]
 pub(crate) struct Schedule {
     interval: Duration,
-    /// When the last commit was attempted; `None` before the first.
+    /// When the last commit was requested; `None` before the first.
     last: Option<Instant>,
-    /// Whether that attempt failed.
+    /// Whether the last commit that ended failed.
     failed: bool,
 }
 
@@ -226,9 +314,13 @@ impl Schedule {
         }
     }
 
-    /// Records a commit attempted at `now`, and whether the broker took it.
-    pub(crate) fn attempted(&mut self, now: Instant, ok: bool) {
+    /// Records a commit requested at `now`.
+    pub(crate) fn requested(&mut self, now: Instant) {
         self.last = Some(now);
+    }
+
+    /// Records that a requested commit ended, and whether the broker took it.
+    pub(crate) fn ended(&mut self, ok: bool) {
         self.failed = !ok;
     }
 }
@@ -240,6 +332,11 @@ mod tests {
     /// Reads `start..end` as one batch.
     fn range(t: &mut Tracker, partition: i32, start: i64, end: i64) -> Range {
         range_at(t, partition, start, end, Instant::now())
+    }
+
+    /// Partition and offset of each of `points`.
+    fn offsets(points: &[CommitPoint]) -> Vec<(i32, i64)> {
+        points.iter().map(|c| (c.partition, c.offset)).collect()
     }
 
     /// Reads `start..end` as one batch at `now`.
@@ -261,14 +358,19 @@ mod tests {
         let b = range(&mut t, 0, 20, 30);
         let c = range(&mut t, 0, 30, 40);
         assert!(t.ack(c));
-        assert_eq!(t.committable(None), vec![], "30..40 done but 10..30 is not");
+        assert_eq!(
+            offsets(&t.committable(None)),
+            vec![],
+            "30..40 done but 10..30 is not"
+        );
         assert!(t.ack(a));
-        assert_eq!(t.committable(None), vec![(0, 20)]);
-        assert_eq!(t.committed(&[(0, 20)]), 10);
-        assert_eq!(t.committable(None), vec![]);
+        let points = t.committable(None);
+        assert_eq!(offsets(&points), vec![(0, 20)]);
+        assert_eq!(t.committed(&points), 10);
+        assert_eq!(offsets(&t.committable(None)), vec![]);
         assert!(t.ack(b));
         assert_eq!(
-            t.committable(None),
+            offsets(&t.committable(None)),
             vec![(0, 40)],
             "b closes the gap up to c"
         );
@@ -283,7 +385,7 @@ mod tests {
         assert_eq!(b.start, 10);
         t.ack(a);
         t.ack(b);
-        assert_eq!(t.committable(None), vec![(0, 15)]);
+        assert_eq!(offsets(&t.committable(None)), vec![(0, 15)]);
     }
 
     #[test]
@@ -294,8 +396,8 @@ mod tests {
         let p1 = range(&mut t, 1, 105, 110);
         t.ack(p0);
         t.ack(p1);
-        assert_eq!(t.committable(None), vec![(0, 5)]);
-        assert_eq!(t.committable(Some(&[1])), vec![]);
+        assert_eq!(offsets(&t.committable(None)), vec![(0, 5)]);
+        assert_eq!(offsets(&t.committable(Some(&[1]))), vec![]);
     }
 
     #[test]
@@ -305,9 +407,92 @@ mod tests {
         t.revoke(&[3]);
         let new = range(&mut t, 3, 0, 4);
         assert!(!t.ack(old), "read before the partition was revoked");
-        assert_eq!(t.committable(None), vec![]);
+        assert_eq!(offsets(&t.committable(None)), vec![]);
         assert!(t.ack(new));
-        assert_eq!(t.committable(None), vec![(3, 4)]);
+        assert_eq!(offsets(&t.committable(None)), vec![(3, 4)]);
+    }
+
+    #[test]
+    fn what_was_asked_of_the_committer_is_not_asked_again() {
+        let mut t = Tracker::default();
+        let (a, b) = (range(&mut t, 0, 0, 10), range(&mut t, 1, 0, 5));
+        t.ack(a);
+        let asked = t.ask();
+        assert_eq!(offsets(&asked), vec![(0, 10)]);
+        assert_eq!(offsets(&t.ask()), vec![], "on its way");
+        assert_eq!(
+            offsets(&t.committable(None)),
+            vec![(0, 10)],
+            "not committed yet: a revoke or close still commits it"
+        );
+        t.ack(b);
+        assert_eq!(offsets(&t.ask()), vec![(1, 5)], "only what moved beyond it");
+        assert_eq!(t.committed(&asked), 10);
+        let c = range(&mut t, 0, 10, 20);
+        t.ack(c);
+        assert_eq!(offsets(&t.ask()), vec![(0, 20)]);
+        // The commit of 1@5 and 0@20 failed: both are asked for again.
+        t.unask();
+        assert_eq!(offsets(&t.ask()), vec![(0, 20), (1, 5)]);
+    }
+
+    #[test]
+    fn a_commit_point_of_a_revoked_assignment_is_neither_committed_nor_counted() {
+        let mut t = Tracker::default();
+        let a = range(&mut t, 0, 0, 10);
+        t.ack(a);
+        let asked = t.ask();
+        assert_eq!(t.current(&asked), asked);
+        t.revoke(&[0]);
+        let b = range(&mut t, 0, 0, 4);
+        t.ack(b);
+        assert_eq!(
+            t.current(&asked),
+            vec![],
+            "asked before the revoke: another consumer may own the partition now"
+        );
+        assert_eq!(t.committed(&asked), 0);
+        assert_eq!(
+            offsets(&t.committable(None)),
+            vec![(0, 4)],
+            "the new assignment's own commit point is untouched"
+        );
+        let now = t.committable(None);
+        t.committed(&now);
+        assert_eq!(t.current(&now), vec![], "already committed");
+    }
+
+    fn point(partition: i32, epoch: u64, offset: i64) -> CommitPoint {
+        CommitPoint {
+            partition,
+            epoch,
+            offset,
+        }
+    }
+
+    #[test]
+    fn a_newer_request_replaces_the_waiting_one_per_partition_and_never_goes_back() {
+        let mut waiting = vec![point(0, 1, 100), point(2, 1, 50)];
+        coalesce(&mut waiting, vec![point(0, 1, 120), point(1, 1, 7)]);
+        assert_eq!(
+            waiting,
+            vec![point(0, 1, 120), point(1, 1, 7), point(2, 1, 50)],
+            "the newest per partition; partitions only in the waiting request stay"
+        );
+        coalesce(&mut waiting, vec![point(0, 1, 110)]);
+        assert_eq!(waiting[0], point(0, 1, 120), "an older offset never wins");
+        coalesce(&mut waiting, vec![point(2, 5, 10)]);
+        assert_eq!(
+            waiting[2],
+            point(2, 5, 10),
+            "a later assignment wins, whatever its offset"
+        );
+        coalesce(&mut waiting, vec![point(2, 1, 60)]);
+        assert_eq!(
+            waiting[2],
+            point(2, 5, 10),
+            "an earlier assignment never wins"
+        );
     }
 
     const INTERVAL: Duration = Duration::from_secs(5);
@@ -316,12 +501,13 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    /// What the consumer thread does when the schedule says so.
+    /// What the consumer thread does when the schedule says so, and the committer after it.
     fn commit(t: &mut Tracker, s: &mut Schedule, now: Instant) -> Vec<(i32, i64)> {
-        let offsets = t.committable(None);
-        t.committed(&offsets);
-        s.attempted(now, true);
-        offsets
+        let points = t.ask();
+        s.requested(now);
+        t.committed(&points);
+        s.ended(true);
+        offsets(&points)
     }
 
     #[test]
@@ -408,12 +594,38 @@ mod tests {
     }
 
     #[test]
+    fn while_a_commit_is_on_its_way_only_a_newer_acknowledgement_is_due() {
+        let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
+        let a = range_at(&mut t, 0, 0, 10, t0);
+        t.ack(a);
+        assert!(s.due(t0, &t));
+        let on_its_way = t.ask();
+        s.requested(t0);
+        assert!(
+            !s.due(t0 + ms(100), &t),
+            "nothing moved beyond what the committer has"
+        );
+        let b = range_at(&mut t, 0, 10, 20, t0 + ms(100));
+        t.ack(b);
+        assert!(s.due(t0 + ms(150), &t), "eager: the newer one at once");
+        assert_eq!(offsets(&t.ask()), vec![(0, 20)]);
+        s.requested(t0 + ms(150));
+        // The first commit comes back after both were requested.
+        assert_eq!(t.committed(&on_its_way), 10);
+        s.ended(true);
+        assert!(!s.due(t0 + ms(200), &t), "0@20 is on its way");
+    }
+
+    #[test]
     fn after_a_failed_commit_even_an_eager_one_waits_an_interval() {
         let (mut t, mut s, t0) = (Tracker::default(), Schedule::new(INTERVAL), Instant::now());
         let a = range_at(&mut t, 0, 0, 10, t0);
         t.ack(a);
         assert!(s.due(t0, &t));
-        s.attempted(t0, false);
+        t.ask();
+        s.requested(t0);
+        s.ended(false);
+        t.unask();
         assert!(
             !s.due(t0 + ms(100), &t),
             "the broker is away: do not hammer it"

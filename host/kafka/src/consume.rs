@@ -10,11 +10,16 @@
 //!   pause: a pause drops librdkafka's prefetched records, which are fetched again.
 //!
 //! # When offsets are committed
-//! What is acknowledged is committed (synchronously, on this thread, between two polls):
+//! What is acknowledged is committed, by the schedule below. A scheduled commit is handed to
+//! the consumer's committer thread (`committer`), which waits for the broker while this thread
+//! goes on polling (one commit takes hundreds of milliseconds on a slow broker); its result
+//! comes back at a later check. A commit on revoke or close is made here and waited for, after
+//! the committer's commit in flight. What is committed:
 //! - at once while a partition is new to this consumer: during the first `commit_interval`
 //!   after its first record was read following a start or an assignment, every check that
-//!   finds its commit point moved commits. So the first acknowledged batch after a start or a
-//!   rebalance reaches the broker within one poll (at most 100 ms), and a process that crashes
+//!   finds its commit point moved commits (while one is on its way, the next waits, merged
+//!   with any later one). So the first acknowledged batch after a start or a rebalance is on
+//!   its way to the broker within one poll (at most 100 ms), and a process that crashes
 //!   every few seconds (an OOM loop) still moves forward instead of reading the same backlog at
 //!   every start;
 //! - after that, at most every `commit_interval` (at once if something is acknowledged after a
@@ -26,11 +31,18 @@
 //! gathering (which may wait up to `delay`, 3 s by default, for a batch to fill) does not hold
 //! commits back. What a `kill -9` makes the next start read again is therefore what was
 //! handed out and not yet acknowledged, plus what was acknowledged since the last commit: in
-//! a partition's eager window only what was acknowledged since the last check, after it at
-//! most one `commit_interval`'s worth.
+//! a partition's eager window only what was acknowledged since the last check and the commit
+//! on its way, after it at most one `commit_interval`'s worth.
 //!
-//! On close: stop reading, wait up to `drain_timeout` for the batches already handed out to
-//! be acknowledged, commit, and leave the group.
+//! On revoke (in the rebalance callback, inside a poll on this thread): wait for the
+//! committer's commit in flight, drop the revoked partitions from what waits for it, commit
+//! them here, and forget them; the committer also leaves out any commit point of an
+//! assignment that is no longer current (`Tracker::current`), so it never commits for a
+//! partition this consumer no longer owns.
+//!
+//! On close: stop the committer (after its commit in flight), stop reading, wait up to
+//! `drain_timeout` for the batches already handed out to be acknowledged, commit, and leave
+//! the group.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,7 +56,8 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use sluice_buffer::{Acknowledgement, Batch, Record, Unreadable};
 use tokio::sync::mpsc;
 
-use crate::commit::{Range, Schedule, Tracker};
+use crate::commit::{CommitPoint, Range, Schedule, Tracker};
+use crate::committer::{self, Handoff};
 use crate::{KafkaBufferConfig, KafkaBufferError, KafkaStats, envelope};
 
 /// How long one poll blocks when there is nothing to read, and so how quickly the loop
@@ -62,43 +75,68 @@ struct Shared {
     /// Batches handed out and not yet acknowledged or dropped.
     in_flight: AtomicUsize,
     stats: Arc<KafkaStats>,
+    /// The scheduled commits' way to the committer thread, and their results' way back.
+    handoff: Arc<Handoff>,
 }
 
 impl Shared {
-    /// Commits what the tracker allows (only `only`, when given). Returns `None` when there
-    /// was nothing to commit, else whether the broker took the commit.
+    /// Commits what the tracker allows (only `only`, when given), waiting for the broker: on
+    /// revoke and close. Returns `None` when there was nothing to commit, else whether the
+    /// broker took the commit.
     fn commit(&self, consumer: &BaseConsumer<Context>, only: Option<&[i32]>) -> Option<bool> {
-        let offsets = self.tracker.lock().expect("not poisoned").committable(only);
-        if offsets.is_empty() {
+        let points = self.tracker.lock().expect("not poisoned").committable(only);
+        if points.is_empty() {
             return None;
         }
+        Some(self.commit_points(consumer, &points))
+    }
+
+    /// The committer's commit of `points` asked for by the schedule: those still of the
+    /// current assignment of their partition. `None` when none is left.
+    fn commit_scheduled(
+        &self,
+        consumer: &BaseConsumer<Context>,
+        points: &[CommitPoint],
+    ) -> Option<bool> {
+        let points = self.tracker.lock().expect("not poisoned").current(points);
+        if points.is_empty() {
+            return None;
+        }
+        Some(self.commit_points(consumer, &points))
+    }
+
+    /// Commits `points`, waiting for the broker, and records in the tracker what it took.
+    /// Returns whether it took them.
+    fn commit_points(&self, consumer: &BaseConsumer<Context>, points: &[CommitPoint]) -> bool {
         let mut list = TopicPartitionList::new();
-        for (partition, offset) in &offsets {
+        for c in points {
             if let Err(e) =
-                list.add_partition_offset(&self.topic, *partition, Offset::Offset(*offset))
+                list.add_partition_offset(&self.topic, c.partition, Offset::Offset(c.offset))
             {
                 tracing::warn!(error = %e, "building the commit list failed");
-                return Some(false);
+                return false;
             }
         }
         let started = Instant::now();
+        let offsets: Vec<(i32, i64)> = points.iter().map(|c| (c.partition, c.offset)).collect();
         match consumer.commit(&list, CommitMode::Sync) {
             Ok(()) => {
-                let mut tracker = self.tracker.lock().expect("not poisoned");
-                let moved = tracker.committed(&offsets);
+                let moved = self.tracker.lock().expect("not poisoned").committed(points);
                 self.stats.records_committed.add(moved);
                 tracing::debug!(topic = %self.topic, ?offsets, records = moved, took = ?started.elapsed(), "committed");
-                Some(true)
+                true
             }
             Err(e) => {
-                tracing::warn!(topic = %self.topic, error = %e, "committing offsets failed; retrying after `commit_interval`");
-                Some(false)
+                tracing::warn!(topic = %self.topic, error = %e, ?offsets, "committing offsets failed; retrying after `commit_interval`");
+                false
             }
         }
     }
 }
 
-/// The librdkafka context: rebalance and error callbacks, run inside `poll` on our thread.
+/// The librdkafka context: rebalance and error callbacks, run inside `poll` on the consumer
+/// thread (and inside the consumer's drop, on the thread that drops it last: the consumer
+/// thread, after its committer ended).
 pub(crate) struct Context {
     shared: Arc<Shared>,
 }
@@ -144,12 +182,18 @@ impl ConsumerContext for Context {
                     .iter()
                     .map(|e| e.partition())
                     .collect();
+                // After the committer's commit in flight, so the revoke's commit is the last
+                // of these partitions; the committer takes nothing until they are forgotten,
+                // and what waited for it keeps only the partitions this consumer still owns.
+                let mut slot = self.shared.handoff.idle();
+                slot.forget(&partitions);
                 self.shared.commit(consumer, Some(&partitions));
                 self.shared
                     .tracker
                     .lock()
                     .expect("not poisoned")
                     .revoke(&partitions);
+                drop(slot);
                 self.shared
                     .stats
                     .partitions_revoked
@@ -169,7 +213,8 @@ impl ConsumerContext for Context {
 
 /// A consumer, ready to run on its thread.
 pub(crate) struct Consumer {
-    consumer: BaseConsumer<Context>,
+    /// Shared with the committer thread, which commits with it.
+    consumer: Arc<BaseConsumer<Context>>,
     shared: Arc<Shared>,
     config: KafkaBufferConfig,
     batches: mpsc::Sender<Batch>,
@@ -198,6 +243,7 @@ impl Consumer {
             tracker: Mutex::new(Tracker::default()),
             in_flight: AtomicUsize::new(0),
             stats,
+            handoff: Arc::new(Handoff::default()),
         });
         let client = config.consumer_client_config(index);
         let error = |error| KafkaBufferError::Client {
@@ -212,7 +258,7 @@ impl Consumer {
             .map_err(error)?;
         consumer.subscribe(&[&config.topic]).map_err(error)?;
         Ok(Self {
-            consumer,
+            consumer: Arc::new(consumer),
             shared,
             config: config.clone(),
             batches,
@@ -228,7 +274,17 @@ impl Consumer {
         self
     }
 
-    pub(crate) fn run(self) {
+    /// Reads until closed (or the workers are gone), then drains. `name`: the thread's, which
+    /// its committer's is named after.
+    pub(crate) fn run(self, name: &str) {
+        let committer = {
+            let (consumer, shared) = (self.consumer.clone(), self.shared.clone());
+            committer::spawn(
+                format!("{name}-commit"),
+                self.shared.handoff.clone(),
+                move |points| shared.commit_scheduled(&consumer, &points),
+            )
+        };
         let mut schedule = Schedule::new(self.config.commit_interval);
         let mut paused = false;
         let mut full_since: Option<Instant> = None;
@@ -263,16 +319,30 @@ impl Consumer {
                 permit.send(batch);
             }
         }
-        self.drain();
+        self.drain(committer);
     }
 
-    /// Commits what was acknowledged if `schedule` says it is time (see the module doc).
+    /// Learns how the committer's commits ended, and hands it what was acknowledged if
+    /// `schedule` says it is time (see the module doc). Never waits for the broker.
     fn commit_if_due(&self, schedule: &mut Schedule) {
         let now = Instant::now();
-        let due = schedule.due(now, &self.shared.tracker.lock().expect("not poisoned"));
-        if due && let Some(ok) = self.shared.commit(&self.consumer, None) {
-            schedule.attempted(now, ok);
+        let handoff = &self.shared.handoff;
+        let mut slot = handoff.lock();
+        let mut tracker = self.shared.tracker.lock().expect("not poisoned");
+        if let Some(ok) = slot.outcome() {
+            schedule.ended(ok);
+            if !ok {
+                // The committer dropped what waited: it is all asked for again, on schedule.
+                tracker.unask();
+            }
         }
+        if !schedule.due(now, &tracker) {
+            return;
+        }
+        let points = tracker.ask();
+        drop(tracker);
+        schedule.requested(now);
+        handoff.request(&mut slot, points);
     }
 
     /// Pauses or resumes the whole assignment; returns whether it worked.
@@ -472,8 +542,10 @@ impl Consumer {
         unreadable
     }
 
-    /// Waits up to `drain_timeout` for the batches handed out, commits, and leaves the group.
-    fn drain(self) {
+    /// Stops the committer (after its commit in flight: the commits below come after it),
+    /// waits up to `drain_timeout` for the batches handed out, commits, and leaves the group.
+    fn drain(self, committer: committer::Committer) {
+        committer.stop();
         let deadline = Instant::now() + self.config.drain_timeout;
         self.set_paused(true);
         while self.shared.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
@@ -490,15 +562,18 @@ impl Consumer {
         self.shared.commit(&self.consumer, None);
         self.shared.tracker.lock().expect("not poisoned").clear();
         self.consumer.unsubscribe();
-        // Dropping the consumer closes it: it leaves the group.
+        // Dropping the consumer closes it: it leaves the group. The committer's clone went
+        // with its thread, so this is the last one, and the close's rebalance callbacks run
+        // here.
     }
 }
 
-/// Runs `consumer` on a thread of its own named `name` (librdkafka's poll blocks).
+/// Runs `consumer` on a thread of its own named `name` (librdkafka's poll blocks), and its
+/// committer on another (`{name}-commit`).
 pub(crate) fn spawn(consumer: Consumer, name: String) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
-        .name(name)
-        .spawn(move || consumer.run())
+        .name(name.clone())
+        .spawn(move || consumer.run(&name))
         .expect("spawning a consumer thread")
 }
 

@@ -14,10 +14,13 @@
 //!   (acks=all, idempotent).
 //! - `consume`: one thread per consumer. It polls, hands batches to the pipeline's workers over
 //!   a bounded channel, pauses its partitions (but keeps polling, so it stays in the group)
-//!   while the workers are behind, and commits what was acknowledged.
+//!   while the workers are behind, and commits what was acknowledged (through its committer,
+//!   on schedule; itself, on revoke and close).
 //! - `sink`: the `kafka` sink's producer ([`KafkaSinkProducer`]): same client settings, its
 //!   own topic, each record acknowledged or reported failed (retryable or not).
 //! - `commit`: per-partition tracking of acknowledged ranges; only gap-free prefixes commit.
+//! - `committer`: each consumer's committer thread, which makes its scheduled commits (waiting
+//!   for the broker, so the consumer thread need not) and reports their results back.
 //! - `envelope`: the record headers that carry metadata (format version, receive time, origin).
 //! - `source`: the `kafka` source ([`KafkaSource`]): the same consumers over topics other
 //!   producers write, as a pipeline's read side.
@@ -37,6 +40,7 @@ use sluice_buffer::{Batch, Buffer, BufferReader, BufferWriter};
 use tokio::sync::{Mutex, Notify, mpsc};
 
 mod commit;
+mod committer;
 mod config;
 mod consume;
 mod envelope;

@@ -174,6 +174,63 @@ async fn acknowledged_batches_commit_and_an_unacknowledged_one_holds_the_commit_
     assert_eq!(stats.records_consumed.get(), 10);
 }
 
+/// Waits up to 20 s until `GROUP` has committed `want` on partition 0.
+async fn wait_committed(bootstrap: &str, want: i64, what: &str) {
+    let started = Instant::now();
+    loop {
+        let now = committed(bootstrap).await;
+        if now == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{what}: committed {now} of {want} within 20 s, the consumer still running"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_consumer_keeps_committing_round_after_round() {
+    // Checked while the consumer runs, not after a close (whose commit waits for the broker
+    // whatever the schedule does): every round's scheduled commit must reach the broker.
+    // Scheduled commits sent asynchronously, whose results rust-rdkafka 0.38 never reports,
+    // stopped after the first.
+    let (_cluster, bootstrap, buffer) = written(4).await;
+    let (writer, stats) = (buffer.writer(), buffer.stats());
+    let mut reader = buffer.reader();
+    let (mut written, mut read) = (4, 0);
+    for round in 0..5 {
+        if round > 0 {
+            writer
+                .write(
+                    (written..written + 4).map(record).collect(),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap();
+            written += 4;
+        }
+        while read < written {
+            let batch = next(&mut reader).await.expect("the round's records");
+            read += batch.records.len();
+            batch.ack.acknowledge();
+        }
+        wait_committed(&bootstrap, written as i64, &format!("round {round}")).await;
+    }
+    let started = Instant::now();
+    while stats.records_committed.get() < written as u64 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the broker has the commits, the counter says {}",
+            stats.records_committed.get()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    close(&buffer, reader).await;
+    assert_eq!(stats.records_committed.get(), written as u64);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_drains_what_was_read_then_commits_it() {
     let (_cluster, bootstrap, buffer) = written(5).await;
