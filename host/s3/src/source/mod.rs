@@ -339,6 +339,15 @@ impl S3Source {
 }
 
 impl S3SourceConfig {
+    /// Whether `key` of `bucket` passes the top-level `filters`: one of its bucket's
+    /// prefixes (if any) and none of its suffixes.
+    fn passes_filters(&self, bucket: &str, key: &str) -> bool {
+        self.filters.get(bucket).is_none_or(|(include, exclude)| {
+            (include.is_empty() || include.iter().any(|p| key.starts_with(p.as_str())))
+                && !exclude.iter().any(|s| key.ends_with(s.as_str()))
+        })
+    }
+
     /// What the source reads, for messages: the queue, the buckets.
     fn what(&self) -> String {
         let mut what: Vec<String> = self

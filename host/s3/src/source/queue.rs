@@ -227,15 +227,13 @@ impl Queue {
             self.reading.stats.objects_empty.add(1);
             return delete("an empty object");
         }
-        if let Some((include, exclude)) = self.reading.config.filters.get(&announced.bucket) {
-            let key = &announced.key;
-            let passes = (include.is_empty()
-                || include.iter().any(|p| key.starts_with(p.as_str())))
-                && !exclude.iter().any(|s| key.ends_with(s.as_str()));
-            if !passes {
-                self.reading.stats.objects_filtered.add(1);
-                return delete("filtered out");
-            }
+        if !self
+            .reading
+            .config
+            .passes_filters(&announced.bucket, &announced.key)
+        {
+            self.reading.stats.objects_filtered.add(1);
+            return delete("filtered out");
         }
         match self.reading.read_object(&announced, &object).await {
             Ok(()) => {}

@@ -309,12 +309,8 @@ fn wanted(
     {
         return false;
     }
-    if let Some((include, exclude)) = reading.config.filters.get(&bucket.name) {
-        let passes = (include.is_empty() || include.iter().any(|p| key.starts_with(p.as_str())))
-            && !exclude.iter().any(|s| key.ends_with(s.as_str()));
-        if !passes {
-            return false;
-        }
+    if !reading.config.passes_filters(&bucket.name, key) {
+        return false;
     }
     let modified = modified.and_then(|m| SystemTime::try_from(*m).ok());
     match modified {
