@@ -3,7 +3,8 @@
 //! The loop: apply nothing itself (acknowledgements update the shared tracker directly from
 //! the worker that acknowledges), commit when the schedule says so (below), and
 //! - when the batch channel has room: resume, poll up to `batch_size` records (waiting at most
-//!   `delay` once the first arrived) and send them as one batch;
+//!   `delay` once the first arrived, and not at all once a poll finds nothing more: caught
+//!   up, the consumer sends what it has) and send them as one batch;
 //! - when it is full (the sinks are behind) for more than a second: pause the assignment and
 //!   keep polling, which reads nothing but keeps the consumer in the group (Data Prepper stops
 //!   polling here and gets kicked out after `max.poll.interval.ms`). Shorter waits do not
@@ -383,7 +384,8 @@ impl Consumer {
     }
 
     /// Up to `batch_size` records: `None` if the first does not come within one poll, else
-    /// waits at most `delay` for the rest. Commits what is due between polls, so a batch that
+    /// waits at most `delay` for the rest, and no longer once a poll finds nothing (the
+    /// consumer caught up with its partitions: the last batch of a backlog, or a trickle). Commits what is due between polls, so a batch that
     /// is slow to fill does not hold back the commit of those acknowledged meanwhile.
     fn gather(&self, schedule: &mut Schedule, poll_warned: &mut Option<Instant>) -> Option<Batch> {
         let mut records = Vec::new();
@@ -407,7 +409,9 @@ impl Consumer {
                     // Back to the loop, which commits on time and notices a close.
                     return None;
                 }
-                continue;
+                // Caught up: nothing more came within a poll, so what is here goes now
+                // rather than waiting out `delay` for records that are not there yet.
+                break;
             };
             let m = match result {
                 Ok(m) => m,
