@@ -4,8 +4,9 @@
 //!
 //! From a Kafka buffer it writes no line twice (`docs/design/exactly-once.md`): beside the file,
 //! `<file>.offsets` records the file's length and, per partition, the offset ranges whose
-//! events the file holds, rewritten after each batch. A batch's events whose record is in a
-//! held range are skipped.
+//! events the file holds: a whole record, then a line per batch with what the batch added
+//! (rewritten whole every [`DELTAS_KEPT`] batches). A batch's events whose record is in a held
+//! range are skipped.
 //!
 //! Every writer of the file appends under an exclusive lock on it (`flock`), held from reading
 //! the record to writing it again, whichever process it is in: the running pipeline, a
@@ -23,6 +24,7 @@ use std::sync::{Arc, Weak};
 use tokio::sync::Mutex;
 
 use bytes::Bytes;
+use sluice_buffer::Position;
 
 use super::{Output, Provenance, SendError, SinkError, Span};
 
@@ -34,6 +36,10 @@ const RANGES_KEPT: usize = 32;
 /// keeps; past it the least recently written goes: an object read again after that many newer
 /// ones may add its lines twice. Kafka topics are few, and always kept.
 const OBJECTS_KEPT: usize = 256;
+
+/// Batches appended to the record of offsets as a line each before it is written whole again
+/// (aside, then renamed over it): a batch costs one small append, not a new file.
+const DELTAS_KEPT: usize = 1000;
 
 /// An appended file, as one sink (or dead-letter file) writes it.
 pub struct FileSink {
@@ -53,6 +59,9 @@ struct Shared {
     path: PathBuf,
     /// `None` after a failed write: the next write reopens the path.
     opened: Mutex<Option<Arc<std::fs::File>>>,
+    /// The record of offsets as this process last read or wrote it (taken out while a batch
+    /// is written; `None` after a failure: read again from the disk).
+    log: std::sync::Mutex<Option<Log>>,
 }
 
 /// The files open in this process, by absolute path: two sinks (or a sink and a dead-letter
@@ -76,10 +85,16 @@ impl Held {
     }
 
     /// Whether the file holds `scope`'s events of this record.
+    #[cfg(test)]
     fn holds(&self, scope: &str, topic: &str, partition: i32, offset: i64) -> bool {
+        held_in(self.ranges_of(scope, topic, partition), offset)
+    }
+
+    /// The ranges of `scope`'s events of this partition the file holds.
+    fn ranges_of(&self, scope: &str, topic: &str, partition: i32) -> Ranges<'_> {
         self.ranges
             .get(&Self::key(scope, topic, partition))
-            .is_some_and(|r| r.iter().any(|&(a, b)| a <= offset && offset <= b))
+            .map(Vec::as_slice)
     }
 
     /// The file now holds `scope`'s events of `span`.
@@ -114,29 +129,191 @@ impl Held {
         name.push(".offsets");
         PathBuf::from(name)
     }
+}
 
-    /// The record beside `file`, if there is one that can be read.
-    fn read(file: &Path) -> Option<Held> {
-        let path = Self::path(file);
-        let text = std::fs::read(&path).ok()?;
-        match serde_json::from_slice(&text) {
-            Ok(held) => Some(held),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "cannot read the record of offsets; the file may get lines again that it holds");
-                None
-            }
+/// A partition's held ranges, if the record has any.
+type Ranges<'a> = Option<&'a [(i64, i64)]>;
+
+/// Whether `ranges` hold `offset`.
+fn held_in(ranges: Ranges<'_>, offset: i64) -> bool {
+    ranges.is_some_and(|r| r.iter().any(|&(a, b)| a <= offset && offset <= b))
+}
+
+/// A line of the record after its first: what one batch added, and the file's new length.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Delta {
+    length: u64,
+    scope: String,
+    /// `(topic, partition, first, last)` of each span the batch covered.
+    add: Vec<(String, i32, i64, i64)>,
+}
+
+/// A line of the record: a batch's [`Delta`], or the whole record (its first line).
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Delta(Delta),
+    Whole(Held),
+}
+
+/// `<file>.offsets` as read or written: what it says ([`Held`], its lines applied in order),
+/// and enough about the file to append to it or to see that someone else changed it.
+#[derive(Debug)]
+struct Log {
+    held: Held,
+    /// The record file's device, inode, length and modification time when last read or
+    /// written by this process: as long as they stay, `held` is what the file says (another
+    /// writer appends, which moves the length, or renames a new record over it).
+    seen: Option<(u64, u64, u64, i64, i64)>,
+    /// Lines after the whole record.
+    deltas: usize,
+    /// The last line has no newline (a record written whole by an older sluice).
+    open_line: bool,
+}
+
+impl Log {
+    /// A record not written yet.
+    fn new(held: Held) -> Self {
+        Self {
+            held,
+            seen: None,
+            deltas: DELTAS_KEPT,
+            open_line: false,
         }
     }
 
-    /// Replaces the record beside `file` (written aside, then renamed over it).
-    fn write(&self, file: &Path) -> std::io::Result<()> {
-        let path = Self::path(file);
-        let mut aside = path.as_os_str().to_owned();
-        aside.push(".tmp");
-        let text = serde_json::to_vec(self).expect("serializable");
-        std::fs::write(&aside, text)?;
-        std::fs::rename(&aside, &path)
+    /// The record beside `file`: `cached` if the file is as this process last saw it, else read
+    /// afresh. `None` without a record, or with one that cannot be read (warned). A torn last
+    /// line (a writer killed while appending it) is left out and cut from the record.
+    fn load(file: &Path, cached: Option<Log>) -> std::io::Result<Option<Log>> {
+        let path = Held::path(file);
+        let seen = match std::fs::metadata(&path) {
+            Ok(m) => identity(&m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if let Some(log) = cached.filter(|l| l.seen == Some(seen)) {
+            return Ok(Some(log));
+        }
+        let text = std::fs::read(&path)?;
+        let unreadable = |error: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %error, "cannot read the record of offsets; the file may get lines again that it holds");
+        };
+        let mut log: Option<Log> = None;
+        let mut at = 0;
+        while at < text.len() {
+            let (line, end, open) = match memchr::memchr(b'\n', &text[at..]) {
+                Some(n) => (&text[at..at + n], at + n + 1, false),
+                None => (&text[at..], text.len(), true),
+            };
+            match (serde_json::from_slice::<Line>(line), &mut log) {
+                (Ok(Line::Whole(held)), None) => {
+                    log = Some(Log {
+                        held,
+                        seen: None,
+                        deltas: 0,
+                        open_line: open,
+                    });
+                }
+                (Ok(Line::Delta(delta)), Some(log)) => {
+                    log.apply(&delta);
+                    log.deltas += 1;
+                    log.open_line = open;
+                }
+                (Ok(_), _) => {
+                    unreadable(&"a batch's line without a whole record before it");
+                    return Ok(None);
+                }
+                // A writer killed while appending its batch's line: that batch is not
+                // recorded (its lines are cut from the file), and the line goes.
+                (Err(_), Some(_)) if open => {
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&path)?
+                        .set_len(at as u64)?;
+                    break;
+                }
+                (Err(e), _) => {
+                    unreadable(&e);
+                    return Ok(None);
+                }
+            }
+            at = end;
+        }
+        if let Some(log) = &mut log {
+            log.seen = Some(identity(&std::fs::metadata(&path)?));
+        }
+        if log.is_none() && !text.is_empty() {
+            unreadable(&"no whole record in it");
+        }
+        Ok(log)
     }
+
+    fn apply(&mut self, delta: &Delta) {
+        self.held.length = delta.length;
+        for (topic, partition, first, last) in &delta.add {
+            self.held.add(
+                &delta.scope,
+                &Span {
+                    topic: Arc::from(topic.as_str()),
+                    partition: *partition,
+                    first: *first,
+                    last: *last,
+                },
+            );
+        }
+    }
+
+    /// Records that the file is now `length` long and holds `scope`'s events of `covers`:
+    /// appends the batch's line, or writes the whole record (aside, then renamed over it) when
+    /// it has none yet or [`DELTAS_KEPT`] lines were appended since.
+    fn append(
+        &mut self,
+        file: &Path,
+        length: u64,
+        scope: &str,
+        covers: &[Span],
+    ) -> std::io::Result<()> {
+        let delta = Delta {
+            length,
+            scope: scope.to_owned(),
+            add: covers
+                .iter()
+                .map(|s| (s.topic.to_string(), s.partition, s.first, s.last))
+                .collect(),
+        };
+        self.apply(&delta);
+        let path = Held::path(file);
+        if self.deltas >= DELTAS_KEPT {
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(".tmp");
+            let mut text = serde_json::to_vec(&self.held).expect("serializable");
+            text.push(b'\n');
+            std::fs::write(&aside, text)?;
+            std::fs::rename(&aside, &path)?;
+            self.deltas = 0;
+        } else {
+            let mut text = Vec::with_capacity(64 + 64 * delta.add.len());
+            if self.open_line {
+                text.push(b'\n');
+            }
+            serde_json::to_writer(&mut text, &delta).expect("serializable");
+            text.push(b'\n');
+            let mut record = std::fs::OpenOptions::new().append(true).open(&path)?;
+            record.write_all(&text)?;
+            self.deltas += 1;
+        }
+        self.open_line = false;
+        self.seen = Some(identity(&std::fs::metadata(&path)?));
+        Ok(())
+    }
+}
+
+/// What tells a record file changed: device, inode, length, modification time.
+fn identity(m: &std::fs::Metadata) -> (u64, u64, u64, i64, i64) {
+    use std::os::unix::fs::MetadataExt as _;
+    (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec())
 }
 
 impl FileSink {
@@ -164,7 +341,7 @@ impl FileSink {
                 // What a writer killed mid-batch left is cut now (and again under the lock
                 // before each batch, for a writer killed while this one runs).
                 let (file, at) = (opened.clone(), path.to_owned());
-                blocking(move || Locked::take(file, &at).map(drop)).await?;
+                blocking(move || Locked::take(file, &at, None).map(drop)).await?;
                 let mut files = OPEN.lock().unwrap_or_else(|e| e.into_inner());
                 let files = files.get_or_insert_with(HashMap::new);
                 files.retain(|_, f| f.strong_count() > 0);
@@ -175,6 +352,7 @@ impl FileSink {
                         let shared = Arc::new(Shared {
                             path: path.to_owned(),
                             opened: Mutex::new(Some(opened)),
+                            log: std::sync::Mutex::new(None),
                         });
                         files.insert(key, Arc::downgrade(&shared));
                         shared
@@ -244,14 +422,22 @@ impl FileSink {
             if from.at.is_empty() {
                 return super::codec::lines(events);
             }
+            // The ranges of the partition of the event before (most batches have one).
+            let mut last: Option<(&Position, Ranges<'_>)> = None;
             let fresh: Vec<Bytes> = events
                 .iter()
                 .enumerate()
                 .map(|(i, e)| (e, from.at.get(i).and_then(Option::as_ref)))
                 .filter(|(_, at)| {
-                    !at.is_some_and(|(p, _)| {
-                        held.holds(&self.scope, &p.topic, p.partition, p.offset)
-                    })
+                    let Some((p, _)) = at else { return true };
+                    let ranges = match last {
+                        Some((q, ranges)) if q.partition == p.partition && q.topic == p.topic => {
+                            ranges
+                        }
+                        _ => held.ranges_of(&self.scope, &p.topic, p.partition),
+                    };
+                    last = Some((p, ranges));
+                    !held_in(ranges, p.offset)
                 })
                 .map(|(e, _)| e.clone())
                 .collect();
@@ -263,6 +449,11 @@ impl FileSink {
             super::codec::lines(&fresh)
         };
         self.append(fresh, &from.covers).await
+    }
+
+    /// The record of offsets as this process last saw it.
+    fn cached_log(&self) -> std::sync::MutexGuard<'_, Option<Log>> {
+        self.file.log.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Appends the lines `lines` makes from what the file holds, and records `covers` (and the
@@ -282,30 +473,28 @@ impl FileSink {
                     .clone(),
             };
             let path = self.file.path.clone();
-            let (locked, held) = blocking(move || Locked::take(file, &path)).await?;
-            let lines = lines(held.as_ref().unwrap_or(&Held::default()));
+            let cached = self.cached_log().take();
+            let (locked, log) = blocking(move || Locked::take(file, &path, cached)).await?;
+            let lines = lines(log.as_ref().map_or(&Held::default(), |l| &l.held));
             // A record is kept once there is one (every writer moves its length) or once a
             // batch has offsets to record.
-            let record = match held {
-                Some(held) => Some(held),
-                None if !covers.is_empty() => Some(Held {
+            let record = match log {
+                Some(log) => Some(log),
+                None if !covers.is_empty() => Some(Log::new(Held {
                     length: locked.length,
                     ..Held::default()
-                }),
+                })),
                 None => None,
             };
-            let (path, scope, covers) =
-                (self.file.path.clone(), self.scope.clone(), covers.to_vec());
+            let (shared, scope, covers) = (self.file.clone(), self.scope.clone(), covers.to_vec());
             blocking(move || {
                 if !lines.is_empty() {
                     (&*locked.file).write_all(&lines)?;
                 }
                 if let Some(mut record) = record {
-                    record.length = locked.length + lines.len() as u64;
-                    for span in &covers {
-                        record.add(&scope, span);
-                    }
-                    record.write(&path)?;
+                    let length = locked.length + lines.len() as u64;
+                    record.append(&shared.path, length, &scope, &covers)?;
+                    *shared.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(record);
                 }
                 // The lock goes with `locked`, after the record.
                 Ok(())
@@ -336,7 +525,11 @@ impl Locked {
     /// between its lines and its record, in this process or another. Without a record, only a
     /// torn last line is cut. A file shorter than its record was rotated or truncated by
     /// someone else: only a torn line is cut, and the record takes the file's length.
-    fn take(file: Arc<std::fs::File>, path: &Path) -> std::io::Result<(Self, Option<Held>)> {
+    fn take(
+        file: Arc<std::fs::File>,
+        path: &Path,
+        cached: Option<Log>,
+    ) -> std::io::Result<(Self, Option<Log>)> {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -346,22 +539,25 @@ impl Locked {
             Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
         let mut locked = Self { file, length: 0 };
-        let held = Held::read(path);
+        let log = Log::load(path, cached)?;
         let length = locked.file.metadata()?.len();
-        match &held {
-            Some(held) if held.length < length => {
+        locked.length = match log.as_ref().map(|l| l.held.length) {
+            Some(recorded) if recorded < length => {
                 tracing::warn!(
                     path = %path.display(),
-                    cut = length - held.length,
+                    cut = length - recorded,
                     "the sink file holds lines written after its last record of offsets (a writer killed mid-batch); cutting them, their batch is read again"
                 );
-                locked.file.set_len(held.length)?;
+                locked.file.set_len(recorded)?;
+                recorded
             }
-            Some(held) if held.length == length => {}
-            _ => trim_torn_line(&locked.file)?,
-        }
-        locked.length = locked.file.metadata()?.len();
-        Ok((locked, held))
+            Some(recorded) if recorded == length => length,
+            _ => {
+                trim_torn_line(&locked.file)?;
+                locked.file.metadata()?.len()
+            }
+        };
+        Ok((locked, log))
     }
 }
 
@@ -442,7 +638,6 @@ fn trim_torn_line(file: &std::fs::File) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_buffer::Position;
 
     /// One event per offset of `offsets` in partition 0 of `t`, and where they came from.
     fn batch(offsets: std::ops::Range<i64>) -> (Vec<Bytes>, Provenance) {
@@ -542,9 +737,9 @@ mod tests {
         file.lock().unwrap();
         (&file).write_all(lines).unwrap();
         if records {
-            let mut held = Held::read(path).unwrap();
-            held.length = file.metadata().unwrap().len();
-            held.write(path).unwrap();
+            let mut log = Log::load(path, None).unwrap().unwrap();
+            let length = file.metadata().unwrap().len();
+            log.append(path, length, "other", &[]).unwrap();
         }
         file.unlock().unwrap();
     }
@@ -569,8 +764,8 @@ mod tests {
         let (e, from) = batch(0..7);
         sink.send(&e, &from).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2, 100, 101, 3, 4, 5, 6]);
-        let held = Held::read(&path).unwrap();
-        assert_eq!(held.length, std::fs::metadata(&path).unwrap().len());
+        let log = Log::load(&path, None).unwrap().unwrap();
+        assert_eq!(log.held.length, std::fs::metadata(&path).unwrap().len());
     }
 
     #[tokio::test]
@@ -623,6 +818,82 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"
         );
+    }
+
+    #[tokio::test]
+    async fn the_record_takes_a_line_per_batch_and_is_rewritten_whole_now_and_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let record = Held::path(&path);
+        let sink = FileSink::open(&path).await.unwrap();
+        for n in 0..DELTAS_KEPT as i64 + 3 {
+            let (e, from) = batch(n..n + 1);
+            sink.send(&e, &from).await.unwrap();
+            let lines = std::fs::read_to_string(&record).unwrap().lines().count();
+            let want = if n <= DELTAS_KEPT as i64 {
+                n as usize + 1
+            } else {
+                n as usize - DELTAS_KEPT
+            };
+            assert_eq!(lines, want, "after batch {n}");
+        }
+        let read = Log::load(&path, None).unwrap().unwrap();
+        let cached = sink.cached_log().take().unwrap();
+        assert_eq!(read.held, cached.held, "what the lines say is what was written");
+        assert_eq!(read.held.length, std::fs::metadata(&path).unwrap().len());
+        assert!(read.held.holds("", "t", 0, DELTAS_KEPT as i64 + 2));
+    }
+
+    #[tokio::test]
+    async fn a_torn_line_of_the_record_is_cut_with_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let sink = FileSink::open(&path).await.unwrap();
+        for range in [0..2, 2..3] {
+            let (e, from) = batch(range);
+            sink.send(&e, &from).await.unwrap();
+        }
+        drop(sink);
+        // A kill -9 while the next batch's line went into the record, after its lines.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, b"{\"n\":3}\n").unwrap();
+        let mut record = std::fs::OpenOptions::new()
+            .append(true)
+            .open(Held::path(&path))
+            .unwrap();
+        std::io::Write::write_all(&mut record, b"{\"length\":32,\"scope\":\"\",\"ad").unwrap();
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..5);
+        sink.send(&e, &from).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 2, 3, 4], "3 once, from the batch read again");
+        let text = std::fs::read_to_string(Held::path(&path)).unwrap();
+        assert!(text.ends_with('\n') && !text.contains("\"ad\n"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_record_written_whole_by_an_older_sluice_is_read_and_added_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, "{\"n\":0}\n{\"n\":1}\n").unwrap();
+        // One JSON object and no newline, as sluice wrote it before the lines.
+        std::fs::write(
+            Held::path(&path),
+            r#"{"length":16,"ranges":{":t/0":[[0,1]]}}"#,
+        )
+        .unwrap();
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..3);
+        sink.send(&e, &from).await.unwrap();
+        drop(sink);
+        let sink = FileSink::open(&path).await.unwrap();
+        let (e, from) = batch(0..4);
+        sink.send(&e, &from).await.unwrap();
+        assert_eq!(numbers(&path), [0, 1, 2, 3]);
+        let text = std::fs::read_to_string(Held::path(&path)).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
     }
 
     #[test]

@@ -73,7 +73,8 @@ impl Split {
     fn splice(&mut self, decorations: &[std::sync::Arc<crate::source::Decoration>]) -> bool {
         // Each distinct decoration's fields as JSON (`"s3":{"bucket":..}`) and their
         // top-level keys quoted; records of one object share one.
-        let mut fragments: Vec<(Vec<u8>, Vec<Vec<u8>>)> = Vec::with_capacity(decorations.len());
+        let mut fragments: Vec<(Vec<u8>, Vec<memchr::memmem::Finder<'static>>)> =
+            Vec::with_capacity(decorations.len());
         let mut of_record = Vec::with_capacity(decorations.len());
         for (i, d) in decorations.iter().enumerate() {
             if i > 0 && std::sync::Arc::ptr_eq(d, &decorations[i - 1]) {
@@ -89,13 +90,18 @@ impl Split {
             };
             let keys = map
                 .keys()
-                .map(|k| serde_json::to_vec(k).expect("a string serializes"))
+                .map(|k| {
+                    let quoted = serde_json::to_vec(k).expect("a string serializes");
+                    memchr::memmem::Finder::new(&quoted).into_owned()
+                })
                 .collect();
             let text = serde_json::to_vec(&Value::Object(map)).expect("a value serializes");
             let inner = text[1..text.len() - 1].to_vec();
             of_record.push(fragments.len());
             fragments.push((inner, keys));
         }
+        // Searchers built once a batch, not once a line.
+        let escapes = [b"\\u".as_slice(), b"\\/"].map(memchr::memmem::Finder::new);
         let mut out = Vec::with_capacity(self.events.len() + self.owners.len() * 64);
         for (line, &owner) in crate::sink::split_lines(&self.events).zip(&self.owners) {
             let Some((fragment, keys)) = of_record.get(owner).map(|&f| &fragments[f]) else {
@@ -109,9 +115,8 @@ impl Split {
                 continue;
             }
             // An escaped `\u` or `\/` may spell a key the search below would miss.
-            let taken = memchr::memmem::find(line, b"\\u").is_some()
-                || memchr::memmem::find(line, b"\\/").is_some()
-                || keys.iter().any(|k| memchr::memmem::find(line, k).is_some());
+            let taken = escapes.iter().any(|f| f.find(line).is_some())
+                || keys.iter().any(|k| k.find(line).is_some());
             if taken || line.len() < 2 {
                 return false;
             }
