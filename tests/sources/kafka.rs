@@ -8,21 +8,38 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use serde_json::{Value, json};
 use sluice_tests::{Sluice, committed_and_end, create_topic, json_lines, kafka_bootstrap, unique};
 
+/// Why records were not delivered, as the producer's callback reports them.
+#[derive(Default)]
+struct Failures(std::sync::Mutex<Vec<String>>);
+
+impl rdkafka::ClientContext for Failures {}
+
+impl rdkafka::producer::ProducerContext for Failures {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &rdkafka::message::DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = result {
+            self.0.lock().unwrap().push(e.to_string());
+        }
+    }
+}
+
 /// A producer of the test's own, as an application writing the topic would have.
-fn producer() -> ThreadedProducer<DefaultProducerContext> {
+fn producer() -> ThreadedProducer<Failures> {
     rdkafka::ClientConfig::new()
         .set("bootstrap.servers", kafka_bootstrap())
         .set("linger.ms", "5")
-        .create()
+        .create_with_context(Failures::default())
         .unwrap()
 }
 
 /// Writes `records` (key, value) to `topic` with the header `trace: t-<i>`, and waits until
-/// Kafka has them all.
+/// Kafka has them all: a record the broker refused fails the test here, naming why, not
+/// later as a sink that never fills.
 fn produce(topic: &str, records: &[(Option<String>, Vec<u8>)]) {
     let producer = producer();
     for (i, (key, value)) in records.iter().enumerate() {
@@ -43,7 +60,15 @@ fn produce(topic: &str, records: &[(Option<String>, Vec<u8>)]) {
             }
         }
     }
-    producer.flush(Duration::from_secs(30)).unwrap();
+    producer.flush(Duration::from_secs(60)).unwrap();
+    let failures = producer.context().0.lock().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} records were not delivered to {topic}: {:?}",
+        failures.len(),
+        records.len(),
+        &failures[..failures.len().min(5)]
+    );
 }
 
 /// `n` JSON events `{"id": "<prefix>-<i>"}` keyed `k<i % 7>`.
