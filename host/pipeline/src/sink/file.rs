@@ -34,8 +34,9 @@ const RANGES_KEPT: usize = 32;
 
 /// The most objects (an s3 source's positions, `s3://<bucket>/<key>`) whose lines the record
 /// keeps; past it the least recently written goes: an object read again after that many newer
-/// ones may add its lines twice. Kafka topics are few, and always kept.
-const OBJECTS_KEPT: usize = 256;
+/// ones (its message redelivered late, while many small objects were read) may add its lines
+/// twice. Kafka topics are few, and always kept.
+const OBJECTS_KEPT: usize = 4096;
 
 /// Batches appended to the record of offsets as a line each before it is written whole again
 /// (aside, then renamed over it): a batch costs one small append, not a new file.
@@ -100,7 +101,8 @@ impl Held {
     /// The file now holds `scope`'s events of `span`.
     fn add(&mut self, scope: &str, span: &Span) {
         let key = Self::key(scope, &span.topic, span.partition);
-        if span.topic.contains("://") {
+        // Most batches are of the object written last: it stays where it is.
+        if span.topic.contains("://") && self.objects.last() != Some(&key) {
             self.objects.retain(|k| *k != key);
             self.objects.push(key.clone());
             if self.objects.len() > OBJECTS_KEPT {
