@@ -815,3 +815,106 @@ fn json_and_csv_objects_become_one_event_per_element_and_row() {
     let mut sluice = sluice;
     assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
 }
+
+/// A parquet file of `groups` row groups of `rows` rows each: `id` (0 on), `name` (`n<id>`,
+/// null for every seventh) and `point.x` (`id / 2`).
+fn parquet_rows(groups: i64, rows: i64) -> Vec<u8> {
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    let schema = "message m { required int64 id; optional binary name (UTF8); \
+                  required group point { required double x; } }";
+    let schema = std::sync::Arc::new(parquet::schema::parser::parse_message_type(schema).unwrap());
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let mut out = Vec::new();
+    let mut writer = SerializedFileWriter::new(&mut out, schema, props.into()).unwrap();
+    for g in 0..groups {
+        let ids: Vec<i64> = (g * rows..(g + 1) * rows).collect();
+        let names: Vec<ByteArray> = ids
+            .iter()
+            .filter(|i| *i % 7 != 0)
+            .map(|i| ByteArray::from(format!("n{i}").as_str()))
+            .collect();
+        let defined: Vec<i16> = ids.iter().map(|i| i16::from(*i % 7 != 0)).collect();
+        let xs: Vec<f64> = ids.iter().map(|i| *i as f64 / 2.0).collect();
+        let mut group = writer.next_row_group().unwrap();
+        let mut c = group.next_column().unwrap().unwrap();
+        c.typed::<Int64Type>()
+            .write_batch(&ids, None, None)
+            .unwrap();
+        c.close().unwrap();
+        let mut c = group.next_column().unwrap().unwrap();
+        c.typed::<ByteArrayType>()
+            .write_batch(&names, Some(&defined), None)
+            .unwrap();
+        c.close().unwrap();
+        let mut c = group.next_column().unwrap().unwrap();
+        c.typed::<DoubleType>()
+            .write_batch(&xs, None, None)
+            .unwrap();
+        c.close().unwrap();
+        group.close().unwrap();
+    }
+    writer.close().unwrap();
+    out
+}
+
+/// The `parquet` codec: each row of a parquet object announced over SQS is one event, every
+/// row once, across row groups; a gzipped one (`compression: automatic`, by its name) too.
+#[test]
+fn a_parquet_object_announced_over_sqs_becomes_one_event_per_row() {
+    let store = S3Store::start();
+    let bucket = bucket_name("parquet");
+    let rt = runtime();
+    let file = parquet_rows(3, 400);
+    let queue = rt.block_on(async {
+        store.create_bucket(&bucket).await;
+        put(&store, &bucket, "rows.parquet", file.clone()).await;
+        put(&store, &bucket, "rows.parquet.gz", gzip(&file)).await;
+        let queue = create_queue(&unique("parquet")).await;
+        send(&queue, &object_created(&bucket, "rows.parquet", file.len())).await;
+        send(
+            &queue,
+            &object_created(&bucket, "rows.parquet.gz", file.len()),
+        )
+        .await;
+        queue
+    });
+    let yaml = pipeline(
+        "parquet",
+        &queue,
+        &store.endpoint(),
+        "parquet.jsonl",
+        "compression: automatic\ncodec:\n  parquet:",
+    );
+    let sluice = Sluice::start_without_listener_env(&yaml, &store.env());
+    let out = sluice.path("parquet.jsonl");
+    sluice.wait_for("every row of both objects", Duration::from_secs(60), || {
+        out.is_file() && json_lines(&out).len() >= 2400
+    });
+    sluice.wait_for("the messages deleted", Duration::from_secs(60), || {
+        rt.block_on(queue_counts(&queue)) == (0, 0)
+    });
+    let mut seen: BTreeMap<(String, i64), usize> = BTreeMap::new();
+    for mut e in json_lines(&out) {
+        let key = e["s3"]["key"].as_str().unwrap().to_owned();
+        let id = e["id"].as_i64().unwrap();
+        e.as_object_mut().unwrap().remove("s3");
+        let name = if id % 7 == 0 {
+            Value::Null
+        } else {
+            json!(format!("n{id}"))
+        };
+        assert_eq!(
+            e,
+            json!({"id": id, "name": name, "point": {"x": id as f64 / 2.0}})
+        );
+        *seen.entry((key, id)).or_default() += 1;
+    }
+    assert_eq!(seen.len(), 2400, "every row of both objects");
+    assert!(seen.values().all(|n| *n == 1), "each once");
+    let mut sluice = sluice;
+    assert_eq!(sluice.terminate(), 0, "{}", sluice.log());
+}

@@ -49,8 +49,9 @@ pub struct S3Source {
     /// `automatic` (by the key: `.gz` is gzip, anything else none). Default `none`.
     #[serde(default)]
     pub compression: Compression,
-    /// How an object's bytes become records: `newline` (each line `{"message": line}`) or
-    /// `ndjson` (each line a JSON object). Required.
+    /// How an object's bytes become records: `newline` (each line `{"message": line}`),
+    /// `ndjson` (each line a JSON object), `json` (each element of its arrays), `csv` (each
+    /// row) or `parquet` (each row of a parquet file). Required.
     #[serde(default)]
     pub codec: Option<Codec>,
     /// The queue S3 announces new objects on. Required unless `scan` is given.
@@ -195,9 +196,10 @@ pub struct Codec {
     /// Each row is an event, `{"column": "value", ...}`.
     #[serde(default, deserialize_with = "given")]
     pub csv: Option<CsvCodec>,
+    /// Each row of a parquet file is an event, a JSON object of its columns.
+    #[serde(default, deserialize_with = "given")]
+    pub parquet: Option<ParquetCodec>,
     /// Data Prepper's other codecs: refused by name (not supported yet).
-    #[serde(default, deserialize_with = "crate::http::present")]
-    pub parquet: Option<serde_yaml::Value>,
     #[serde(default, deserialize_with = "crate::http::present")]
     pub avro: Option<serde_yaml::Value>,
     #[serde(default, deserialize_with = "crate::http::present")]
@@ -210,7 +212,6 @@ impl Codec {
     /// The codecs given that sluice does not read yet.
     fn unsupported(&self) -> Vec<&'static str> {
         [
-            ("parquet", &self.parquet),
             ("avro", &self.avro),
             ("event_json", &self.event_json),
             ("multiline", &self.multiline),
@@ -355,6 +356,14 @@ impl CsvCodec {
         problems
     }
 }
+
+/// `codec.parquet` (Data Prepper's `parquet` input codec), which has no options: each row of
+/// the object, a parquet file, is the event of its columns (nested groups as objects, lists as
+/// arrays) in the shape Data Prepper's `GenericRecordJsonEncoder` writes. The object is spooled
+/// to a temporary file first (in `TMPDIR`), since a parquet file is read from its end.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParquetCodec {}
 
 /// `codec.ndjson`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -585,6 +594,8 @@ pub enum Lines {
         header: Option<Vec<String>>,
         detect_header: bool,
     },
+    /// `parquet`: each row of the parquet file a record (a JSON object).
+    Parquet,
 }
 
 /// The s3 source as it runs.
@@ -676,6 +687,9 @@ impl S3Source {
             };
             return (lines, 0, None);
         }
+        if codec.parquet.is_some() {
+            return (Lines::Parquet, 0, None);
+        }
         match (codec.ndjson, codec.newline) {
             (Some(n), _) => (
                 Lines::Ndjson {
@@ -719,7 +733,12 @@ impl SourceConfig for S3Source {
         }
         match &self.codec {
             // Each record is a JSON object: the built-in `json`.
-            Some(c) if c.ndjson.is_some() || c.json.is_some() || c.csv.is_some() => {
+            Some(c)
+                if c.ndjson.is_some()
+                    || c.json.is_some()
+                    || c.csv.is_some()
+                    || c.parquet.is_some() =>
+            {
                 Cow::Owned(DeserializerConfig::default())
             }
             _ => Cow::Owned(DeserializerConfig {
@@ -823,7 +842,7 @@ impl CheckSource for S3Source {
                 "codec",
                 format!(
                     "`{path}` needs `codec`: A codec is required for reading objects \
-                     (`newline`, `ndjson`, `json` or `csv`)"
+                     (`newline`, `ndjson`, `json`, `csv` or `parquet`)"
                 ),
             ),
             Some(codec) => {
@@ -832,21 +851,23 @@ impl CheckSource for S3Source {
                     + usize::from(codec.newline.is_some())
                     + usize::from(codec.ndjson.is_some())
                     + usize::from(codec.json.is_some())
-                    + usize::from(codec.csv.is_some());
+                    + usize::from(codec.csv.is_some())
+                    + usize::from(codec.parquet.is_some());
                 if let Some(name) = unsupported.first() {
                     at(
                         "codec",
                         format!(
                             "`{path}.codec: {name}` is not supported by sluice's s3 source yet; \
-                             read the objects with `newline`, `ndjson`, `json` or `csv`, or \
-                             with `newline` and a `deserializer` plugin"
+                             read the objects with `newline`, `ndjson`, `json`, `csv` or \
+                             `parquet`, or with `newline` and a `deserializer` plugin"
                         ),
                     );
                 } else if given != 1 {
                     at(
                         "codec",
                         format!(
-                            "`{path}.codec` takes one of `newline`, `ndjson`, `json` and `csv`"
+                            "`{path}.codec` takes one of `newline`, `ndjson`, `json`, `csv` and \
+                             `parquet`"
                         ),
                     );
                 }
@@ -1307,6 +1328,11 @@ mod tests {
                 detect_header: false
             }
         );
+        for parquet in ["parquet: ", "parquet: {}", "parquet: null"] {
+            let s = parse(&BASE.replace("newline: ", parquet)).unwrap();
+            assert_eq!(s.deserializer().name, "json", "{parquet}");
+            assert_eq!(s.resolve("p").unwrap().lines, Lines::Parquet, "{parquet}");
+        }
         let s = parse(&format!("{BASE}metadata_root_key: ''")).unwrap();
         assert_eq!(s.resolve("p").unwrap().metadata_root, Some(vec![]));
         let s = parse(&format!("{BASE}data_selection: data_only")).unwrap();
@@ -1357,8 +1383,16 @@ mod tests {
                 "A codec is required",
             ),
             (
-                BASE.replace("newline: ", "parquet: "),
-                "codec: parquet` is not supported",
+                BASE.replace("newline: ", "avro: "),
+                "codec: avro` is not supported",
+            ),
+            (
+                BASE.replace("newline: ", "parquet: {schema: x}"),
+                "unknown field `schema`",
+            ),
+            (
+                BASE.replace("newline: ", "parquet: , csv: "),
+                "takes one of `newline`, `ndjson`, `json`, `csv` and `parquet`",
             ),
             (
                 BASE.replace("newline: ", "csv: {delimiter: ';;', quote_character: ';;'}"),

@@ -128,6 +128,7 @@ pub(crate) async fn connect(
                 detect_header,
                 ..csv::CsvOptions::default()
             }),
+            Lines::Parquet => s3::Lines::Parquet,
         },
         skip_lines: s.skip_lines,
         header: s.header_destination.is_some(),

@@ -4,19 +4,23 @@
 //! object text per event, for the `json` deserializer downstream:
 //!
 //! - [`json::JsonSplitter`]: each element of the object's array(s) (`codec: json`);
-//! - [`csv::CsvSplitter`]: each row, as `{"column": "value", ...}` (`codec: csv`).
+//! - [`csv::CsvSplitter`]: each row, as `{"column": "value", ...}` (`codec: csv`);
+//! - [`parquet::read_rows`]: each row of a parquet file (`codec: parquet`).
 //!
-//! Neither does I/O nor holds more than one event (bounded, like a line in `lines`) and one
-//! chunk, so an object of any size streams through. Each module's doc lists its Data Prepper
+//! The first two do no I/O nor hold more than one event (bounded, like a line in `lines`) and
+//! one chunk, so an object of any size streams through. A parquet file is read from its end
+//! (the footer says where each row group lies), so the object is first spooled to a temporary
+//! file, as Data Prepper does, and read from there one row group at a time. Each module's doc lists its Data Prepper
 //! keys, defaults and validation messages, for the config layer.
 //!
-//! Both match Data Prepper's behaviour, quirks included, as read in its source (each module
+//! Each matches Data Prepper's behaviour, quirks included, as read in its source (each module
 //! names the files): a malformed object stops the decoder with an error naming where, after the
 //! events before that point were handed out, as Data Prepper's codec throws after giving them
 //! to its consumer (its s3 source then counts the object as failed: `S3ObjectWorker.java`).
 
 pub mod csv;
 pub mod json;
+pub mod parquet;
 
 /// Writes `s` as a JSON string (in quotes), escaping what JSON requires.
 pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &str) {

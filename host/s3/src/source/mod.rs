@@ -15,7 +15,8 @@
 //! # Memory
 //! An object is never held whole: the body is read chunk by chunk, and a reader waits for room
 //! in the channel (at most `queued` batches of `batch_size` lines) before it reads on, which
-//! stops the download (TCP backpressure).
+//! stops the download (TCP backpressure). A parquet object goes to a temporary file instead
+//! (its size on disk, deleted when read), whose rows are then read the same way.
 //!
 //! `queue`: the queue's URL, the deleter and the visibility keeper; `object`: a queue reader,
 //! streaming each object into batches of lines.
@@ -59,6 +60,9 @@ pub enum Lines {
     Json(crate::codec::json::JsonOptions),
     /// Each row as a JSON object (`codec: csv`), numbered by the line it starts on.
     Csv(crate::codec::csv::CsvOptions),
+    /// Each row of a parquet file as a JSON object (`codec: parquet`), numbered from 1. The
+    /// object is spooled to a temporary file first (a parquet file is read from its footer).
+    Parquet,
 }
 
 /// One s3 source's settings.

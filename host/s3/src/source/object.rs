@@ -8,10 +8,11 @@ use std::time::{Instant, SystemTime};
 
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
 use sluice_buffer::{Acknowledgement, Batch, Position, Read, Record, Unreadable};
+use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{mpsc, watch};
 
 use super::{Compression, HEADER, Lines, S3SourceConfig, S3Stats};
-use crate::codec::{csv, json};
+use crate::codec::{csv, json, parquet};
 use crate::lines::{INFLATE_SLICE, Inflate, LINE_LIMIT, Piece, Splitter};
 use crate::notification::Announced;
 
@@ -143,12 +144,18 @@ impl Reading {
             Compression::None => false,
             Compression::Automatic => a.key.ends_with(".gz"),
         };
+        let is_parquet = matches!(self.config.lines, Lines::Parquet);
+        let mut spool = if is_parquet {
+            Some(Spool::new().await?)
+        } else {
+            None
+        };
         let mut stop = self.stop.clone();
         let mut body = None;
         let mut etag = None;
         let mut got: u64 = 0;
         let mut attempts = 0;
-        let mut inflate = Inflate::new(gzip);
+        let mut inflate = Inflate::new(gzip && !is_parquet);
         let mut text = Vec::new();
         let mut decoder = Decoder::new(&self.config.lines);
         let mut lines = Batcher::new(self, a, object);
@@ -186,6 +193,13 @@ impl Reading {
             match chunk {
                 None => break,
                 Some(Ok(chunk)) => {
+                    // Data Prepper reads a parquet object as it is whatever `compression`
+                    // says (its codec reads the object itself, not the inflated stream), so a
+                    // plain one is read here too; a gzipped one (its magic number first, where
+                    // parquet has `PAR1`) is inflated.
+                    if is_parquet && gzip && got == 0 && chunk.first() == Some(&0x1f) {
+                        inflate = Inflate::new(true);
+                    }
                     got += chunk.len() as u64;
                     // Slice by slice: what one slice inflates goes out (waiting for room)
                     // before the next is inflated.
@@ -193,7 +207,10 @@ impl Reading {
                         inflate
                             .feed(slice, &mut text)
                             .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
-                        lines.decode(&mut decoder, &text).await?;
+                        match &mut spool {
+                            Some(spool) => spool.write(&text).await?,
+                            None => lines.decode(&mut decoder, &text).await?,
+                        }
                     }
                 }
                 Some(Err(e)) => {
@@ -210,6 +227,11 @@ impl Reading {
         inflate
             .finish(&mut text)
             .map_err(|e| ReadError::Failed(format!("inflating gzip: {e}")))?;
+        if let Some(mut spool) = spool {
+            spool.write(&text).await?;
+            lines.parquet(spool.finish().await?).await?;
+            return Ok((got, lines.number));
+        }
         lines.decode(&mut decoder, &text).await?;
         let mut last = Vec::new();
         let end = decoder.finish(&mut last);
@@ -284,7 +306,10 @@ type Pieces = Vec<(Option<i64>, Owned)>;
 impl Decoder {
     fn new(lines: &Lines) -> Self {
         match lines {
-            Lines::Newline | Lines::Ndjson { .. } => Self::Lines(Splitter::default()),
+            // A parquet object is spooled, not cut (`Batcher::parquet`).
+            Lines::Newline | Lines::Ndjson { .. } | Lines::Parquet => {
+                Self::Lines(Splitter::default())
+            }
             Lines::Json(options) => Self::Json(Box::new(json::JsonSplitter::new(options.clone()))),
             Lines::Csv(options) => Self::Csv(Box::new(csv::CsvSplitter::new(options.clone()))),
         }
@@ -339,6 +364,42 @@ fn row(r: csv::Row<'_>) -> (Option<i64>, Owned) {
         csv::Row::TooLong { line, head, .. } => (number(line), Owned::TooLong(head.to_vec())),
     }
 }
+
+/// A parquet object on its way to a temporary file in the system's temporary directory
+/// (`TMPDIR`, as Data Prepper's `java.io.tmpdir`). The file has no name (`O_TMPFILE`), so it
+/// is gone once closed, even when sluice is killed mid-object: nothing to clean up.
+struct Spool(tokio::fs::File);
+
+impl Spool {
+    async fn new() -> Result<Self, ReadError> {
+        let file = tokio::task::spawn_blocking(tempfile::tempfile)
+            .await
+            .map_err(|e| ReadError::Failed(e.to_string()))?
+            .map_err(spool_failed)?;
+        Ok(Self(tokio::fs::File::from_std(file)))
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), ReadError> {
+        self.0.write_all(bytes).await.map_err(spool_failed)
+    }
+
+    async fn finish(mut self) -> Result<std::fs::File, ReadError> {
+        self.0.flush().await.map_err(spool_failed)?;
+        Ok(self.0.into_std().await)
+    }
+}
+
+fn spool_failed(e: std::io::Error) -> ReadError {
+    ReadError::Failed(format!(
+        "spooling the parquet object to a temporary file in {}: {e}",
+        std::env::temp_dir().display()
+    ))
+}
+
+/// Rows in one message from the parquet reader's thread, and such messages waiting at most:
+/// a few hundred rows decoded ahead of the batches, and one message per 64 rows, not per row.
+const PARQUET_SLICE_ROWS: usize = 64;
+const PARQUET_SLICES: usize = 4;
 
 /// The partition of an object's positions: a hash of its ETag (non-negative).
 fn partition(etag: &str) -> i32 {
@@ -413,6 +474,55 @@ impl<'a> Batcher<'a> {
             self.flush().await?;
         }
         cut
+    }
+
+    /// Reads the rows of the spooled parquet `file` into batches. Decoding is file I/O and CPU,
+    /// so a blocking thread does it, handing rows over a small bounded channel: when the
+    /// batches channel is full this waits, then the thread does, so little is read ahead.
+    async fn parquet(&mut self, file: std::fs::File) -> Result<(), ReadError> {
+        let (tx, mut rx) = mpsc::channel::<Vec<Vec<u8>>>(PARQUET_SLICES);
+        let reader = tokio::task::spawn_blocking(move || {
+            let mut slice = Vec::with_capacity(PARQUET_SLICE_ROWS);
+            let read = parquet::read_rows(file, |_, json| {
+                slice.push(json);
+                // A closed channel: the read stopped; so does the thread.
+                slice.len() < PARQUET_SLICE_ROWS
+                    || tx
+                        .blocking_send(std::mem::replace(
+                            &mut slice,
+                            Vec::with_capacity(PARQUET_SLICE_ROWS),
+                        ))
+                        .is_ok()
+            });
+            if !slice.is_empty() {
+                let _ = tx.blocking_send(slice);
+            }
+            read
+        });
+        let mut stop = self.reading.stop.clone();
+        let mut number: i64 = 0;
+        loop {
+            let rows = tokio::select! {
+                rows = rx.recv() => rows,
+                _ = stop.wait_for(|s| *s) => return Err(ReadError::Stopped),
+            };
+            let Some(rows) = rows else { break };
+            for json in rows {
+                number += 1;
+                let piece = if json.len() > LINE_LIMIT {
+                    Owned::TooLong(json[..LINE_LIMIT].to_vec())
+                } else {
+                    Owned::Line(json)
+                };
+                self.take(Some(number), piece).await?;
+            }
+        }
+        let read = reader
+            .await
+            .map_err(|e| ReadError::Failed(format!("the parquet reader stopped: {e}")))?;
+        // The rows before a malformed part go on, as Data Prepper's codec hands them out.
+        self.flush().await?;
+        read.map(|_| ()).map_err(malformed)
     }
 
     /// Takes the next record of the object: numbered `number`, or the next line's.
