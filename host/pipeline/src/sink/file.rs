@@ -5,7 +5,7 @@
 //! From a Kafka buffer it writes no line twice (`docs/design/exactly-once.md`): beside the file,
 //! `<file>.offsets` records the file's length and, per partition, the offset ranges whose
 //! events the file holds: a whole record, then a line per batch with what the batch added
-//! (rewritten whole every [`DELTAS_KEPT`] batches). A batch's events whose record is in a held
+//! (rewritten whole every 1,000 batches). A batch's events whose record is in a held
 //! range are skipped.
 //!
 //! Every writer of the file appends under an exclusive lock on it (`flock`), held from reading
@@ -662,6 +662,15 @@ mod tests {
         (events, from)
     }
 
+    /// Appends `bytes` to the file at `path`, as a writer killed mid-write leaves them.
+    fn append_to(path: &Path, bytes: &[u8]) {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
     fn numbers(path: &Path) -> Vec<i64> {
         std::fs::read_to_string(path)
             .unwrap()
@@ -720,11 +729,7 @@ mod tests {
         sink.send(&e, &from).await.unwrap();
         drop(sink);
         // A kill -9 between the next batch's lines and its record of offsets.
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        std::io::Write::write_all(&mut file, b"{\"n\":3}\n{\"n\":4}\n{\"n\"").unwrap();
+        append_to(&path, b"{\"n\":3}\n{\"n\":4}\n{\"n\"");
         let sink = FileSink::open(&path).await.unwrap();
         assert_eq!(numbers(&path), [0, 1, 2], "cut to the recorded length");
         let (e, from) = batch(0..5);
@@ -857,16 +862,8 @@ mod tests {
         }
         drop(sink);
         // A kill -9 while the next batch's line went into the record, after its lines.
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        std::io::Write::write_all(&mut file, b"{\"n\":3}\n").unwrap();
-        let mut record = std::fs::OpenOptions::new()
-            .append(true)
-            .open(Held::path(&path))
-            .unwrap();
-        std::io::Write::write_all(&mut record, b"{\"length\":32,\"scope\":\"\",\"ad").unwrap();
+        append_to(&path, b"{\"n\":3}\n");
+        append_to(&Held::path(&path), b"{\"length\":32,\"scope\":\"\",\"ad");
         let sink = FileSink::open(&path).await.unwrap();
         let (e, from) = batch(0..5);
         sink.send(&e, &from).await.unwrap();

@@ -10,8 +10,8 @@
 //! The first two do no I/O nor hold more than one event (bounded, like a line in `lines`) and
 //! one chunk, so an object of any size streams through. A parquet file is read from its end
 //! (the footer says where each row group lies), so the object is first spooled to a temporary
-//! file, as Data Prepper does, and read from there one row group at a time. Each module's doc lists its Data Prepper
-//! keys, defaults and validation messages, for the config layer.
+//! file, as Data Prepper does, and read from there one row group at a time. Each module's doc
+//! lists its Data Prepper keys, defaults and validation messages, for the config layer.
 //!
 //! Each matches Data Prepper's behaviour, quirks included, as read in its source (each module
 //! names the files): a malformed object stops the decoder with an error naming where, after the
