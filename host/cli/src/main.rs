@@ -20,6 +20,11 @@ use crate::catalog::{
     Environment, PluginArgs, Start, load_config, load_plugins, per_user_plugin_cache,
 };
 
+/// mimalloc: records are made on a source's thread and freed on a worker's, which glibc's
+/// allocator serializes with a lock per arena (Cargo.toml says more).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod admin;
 mod catalog;
 mod data_dir;

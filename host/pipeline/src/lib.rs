@@ -54,6 +54,38 @@ pub use run::{PipelineError, RunOptions, run};
 pub use sluice_processors::check as check_builtin;
 pub use watchdog::{Stall, Watchdog};
 
+/// Runs `work` (a worker's loop) on a thread of its own, on a multi-thread runtime: its sync
+/// parts ([`off_reactor`]) then run in place without handing the thread's tasks to another
+/// thread, which cost a thread switch and a wake-up per batch (docs/performance.md §19). Its
+/// awaits still wait on the runtime. Dropping the returned future (an aborted task) drops
+/// `work` on that thread at its next await. On a current-thread runtime, `work` runs as is.
+pub(crate) async fn on_own_thread<F>(work: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let handle = Handle::current();
+    if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+        return work.await;
+    }
+    // Dropped with this future: the thread's loop stops at its next await.
+    let (_running, dropped) = tokio::sync::oneshot::channel::<std::convert::Infallible>();
+    let thread = tokio::task::spawn_blocking(move || {
+        handle.block_on(async move {
+            tokio::select! {
+                out = work => Some(out),
+                _ = dropped => None,
+            }
+        })
+    });
+    match thread.await {
+        Ok(Some(out)) => out,
+        Ok(None) => unreachable!("the sender lives as long as this future"),
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
 /// Runs sync work (a batch's wasm calls, a file sink's writes) off the reactor: in place on a
 /// multi-thread runtime (`block_in_place`: the thread's other tasks move to other threads
 /// meanwhile), on the blocking pool on a current-thread one. Handing each batch's work to the

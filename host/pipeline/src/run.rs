@@ -173,13 +173,13 @@ pub async fn run(
         }
         for (i, (reader, decoder, stages)) in b.workers.into_iter().enumerate() {
             let slot = options.watchdog.slot(&name, i);
-            workers[level].spawn(worker::run(
+            workers[level].spawn(crate::on_own_thread(worker::run(
                 reader,
                 decoder,
                 stages,
                 b.delivery.clone(),
                 slot,
-            ));
+            )));
         }
         if let Some(own) = b.buffer.drain_timeout() {
             drain_timeout = drain_timeout.max(own);

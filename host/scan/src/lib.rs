@@ -1,7 +1,7 @@
 //! A validating scan of JSON text: one pass that finds where each event sits without building
 //! or copying anything. The `json` deserializer plugin finds its events with it
 //! ([`events`]), and the pipeline checks every event a plugin returns with it ([`object`]);
-//! the `otlp` plugin finds what its strings need escaped with it ([`unescaped`]).
+//! the `otlp` and `plain` plugins write their strings with it ([`write_string`]).
 //!
 //! It accepts exactly what `serde_json` accepts (RFC 8259: no comments, no trailing commas,
 //! strings valid UTF-8 without raw control characters, any nesting depth, as serde_json has
@@ -340,6 +340,46 @@ pub fn unescaped(text: &[u8]) -> usize {
     scalar_stop::<false>(text, at)
 }
 
+/// Writes `s` to `out` as a JSON string, in quotes, escaped as serde_json escapes one: `"` and
+/// `\\`, the control characters (`\\b \\t \\n \\f \\r` short, the rest `\\u00xx`), everything
+/// else as it is. The runs between are found a block of bytes at a time ([`unescaped`]).
+pub fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    write_string_contents(out, s);
+    out.push(b'"');
+}
+
+/// [`write_string`] without the quotes: `s` escaped as inside a JSON string.
+pub fn write_string_contents(out: &mut Vec<u8>, s: &str) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut bytes = s.as_bytes();
+    loop {
+        let plain = unescaped(bytes);
+        out.extend_from_slice(&bytes[..plain]);
+        let Some(&b) = bytes.get(plain) else {
+            return;
+        };
+        bytes = &bytes[plain + 1..];
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            b'\t' => b't',
+            b'\n' => b'n',
+            0x0c => b'f',
+            b'\r' => b'r',
+            _ => b'u',
+        };
+        out.push(b'\\');
+        out.push(short);
+        if short == b'u' {
+            out.extend_from_slice(b"00");
+            out.push(DIGITS[usize::from(b >> 4)]);
+            out.push(DIGITS[usize::from(b & 0xf)]);
+        }
+    }
+}
+
 /// Where the plain text of a string starting at `at` ends: the first quote, backslash, control
 /// character or non-ASCII byte at or after `at` (or the end of `text`).
 fn plain(text: &[u8], at: usize) -> usize {
@@ -608,6 +648,35 @@ mod tests {
                         unescaped(&text),
                         if escape { at } else { len },
                         "{b:#x} at {at} of {len}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every character JSON escapes, and some it does not, at every place of strings longer
+    /// and shorter than a vector block: written as serde_json writes them.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let chars: Vec<char> = (0..0x80u8)
+            .map(char::from)
+            .chain(['\u{7f}', 'é', '\u{2028}', '😀'])
+            .collect();
+        for len in [0, 1, 15, 16, 17, 40] {
+            for at in 0..len.max(1) {
+                for &c in &chars {
+                    let mut text: Vec<char> = vec!['a'; len];
+                    if len > 0 {
+                        text[at] = c;
+                    }
+                    let text: String = text.into_iter().collect();
+                    let mut out = b"x".to_vec();
+                    write_string(&mut out, &text);
+                    let want = format!("x{}", serde_json::to_string(&text).expect("a string"));
+                    assert_eq!(
+                        String::from_utf8(out).expect("UTF-8"),
+                        want,
+                        "{c:?} at {at}"
                     );
                 }
             }

@@ -14,6 +14,8 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, Key
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use super::{common, otel};
+/// JSON strings and their contents, escaped as serde_json escapes them.
+pub(crate) use sluice_scan::{write_string as string, write_string_contents as contents};
 
 /// A field's key: a fixed name, or an attribute's key under a prefix with its dots written `@`
 /// (Data Prepper's flattened `opensearch` keys, `log.attributes.http@method`).
@@ -268,44 +270,5 @@ pub(crate) fn double(out: &mut Vec<u8>, d: f64) {
         serde_json::to_writer(out, &d).expect("writing to a Vec cannot fail");
     } else {
         out.extend_from_slice(b"null");
-    }
-}
-
-/// A JSON string, escaped as serde_json escapes one.
-pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    contents(out, s);
-    out.push(b'"');
-}
-
-/// A string's contents, escaped as serde_json escapes them: `"` and `\`, the control
-/// characters (`\b \t \n \f \r` short, the rest `\u00xx`); everything else as it is.
-fn contents(out: &mut Vec<u8>, s: &str) {
-    let mut bytes = s.as_bytes();
-    loop {
-        // The text up to the next byte to escape, found a block of bytes at a time.
-        let plain = sluice_scan::unescaped(bytes);
-        out.extend_from_slice(&bytes[..plain]);
-        let Some(&b) = bytes.get(plain) else {
-            return;
-        };
-        bytes = &bytes[plain + 1..];
-        let short = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            0x08 => b'b',
-            b'\t' => b't',
-            b'\n' => b'n',
-            0x0c => b'f',
-            b'\r' => b'r',
-            _ => b'u',
-        };
-        out.push(b'\\');
-        out.push(short);
-        if short == b'u' {
-            out.extend_from_slice(b"00");
-            out.push(DIGITS[usize::from(b >> 4)]);
-            out.push(DIGITS[usize::from(b & 0xf)]);
-        }
     }
 }

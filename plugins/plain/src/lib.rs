@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use exports::sluice::plugin::configure::Guest as Configure;
 use exports::sluice::plugin::deserializer::{Guest, Outcome, RawRecord, Reply};
-use serde_json::value::RawValue;
 use sluice::plugin::types::{EventRef, OptionEntry, Span};
 
 /// `format: json`: pass JSON objects through.
@@ -49,21 +48,19 @@ impl Guest for Plain {
 /// Where the JSON object `payload` holds is (offset and length, without the white space
 /// around it), if it is one.
 fn object(payload: &[u8]) -> Option<(u32, u32)> {
-    let text = std::str::from_utf8(payload).ok()?;
-    let raw: &RawValue = serde_json::from_str(text).ok()?;
-    let object = raw.get();
-    object.starts_with('{').then(|| {
-        let offset = object.as_ptr() as usize - text.as_ptr() as usize;
-        (offset as u32, object.len() as u32)
-    })
+    sluice_scan::object(payload).map(|at| (at.start as u32, at.len() as u32))
 }
 
-/// Writes `{"message": <payload as a JSON string>}` to `out`; its span there.
+/// Writes `{"message": <payload as a JSON string>}` to `out`; its span there. Text that is
+/// UTF-8 (nearly all) is checked by the standard library's word-at-a-time check; other text
+/// has each bad sequence replaced.
 fn message(payload: &[u8], out: &mut Vec<u8>) -> Span {
     let start = out.len();
     out.extend_from_slice(b"{\"message\":");
-    let text = String::from_utf8_lossy(payload);
-    serde_json::to_writer(&mut *out, &*text).expect("writing to a Vec cannot fail");
+    match std::str::from_utf8(payload) {
+        Ok(text) => sluice_scan::write_string(out, text),
+        Err(_) => sluice_scan::write_string(out, &String::from_utf8_lossy(payload)),
+    }
     out.push(b'}');
     Span {
         offset: start as u32,
