@@ -276,13 +276,14 @@ impl Origins {
         if self.positions.is_empty() {
             return crate::sink::Provenance::default();
         }
-        let mut ranks: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+        // Lines so far of each record.
+        let mut ranks = vec![0u32; self.positions.len()];
         let at = chosen
             .iter()
             .map(|&e| {
                 let owner = owners[e];
                 let position = self.positions.get(owner).cloned().flatten()?;
-                let rank = ranks.entry(owner).or_insert(0);
+                let rank = &mut ranks[owner];
                 *rank += 1;
                 Some((position, *rank - 1))
             })

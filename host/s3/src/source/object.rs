@@ -2,6 +2,7 @@
 //! object and the line number), and counts what is in flight of each object, so it finishes
 //! (its message is deleted, or the scan records it) only once every line reached the sinks.
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -421,6 +422,8 @@ struct Batcher<'a> {
     start: i64,
     epoch: u64,
     first: bool,
+    /// When the chunk being cut was received, in ms since the Unix epoch.
+    received_at_ms: u64,
 }
 
 impl<'a> Batcher<'a> {
@@ -437,22 +440,24 @@ impl<'a> Batcher<'a> {
             start: 1,
             epoch: reading.reads.fetch_add(1, Ordering::Relaxed),
             first: true,
+            received_at_ms: 0,
         }
     }
 
     fn record(&self, payload: Vec<u8>) -> Record {
+        // `format!` would grow the string for the number: room for it first.
+        let mut origin = String::with_capacity(self.topic.len() + 21);
+        let _ = write!(origin, "{}:{}", self.topic, self.number);
         Record {
             payload,
             key: None,
-            received_at_ms: SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            received_at_ms: self.received_at_ms,
             position: Some(Position {
                 topic: self.topic.clone(),
                 partition: self.partition,
                 offset: self.number,
             }),
-            origin: format!("{}:{}", self.topic, self.number),
+            origin,
             headers: self
                 .header
                 .iter()
@@ -462,8 +467,16 @@ impl<'a> Batcher<'a> {
         }
     }
 
+    /// The records made from here on were received now (read once per chunk, not per line).
+    fn received_now(&mut self) {
+        self.received_at_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+    }
+
     /// Cuts `text` into records with `decoder` and takes each.
     async fn decode(&mut self, decoder: &mut Decoder, text: &[u8]) -> Result<(), ReadError> {
+        self.received_now();
         let mut pieces = Vec::new();
         let cut = decoder.feed(text, &mut pieces);
         // What came before a malformed part goes on, as Data Prepper's codecs hand it out.
@@ -507,6 +520,7 @@ impl<'a> Batcher<'a> {
                 _ = stop.wait_for(|s| *s) => return Err(ReadError::Stopped),
             };
             let Some(rows) = rows else { break };
+            self.received_now();
             for json in rows {
                 number += 1;
                 let piece = if json.len() > LINE_LIMIT {
