@@ -101,3 +101,34 @@ pub(crate) async fn off_reactor<T: Send + 'static>(work: impl FnOnce() -> T + Se
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_loop_on_its_own_thread_runs_sync_work_in_place_and_stops_when_aborted() {
+        // Sync work and the runtime's timers both work there, and the result comes back.
+        let out = super::on_own_thread(async {
+            let a = super::off_reactor(|| 20).await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            a + 22
+        })
+        .await;
+        assert_eq!(out, 42);
+        // An aborted worker (a drain timed out) stops at its next await, dropping its state.
+        let (tx, gone) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(super::on_own_thread(async move {
+            // Dropped with the future: tells the test it is gone.
+            let _held = tx;
+            std::future::pending::<()>().await;
+        }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        task.abort();
+        let dropped = tokio::time::timeout(Duration::from_secs(30), gone).await;
+        assert!(
+            matches!(dropped, Ok(Err(_))),
+            "the loop's future was not dropped after the abort"
+        );
+    }
+}
