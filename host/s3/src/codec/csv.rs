@@ -950,30 +950,21 @@ mod tests {
     /// What a splitter hands out for `chunks`: `L<line> <json>` per record, `!L<line>:<len>`
     /// for a too long one, `ERR ...` for an error.
     fn rows_with(options: &CsvOptions, chunks: &[&[u8]]) -> Vec<String> {
-        let mut splitter = CsvSplitter::new(options.clone());
-        let mut got = Vec::new();
-        let mut out = |r: Row<'_>| {
-            got.push(match r {
-                Row::Event { line, json, .. } => {
-                    format!("L{line} {}", String::from_utf8_lossy(json))
-                }
-                Row::TooLong { line, head, .. } => format!("!L{line}:{}", head.len()),
-            })
-        };
-        let mut result = Ok(());
-        for c in chunks {
-            result = splitter.feed(c, &mut out);
-            if result.is_err() {
-                break;
-            }
+        super::super::decode_chunks(CsvSplitter::new(options.clone()), chunks, |r| match r {
+            Row::Event { line, json, .. } => format!("L{line} {}", String::from_utf8_lossy(json)),
+            Row::TooLong { line, head, .. } => format!("!L{line}:{}", head.len()),
+        })
+    }
+
+    impl super::super::Decoder for CsvSplitter {
+        type Piece<'a> = Row<'a>;
+        type Error = Error;
+        fn feed(&mut self, chunk: &[u8], out: &mut impl FnMut(Row<'_>)) -> Result<(), Error> {
+            CsvSplitter::feed(self, chunk, out)
         }
-        if result.is_ok() {
-            result = splitter.finish(&mut out);
+        fn finish(&mut self, out: &mut impl FnMut(Row<'_>)) -> Result<(), Error> {
+            CsvSplitter::finish(self, out)
         }
-        if let Err(e) = result {
-            got.push(format!("ERR {e}"));
-        }
-        got
     }
 
     fn rows(text: &str) -> Vec<String> {

@@ -1369,31 +1369,24 @@ mod tests {
     /// What a splitter hands out for `chunks`: each event's JSON (with `@metadata` when there
     /// is any), `!offset:len` for a too long one, and `ERR ...` for an error.
     fn split_with(options: &JsonOptions, chunks: &[&[u8]]) -> Vec<String> {
-        let mut splitter = JsonSplitter::new(options.clone());
-        let mut got = Vec::new();
-        let mut out = |e: Element<'_>| {
-            got.push(match e {
-                Element::Event { json, metadata, .. } if !metadata.is_empty() => {
-                    format!("{} @{metadata:?}", String::from_utf8_lossy(json))
-                }
-                Element::Event { json, .. } => String::from_utf8_lossy(json).into_owned(),
-                Element::TooLong { offset, head, .. } => format!("!{offset}:{}", head.len()),
-            })
-        };
-        let mut result = Ok(());
-        for c in chunks {
-            result = splitter.feed(c, &mut out);
-            if result.is_err() {
-                break;
+        super::super::decode_chunks(JsonSplitter::new(options.clone()), chunks, |e| match e {
+            Element::Event { json, metadata, .. } if !metadata.is_empty() => {
+                format!("{} @{metadata:?}", String::from_utf8_lossy(json))
             }
+            Element::Event { json, .. } => String::from_utf8_lossy(json).into_owned(),
+            Element::TooLong { offset, head, .. } => format!("!{offset}:{}", head.len()),
+        })
+    }
+
+    impl super::super::Decoder for JsonSplitter {
+        type Piece<'a> = Element<'a>;
+        type Error = Error;
+        fn feed(&mut self, chunk: &[u8], out: &mut impl FnMut(Element<'_>)) -> Result<(), Error> {
+            JsonSplitter::feed(self, chunk, out)
         }
-        if result.is_ok() {
-            result = splitter.finish(&mut out);
+        fn finish(&mut self, out: &mut impl FnMut(Element<'_>)) -> Result<(), Error> {
+            JsonSplitter::finish(self, out)
         }
-        if let Err(e) = result {
-            got.push(format!("ERR {e}"));
-        }
-        got
     }
 
     fn split(text: &str) -> Vec<String> {

@@ -22,41 +22,10 @@ pub mod csv;
 pub mod json;
 pub mod parquet;
 
-/// Writes `s` as a JSON string (in quotes), escaping what JSON requires.
-pub(crate) fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    write_json_chars(out, s);
-    out.push(b'"');
-}
-
-/// Writes `s` escaped as inside a JSON string (no quotes), copying runs that need nothing.
-pub(crate) fn write_json_chars(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut rest = s.as_bytes();
-    while let Some(i) = rest
-        .iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-    {
-        out.extend_from_slice(&rest[..i]);
-        let b = rest[i];
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0C => out.extend_from_slice(b"\\f"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xF)]);
-            }
-        }
-        rest = &rest[i + 1..];
-    }
-    out.extend_from_slice(rest);
-}
+/// JSON strings, in quotes or only their contents, escaped as serde_json escapes them.
+pub(crate) use sluice_scan::{
+    write_string as write_json_string, write_string_contents as write_json_chars,
+};
 
 /// Java's `String.trim()`: strips every character up to U+0020 (controls too) at both ends.
 pub(crate) fn java_trim(s: &str) -> &str {
@@ -103,6 +72,45 @@ pub(crate) fn cuts(text: &[u8], seed: u64) -> Vec<(String, Vec<&[u8]>)> {
         all.push((format!("random cut {round}"), chunks));
     }
     all
+}
+
+/// A streaming decoder, as the tests drive one: [`csv::CsvSplitter`], [`json::JsonSplitter`].
+#[cfg(test)]
+pub(crate) trait Decoder {
+    type Piece<'a>;
+    type Error: std::fmt::Display;
+    fn feed(
+        &mut self,
+        chunk: &[u8],
+        out: &mut impl FnMut(Self::Piece<'_>),
+    ) -> Result<(), Self::Error>;
+    fn finish(&mut self, out: &mut impl FnMut(Self::Piece<'_>)) -> Result<(), Self::Error>;
+}
+
+/// What `decoder` hands out for `chunks`, each piece as `show` writes it, then `ERR <error>`
+/// if one stopped it (`finish` is called only when every chunk was taken).
+#[cfg(test)]
+pub(crate) fn decode_chunks<D: Decoder>(
+    mut decoder: D,
+    chunks: &[&[u8]],
+    show: impl Fn(D::Piece<'_>) -> String,
+) -> Vec<String> {
+    let mut got = Vec::new();
+    let mut out = |p: D::Piece<'_>| got.push(show(p));
+    let mut result = Ok(());
+    for c in chunks {
+        result = decoder.feed(c, &mut out);
+        if result.is_err() {
+            break;
+        }
+    }
+    if result.is_ok() {
+        result = decoder.finish(&mut out);
+    }
+    if let Err(e) = result {
+        got.push(format!("ERR {e}"));
+    }
+    got
 }
 
 #[cfg(test)]
