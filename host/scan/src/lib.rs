@@ -341,8 +341,8 @@ pub fn unescaped(text: &[u8]) -> usize {
 }
 
 /// Writes `s` to `out` as a JSON string, in quotes, escaped as serde_json escapes one: `"` and
-/// `\\`, the control characters (`\\b \\t \\n \\f \\r` short, the rest `\\u00xx`), everything
-/// else as it is. The runs between are found a block of bytes at a time ([`unescaped`]).
+/// `\`, the control characters (`\b \t \n \f \r` short, the rest `\u00xx`), everything else
+/// as it is. The runs between are found a block of bytes at a time ([`unescaped`]).
 pub fn write_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     write_string_contents(out, s);
